@@ -1,6 +1,7 @@
 // Whole-file reads with transparent gzip inflation (detected by magic bytes, not by name).
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -43,9 +44,12 @@ struct InflateEnd {
 std::string inflate_gzip(const std::string& path, const std::string& in) {
   std::string out;
   // The trailer's ISIZE (uncompressed size mod 2^32) is a good first guess for single members.
+  // Only a guess: a truncated file ends in arbitrary bytes, so it is capped at a ratio that
+  // text rarely exceeds (CSV traces compress about 4:1).
   if (in.size() >= 18) {
     const auto* t = reinterpret_cast<const unsigned char*>(in.data() + in.size() - 4);
-    out.reserve(uint32_t{t[0]} | uint32_t{t[1]} << 8 | uint32_t{t[2]} << 16 | uint32_t{t[3]} << 24);
+    const size_t isize = uint32_t{t[0]} | uint32_t{t[1]} << 8 | uint32_t{t[2]} << 16 | uint32_t{t[3]} << 24;
+    out.reserve(std::min(isize, in.size() * 32));
   }
   z_stream zs{};
   if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) throw TraceError(path, 0, "", "zlib initialisation failed");
