@@ -1,0 +1,109 @@
+// The what-if simulator: replays an OpGraph over many lanes at once.
+//
+// A lane is one copy of the graph: one data-parallel replica in one step. Lanes are numbered
+// step-major (lane = step_index * lanes_per_step + replica), so the lanes of a step are
+// contiguous. All per-cell arrays are node-major: the value of node v in lane l is at
+// [v * num_lanes + l], so a node's lanes are contiguous and the replay is a few streaming passes
+// per node (the artifact's "SIMD" layout).
+//
+// Times are double. A source node (no dependencies) starts at step_start[step] + launch delay;
+// other nodes at max(end of dependencies) + launch delay. Compute: end = start + work.
+// Comm group: end of member m = (max start over members, and over the step's lanes if the group
+// syncs across lanes) + work of m. These are the artifact's operations in the artifact's order,
+// so results match it bit for bit given the same inputs.
+//
+// The Simulator keeps its buffers between runs: repeated runs (the analysis makes ~100) do not
+// allocate.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "straggler_probe/whatif/op_graph.h"
+
+namespace sp::whatif {
+
+struct LaneLayout {
+  int32_t num_steps = 1;
+  int32_t lanes_per_step = 1;
+  size_t num_lanes() const {
+    return static_cast<size_t>(num_steps) * static_cast<size_t>(lanes_per_step);
+  }
+};
+
+// Replaces the inputs of some cells by other values (the what-if "put back the real durations
+// of this group"). A cell (v, l) is selected when cell_mask[v * num_lanes + l] != 0 if cell_mask
+// is given, else when node_mask[v] != 0 and (lane_mask is empty or lane_mask[l] != 0).
+struct SimOverlay {
+  std::span<const double> work;          // per cell; empty: selected cells keep the base work
+  std::span<const double> launch_delay;  // per cell; empty: selected cells keep the base delay
+  std::span<const uint8_t> node_mask;    // per node
+  std::span<const uint8_t> lane_mask;    // per lane, or empty for all lanes
+  std::span<const uint8_t> cell_mask;    // per cell, or empty to use node_mask x lane_mask
+};
+
+struct SimInput {
+  std::span<const double> work;          // per cell: duration (compute) / transfer time (comm)
+  std::span<const double> launch_delay;  // per cell, or empty for none
+  std::span<const double> step_start;    // per step, or empty for 0
+  const SimOverlay* overlay = nullptr;
+  // Also compute, per step, the earliest start and latest end over all cells (the step's span
+  // as a trace would show it); costs one extra reduction per node.
+  bool want_span = false;
+};
+
+// Views into the simulator's buffers, valid until its next run.
+struct SimResult {
+  std::span<const double> start;       // per cell
+  std::span<const double> end;         // per cell
+  std::span<const double> step_end;    // per step: latest end of an ends_step node (-inf if none)
+  std::span<const double> span_start;  // per step, when want_span
+  std::span<const double> span_end;    // per step, when want_span
+};
+
+class Simulator {
+ public:
+  // Validates the graph (throws GraphError) and precomputes the replay order.
+  Simulator(const OpGraph& graph, LaneLayout lanes);
+
+  const LaneLayout& lanes() const { return lanes_; }
+  size_t num_nodes() const { return num_nodes_; }
+  size_t num_cells() const { return num_nodes_ * lanes_.num_lanes(); }
+
+  // Throws std::invalid_argument when an input has the wrong size.
+  SimResult run(const SimInput& in);
+
+ private:
+  // One replay unit: a compute node, or a whole comm group (its members start independently,
+  // then end together).
+  struct Unit {
+    int32_t first_member;  // index into unit_members_
+    int32_t num_members;
+    bool is_group;
+    bool sync_across_lanes;
+  };
+
+  void run_unit(const Unit& u, const SimInput& in);
+  void start_node(NodeId v, const SimInput& in);
+
+  LaneLayout lanes_;
+  size_t num_nodes_ = 0;
+  std::vector<Unit> order_;               // units in a valid replay order
+  std::vector<NodeId> unit_members_;
+  std::vector<int32_t> dep_offsets_;      // CSR of dependencies per node
+  std::vector<NodeId> dep_nodes_;
+  std::vector<uint8_t> ends_step_;
+  std::vector<uint8_t> is_comm_;
+
+  std::vector<double> start_;
+  std::vector<double> end_;
+  std::vector<double> group_start_;       // scratch: max start of the current group, per lane
+  std::vector<double> step_end_;
+  std::vector<double> span_start_;
+  std::vector<double> span_end_;
+  std::vector<double> work_scratch_;      // scratch: one node's effective work / delay per lane
+  std::vector<double> delay_scratch_;
+};
+
+}  // namespace sp::whatif
