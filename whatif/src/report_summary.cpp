@@ -1,0 +1,109 @@
+// The CLI's human summary and its verdict rules.
+#include "straggler_probe/whatif/report_summary.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "straggler_probe/whatif/op_type.h"
+
+namespace sp::whatif {
+namespace {
+
+std::string num(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+const GroupSlowdown* worst(const std::vector<GroupSlowdown>& groups) {
+  const auto it = std::max_element(groups.begin(), groups.end(),
+                                   [](const GroupSlowdown& a, const GroupSlowdown& b) { return a.slowdown < b.slowdown; });
+  return it == groups.end() ? nullptr : &*it;
+}
+
+// Fraction of the job's slowdown that one group explains on its own: (S_g - 1) / (S - 1).
+double share(double group_slowdown, double s) { return s > 1 ? (group_slowdown - 1) / (s - 1) : 0; }
+
+bool is_compute_name(const std::string& name) {
+  const auto t = parse_op_type(name);
+  return t && is_compute(*t);
+}
+
+}  // namespace
+
+// The rules, in order (first match wins):
+// 1. S < 1.10: the job loses under 10% to stragglers, within what the paper treats as normal
+//    run-to-run variation; nothing to chase.
+// 2. M_W >= 0.5: restoring the top 3% of workers removes at least half the slowdown, so a few
+//    machines are to blame (the paper's individual-worker class); name the worst one.
+// 3. M_S >= 0.8 and no other stage alone explains more than 20%: the last stage carries the
+//    slowdown (stage partitioning imbalance: loss/output layer on the last stage).
+// 4. Slowdown mostly in compute, no dp rank explaining half of it: slow workers change from
+//    step to step, the signature of uneven sequence lengths across micro-batches (the
+//    paper's SE case). When M_S is also notable (>= 0.3) the last stage is mentioned too.
+// 5. Otherwise name the biggest contributor by op type, flagging communication (network).
+std::string derive_verdict(const SummaryInput& in) {
+  const double s = in.slowdown;
+  if (s < kNoStragglingBelow) {
+    return "no significant straggling (S=" + num(s, 3) + " < " + num(kNoStragglingBelow, 2) + ")";
+  }
+  if (in.m_w && *in.m_w >= kFewWorkersMw) {
+    std::string v = "a few workers are the bottleneck (M_W=" + num(*in.m_w, 2) + ")";
+    if (in.worst_worker_dp && in.worst_worker_stage) {
+      v += ": worst is dp rank " + std::to_string(*in.worst_worker_dp) + ", stage " + std::to_string(*in.worst_worker_stage);
+    }
+    return v;
+  }
+  const std::string last_stage = std::to_string(in.pp_size - 1);
+  double other_stage_share = 0;
+  for (const auto& g : in.by_stage) {
+    if (g.name != last_stage) other_stage_share = std::max(other_stage_share, share(g.slowdown, s));
+  }
+  if (in.m_s && *in.m_s >= kLastStageMs && other_stage_share <= 0.2) {
+    return "last pipeline stage is the bottleneck (M_S=" + num(*in.m_s, 2) + "): rebalance the stage partitioning";
+  }
+  const GroupSlowdown* top_op = worst(in.by_optype);
+  const GroupSlowdown* top_dp = worst(in.by_dp_rank);
+  const bool compute_bound = top_op && is_compute_name(top_op->name);
+  if (compute_bound && (!top_dp || share(top_dp->slowdown, s) < 0.5)) {
+    std::string v = "stragglers are spread across workers and steps: suspect sequence-length imbalance";
+    if (in.m_w) v += " (M_W=" + num(*in.m_w, 2) + ")";
+    if (in.m_s && *in.m_s >= 0.3) v += "; the last stage adds to it (M_S=" + num(*in.m_s, 2) + ")";
+    return v;
+  }
+  if (top_op) {
+    const bool comm = !is_compute_name(top_op->name) && top_op->name != "optimizer" && top_op->name != "gc";
+    return std::string(comm ? "communication is the main contributor: " : "main contributor: ") + top_op->name +
+           " (S_t=" + num(top_op->slowdown, 3) + ")" + (comm ? ", suspect the network" : "");
+  }
+  return "slowdown S=" + num(s, 3) + " without attribution (run with a lower --threshold to attribute it)";
+}
+
+std::string format_summary(const SummaryInput& in) {
+  std::string out;
+  out += in.trial_name + ": " + std::to_string(in.steps) + " steps analysed\n";
+  out += "  slowdown S        " + num(in.slowdown, 4) + "  (waste " + num(100 * (1 - 1 / in.slowdown), 1) +
+         "% of GPU time; launch delays add " + num(in.launch_slowdown, 4) + "x on top)\n";
+  auto line = [&](const char* label, const std::vector<GroupSlowdown>& groups, const char* prefix) {
+    if (const GroupSlowdown* g = worst(groups)) {
+      out += std::string("  ") + label + prefix + g->name + "  (S=" + num(g->slowdown, 4) + ")\n";
+    }
+  };
+  line("worst stage       ", in.by_stage, "stage ");
+  line("worst dp rank     ", in.by_dp_rank, "dp rank ");
+  line("worst op type     ", in.by_optype, "");
+  if (in.worst_worker_dp && in.worst_worker_stage && in.worst_worker_slowdown) {
+    out += "  worst worker      dp rank " + std::to_string(*in.worst_worker_dp) + ", stage " +
+           std::to_string(*in.worst_worker_stage) + "  (S_w=" + num(*in.worst_worker_slowdown, 4) + ")\n";
+  }
+  if (in.by_stage.empty() && in.by_dp_rank.empty() && in.by_optype.empty()) {
+    out += "  attribution       not computed (S below the threshold)\n";
+  }
+  out += "  M_S               " + (in.m_s ? num(*in.m_s, 4) : std::string("n/a")) + "  (share explained by the last stage)\n";
+  out += "  M_W               " + (in.m_w ? num(*in.m_w, 4) : std::string("n/a")) + "  (share explained by the top 3% of workers)\n";
+  out += "  verdict           " + derive_verdict(in) + "\n";
+  return out;
+}
+
+}  // namespace sp::whatif
