@@ -2,6 +2,7 @@
 // threads, event counts, and step layout.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -43,7 +44,7 @@ nlohmann::json write(const TimelineInput& in, size_t* events = nullptr) {
 TEST(Timeline, HasProcessesThreadsAndEventsForRealAndIdeal) {
   Fixture f;
   size_t n = 0;
-  const auto doc = write({&f.trace, &f.meta, f.ideal_start, f.ideal_end, {}}, &n);
+  const auto doc = write({&f.trace, &f.meta, {}, {}, f.ideal_start, f.ideal_end, {}}, &n);
   EXPECT_EQ(doc["displayTimeUnit"], "ms");
   std::map<int, std::string> process_names;
   std::map<int, std::set<std::string>> thread_names;
@@ -68,7 +69,7 @@ TEST(Timeline, HasProcessesThreadsAndEventsForRealAndIdeal) {
 
 TEST(Timeline, LaysStepsEndToEndInMicroseconds) {
   Fixture f;
-  const auto doc = write({&f.trace, &f.meta, f.ideal_start, f.ideal_end, {}});
+  const auto doc = write({&f.trace, &f.meta, {}, {}, f.ideal_start, f.ideal_end, {}});
   std::map<std::pair<int, int64_t>, std::vector<double>> ts;  // (pid, step) -> ts of events
   for (const auto& e : doc["traceEvents"]) {
     if (e["ph"] == "X") ts[{e["pid"].get<int>(), e["args"]["step"].get<int64_t>()}].push_back(e["ts"].get<double>());
@@ -86,7 +87,7 @@ TEST(Timeline, LaysStepsEndToEndInMicroseconds) {
 TEST(Timeline, SelectsStepsAndCanOmitTheIdeal) {
   Fixture f;
   size_t n = 0;
-  const auto doc = write({&f.trace, &f.meta, {}, {}, {5}}, &n);
+  const auto doc = write({&f.trace, &f.meta, {}, {}, {}, {}, {5}}, &n);
   EXPECT_EQ(n, 4u);
   std::set<int> pids;
   for (const auto& e : doc["traceEvents"]) {
@@ -100,7 +101,7 @@ TEST(Timeline, SelectsStepsAndCanOmitTheIdeal) {
 
 TEST(Timeline, ArgsCarryMicroBatchOnlyWhereItApplies) {
   Fixture f;
-  const auto doc = write({&f.trace, &f.meta, {}, {}, {3}});
+  const auto doc = write({&f.trace, &f.meta, {}, {}, {}, {}, {3}});
   for (const auto& e : doc["traceEvents"]) {
     if (e["ph"] != "X") continue;
     if (e["name"] == "forward-compute") {
@@ -112,6 +113,21 @@ TEST(Timeline, ArgsCarryMicroBatchOnlyWhereItApplies) {
       EXPECT_EQ(e["cat"], "dp comm");
       EXPECT_EQ(e["tid"], 3);
     }
+  }
+}
+
+TEST(Timeline, UsesGivenRealTimesAndSkipsRowsWithoutAnIdeal) {
+  Fixture f;
+  std::vector<double> real_start(f.trace.size(), 0.25), real_end(f.trace.size(), 0.75);
+  f.ideal_start[0] = std::nan("");
+  size_t n = 0;
+  write({&f.trace, &f.meta, real_start, real_end, f.ideal_start, f.ideal_end, {5}}, &n);
+  EXPECT_EQ(n, 7u);  // 4 real + 3 ideal (row 0 of step 5 has no ideal)
+  const auto doc = write({&f.trace, &f.meta, real_start, real_end, {}, {}, {5}});
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    EXPECT_DOUBLE_EQ(e["ts"].get<double>(), 0.0);  // the step's window starts at its first op
+    EXPECT_DOUBLE_EQ(e["dur"].get<double>(), 0.5e6);
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <stdexcept>
@@ -84,6 +85,13 @@ size_t write_timeline_json(const TimelineInput& in, std::ostream& out) {
   if (with_ideal && (in.ideal_start.size() != t.size() || in.ideal_end.size() != t.size())) {
     throw std::invalid_argument("write_timeline_json: ideal times must have one entry per trace row");
   }
+  const bool given_real = !in.real_start.empty();
+  if (given_real && (in.real_start.size() != t.size() || in.real_end.size() != t.size())) {
+    throw std::invalid_argument("write_timeline_json: real times must have one entry per trace row");
+  }
+  auto real_start = [&](size_t i) { return given_real ? in.real_start[i] : t.start_ts[i]; };
+  auto real_end = [&](size_t i) { return given_real ? in.real_end[i] : t.start_ts[i] + t.duration[i]; };
+  auto has_ideal = [&](size_t i) { return with_ideal && !std::isnan(in.ideal_start[i]) && !std::isnan(in.ideal_end[i]); };
 
   // Step windows over both timelines; std::map keeps them in step order for the layout.
   std::map<int64_t, StepWindow> windows;
@@ -94,9 +102,9 @@ size_t write_timeline_json(const TimelineInput& in, std::ostream& out) {
     auto it = all_steps ? windows.try_emplace(t.step[i]).first : windows.find(t.step[i]);
     if (it == windows.end()) continue;
     StepWindow& w = it->second;
-    w.begin = std::min(w.begin, t.start_ts[i]);
-    w.end = std::max(w.end, t.start_ts[i] + t.duration[i]);
-    if (with_ideal) {
+    w.begin = std::min(w.begin, real_start(i));
+    w.end = std::max(w.end, real_end(i));
+    if (has_ideal(i)) {
       w.begin = std::min(w.begin, in.ideal_start[i]);
       w.end = std::max(w.end, in.ideal_end[i]);
     }
@@ -134,8 +142,9 @@ size_t write_timeline_json(const TimelineInput& in, std::ostream& out) {
     for (size_t i = 0; i < t.size(); ++i) {
       const auto w = windows.find(t.step[i]);
       if (w == windows.end()) continue;
-      const double start = copy == 0 ? t.start_ts[i] : in.ideal_start[i];
-      const double dur = copy == 0 ? t.duration[i] : in.ideal_end[i] - in.ideal_start[i];
+      if (copy == 1 && !has_ideal(i)) continue;
+      const double start = copy == 0 ? real_start(i) : in.ideal_start[i];
+      const double dur = copy == 0 ? real_end(i) - real_start(i) : in.ideal_end[i] - in.ideal_start[i];
       const int stream = timeline_stream(t.optype[i]);
       begin_entry(buf, first);
       buf += "{\"name\":\"";

@@ -13,8 +13,13 @@ namespace sp::whatif {
 struct TimelineInput {
   const TraceTable* trace = nullptr;
   const JobMeta* meta = nullptr;
-  // The simulated straggler-free start and end of every trace row (same row order, seconds, on
-  // the trace's own clock). Empty spans: only the real timeline is written.
+  // The real start and end of every trace row (same row order, seconds). Empty: taken from the
+  // trace (start_ts, start_ts + duration). The analysis gives them relative to each step's
+  // start, on the same clock as its ideal times.
+  std::span<const double> real_start;
+  std::span<const double> real_end;
+  // The simulated straggler-free start and end of every row, on the same clock as the real
+  // times. Empty: only the real timeline is written. Rows with NaN ideal times are left out.
   std::span<const double> ideal_start;
   std::span<const double> ideal_end;
   // Steps to draw, in any order; empty means every step of the trace.
