@@ -37,29 +37,18 @@ struct Endpoint {
   size_t key;  // (direction, consumer global chunk, micro-batch); meaningless for no-ops
 };
 
-// The compute order of Megatron's interleaved 1F1B schedule on one stage: warm-up forwards,
-// then one forward and one backward at a time, then cool-down backwards. Virtual micro-batch k
-// runs model chunk (k mod pp*vpp) / pp (reversed for backward) on micro-batch
+// The forwards (or backwards) of one stage in Megatron's interleaved order: virtual
+// micro-batch k runs model chunk (k mod pp*vpp) / pp (reversed for backward) on micro-batch
 // (k / (pp*vpp)) * pp + k mod pp.
-std::vector<ComputeRef> interleaved_order(int pp, int vpp, int micro_batches, int stage) {
-  const int total = micro_batches * vpp;
-  const int warmup = micro_batches == pp ? total
-                                         : std::min((pp - stage - 1) * 2 + (vpp - 1) * pp, total);
-  auto at = [&](int k, bool forward) {
+std::vector<ComputeRef> interleaved_sequence(int pp, int vpp, int micro_batches, bool forward) {
+  std::vector<ComputeRef> seq;
+  seq.reserve(static_cast<size_t>(micro_batches * vpp));
+  for (int k = 0; k < micro_batches * vpp; ++k) {
     const int in_group = k % (pp * vpp);
-    int chunk = in_group / pp;
-    if (!forward) chunk = vpp - 1 - chunk;
-    return ComputeRef{forward, chunk, (k / (pp * vpp)) * pp + in_group % pp};
-  };
-  std::vector<ComputeRef> order;
-  order.reserve(static_cast<size_t>(total) * 2);
-  for (int k = 0; k < warmup; ++k) order.push_back(at(k, true));
-  for (int k = 0; k < total - warmup; ++k) {
-    order.push_back(at(warmup + k, true));
-    order.push_back(at(k, false));
+    const int chunk = forward ? in_group / pp : vpp - 1 - in_group / pp;
+    seq.push_back(ComputeRef{forward, chunk, (k / (pp * vpp)) * pp + in_group % pp});
   }
-  for (int k = total - warmup; k < total; ++k) order.push_back(at(k, false));
-  return order;
+  return seq;
 }
 
 class ScheduleWriter {
@@ -165,20 +154,46 @@ class ScheduleWriter {
     }
   }
 
-  // Interleaved schedule: between two computes one batched call sends the output of the one
-  // before and receives the input of the one after. Every compute gets exactly one send and
-  // one recv record; those without a peer are recorded no-ops, as the profiler does.
+  // Megatron's interleaved schedule: one batched call after each warm-up forward, after each
+  // steady-state forward+backward pair, and after each cool-down backward; each call sends the
+  // outputs just computed and receives the inputs of the next forward / backward. (A call per
+  // compute instead deadlocks under rendezvous semantics.) Every compute gets exactly one send
+  // and one recv record; those without a peer are recorded no-ops, as the profiler does.
   void write_interleaved() {
-    const auto order = interleaved_order(pp_, vpp_, mb_, stage_);
-    batch({recv_for(order.front())}, true);
-    for (size_t j = 0; j < order.size(); ++j) {
-      compute(order[j]);
-      if (j + 1 < order.size()) {
-        batch({send_of(order[j]), recv_for(order[j + 1])}, true);
-      } else {
-        batch({send_of(order[j])}, true);
-      }
+    const auto forwards = interleaved_sequence(pp_, vpp_, mb_, true);
+    const auto backwards = interleaved_sequence(pp_, vpp_, mb_, false);
+    const size_t total = forwards.size();
+    const size_t warmup = warmup_count(total);
+    const size_t steady = total - warmup;
+
+    batch({recv_for(forwards[0])}, true);
+    for (size_t k = 0; k < warmup; ++k) {
+      compute(forwards[k]);
+      std::vector<Endpoint> ends{send_of(forwards[k])};
+      if (k + 1 < total) ends.push_back(recv_for(forwards[k + 1]));
+      if (k + 1 == warmup && steady > 0) ends.push_back(recv_for(backwards[0]));
+      batch(ends, true);
     }
+    if (steady == 0) batch({recv_for(backwards[0])}, true);
+    for (size_t k = 0; k < steady; ++k) {
+      compute(forwards[warmup + k]);
+      compute(backwards[k]);
+      std::vector<Endpoint> ends{send_of(forwards[warmup + k]), send_of(backwards[k])};
+      if (warmup + k + 1 < total) ends.push_back(recv_for(forwards[warmup + k + 1]));
+      if (k + 1 < total) ends.push_back(recv_for(backwards[k + 1]));
+      batch(ends, true);
+    }
+    for (size_t k = steady; k < total; ++k) {
+      compute(backwards[k]);
+      std::vector<Endpoint> ends{send_of(backwards[k])};
+      if (k + 1 < total) ends.push_back(recv_for(backwards[k + 1]));
+      batch(ends, true);
+    }
+  }
+
+  size_t warmup_count(size_t total) const {
+    if (mb_ == pp_) return total;  // Megatron runs all forwards first in this case
+    return std::min(static_cast<size_t>((pp_ - stage_ - 1) * 2 + (vpp_ - 1) * pp_), total);
   }
 
   // After the last backward: layer-norm and embedding all-reduces, the gradient collectives
@@ -237,7 +252,7 @@ class ScheduleWriter {
 
   // One batched p2p call; endpoints without a peer are recorded only when keep_noops is set.
   // Nothing is issued when no endpoint remains.
-  void batch(std::initializer_list<Endpoint> endpoints, bool keep_noops) {
+  void batch(const std::vector<Endpoint>& endpoints, bool keep_noops) {
     const bool any = std::any_of(endpoints.begin(), endpoints.end(),
                                  [&](const Endpoint& e) { return keep_noops || !e.noop; });
     if (!any) return;
