@@ -1,0 +1,62 @@
+/* C entry points of the GPU-capture layer, exported by libstraggler_probe.so.
+ *
+ * For the Python package (ctypes/pybind11) and for tools: start CUPTI capture, hand CUPTI over to
+ * torch.profiler and take it back, ask for a flush at a step end, read statistics. All calls are
+ * safe before start, after a failure and in a forked child (they then do nothing).
+ */
+#ifndef STRAGGLER_PROBE_GPU_CUPTI_C_API_H_
+#define STRAGGLER_PROBE_GPU_CUPTI_C_API_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "straggler_probe/probe.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct sp_cupti_stats {
+  uint32_t struct_size;     /* sizeof(sp_cupti_stats) */
+  int32_t active;           /* capturing now */
+  int32_t paused;
+  int32_t cupti_major;
+  uint64_t windows;
+  uint64_t kernels;
+  uint64_t memcpys;
+  uint64_t tagged_activities;
+  uint64_t untagged_activities;
+  uint64_t nccl_kernels;
+  uint64_t dropped_records;  /* CUPTI's count of records lost (no buffer) */
+  uint64_t buffers_refused;
+  uint64_t events_emitted;
+  double clock_skew_ppm;     /* CUPTI clock vs probe clock */
+  int64_t clock_offset_ns;
+  uint64_t clock_uncertainty_ns;
+  uint32_t time_base_changes;
+  uint32_t pauses;
+} sp_cupti_stats;
+
+/* Starts CUPTI capture (idempotent). SP_OK when capturing, SP_ERR_DISABLED when unavailable
+ * (one warning was printed). */
+SP_API int sp_cupti_start(void);
+/* Stops capture for good (flushes what is there; never calls cuptiFinalize). */
+SP_API int sp_cupti_stop(void);
+/* Hands CUPTI to another client (torch.profiler): flush, disable our kinds. */
+SP_API int sp_cupti_pause(const char* reason);
+/* Takes it back: re-registers callbacks, re-enables kinds, recalibrates the clock. */
+SP_API int sp_cupti_resume(void);
+/* Step end: asks the flush thread to process now; never blocks. */
+SP_API int sp_cupti_request_flush(void);
+/* Region attribution (external correlation), per thread, nesting. */
+SP_API void sp_cupti_region_push(uint32_t kind, int32_t microbatch, uint32_t name_id);
+SP_API void sp_cupti_region_pop(void);
+SP_API int sp_cupti_get_stats(sp_cupti_stats* out);
+/* Top kernels per region type as text; returns the full length (like snprintf). */
+SP_API size_t sp_cupti_report(char* buf, size_t len, uint32_t top_k);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STRAGGLER_PROBE_GPU_CUPTI_C_API_H_ */

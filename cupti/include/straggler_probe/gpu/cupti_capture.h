@@ -1,0 +1,121 @@
+// GPU kernel capture through the CUPTI Activity API: the probe's eyes on the GPU.
+//
+// Lifecycle: nothing happens at load time. start() (first NCCL communicator, the Python package,
+// or sp_cupti_start) loads CUPTI by SONAME, enables the activity kinds and starts one flush thread.
+// The flush thread wakes at each step end (request_flush) or every flush period, collects the
+// completed buffers, parses them, attributes kernels to the probe's regions and emits one event
+// per region instance with its GPU span (time source CUPTI, probe clock) plus memcpys.
+// Without CUPTI or a driver: one warning, disabled, no further attempts, no harm.
+//
+// Coexistence with torch.profiler / Kineto / Nsight: Activity API only (no subscriber), never
+// cuptiFinalize. pause() hands CUPTI over (forced flush, kinds disabled); resume() re-registers
+// the callbacks, re-enables the kinds and restarts the clock calibration (Kineto may have
+// installed a TSC timestamp callback meanwhile).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace sp::cupti {
+struct CuptiApi;
+}
+
+namespace sp::gpu {
+
+struct CuptiCaptureOptions {
+  bool enabled = true;               // STRAGGLER_PROBE_CUPTI=0 disables
+  uint32_t flush_period_ms = 500;    // STRAGGLER_PROBE_CUPTI_FLUSH_MS; 0 = no thread (tests)
+  size_t buffer_bytes = 2u << 20;    // STRAGGLER_PROBE_CUPTI_BUFFER_KB
+  size_t max_buffers = 16;           // STRAGGLER_PROBE_CUPTI_BUFFERS
+  bool kernels_only = false;         // STRAGGLER_PROBE_CUPTI_KINDS=kernels
+  uint32_t hold_windows = 1;
+  uint32_t recalibrate_every_windows = 20;
+};
+
+// Reads the options; each malformed value is named in *errors (one line each) and left default.
+CuptiCaptureOptions cupti_options_from_env(std::string* errors);
+
+struct CuptiCaptureStats {
+  bool available = false;   // CUPTI loaded and activities enabled at least once
+  bool active = false;      // capturing now
+  bool paused = false;
+  int cupti_major = 0;
+  uint32_t cupti_version = 0;
+  uint64_t windows = 0;
+  uint64_t records = 0;
+  uint64_t kernels = 0;
+  uint64_t memcpys = 0;
+  uint64_t memsets = 0;
+  uint64_t syncs = 0;
+  uint64_t cuda_events = 0;
+  uint64_t external_correlations = 0;
+  uint64_t tagged_activities = 0;
+  uint64_t untagged_activities = 0;
+  uint64_t nccl_kernels = 0;
+  uint64_t zero_timestamps = 0;
+  uint64_t dropped_records = 0;     // CUPTI's own count
+  uint64_t buffers_refused = 0;     // pool exhausted
+  uint64_t foreign_buffers = 0;
+  uint64_t events_emitted = 0;
+  uint64_t emit_failures = 0;
+  uint64_t pauses = 0;
+  double clock_skew_ppm = 0;        // CUPTI clock vs probe clock
+  int64_t clock_offset_ns = 0;
+  uint64_t clock_uncertainty_ns = 0;
+  uint32_t time_base_changes = 0;
+};
+
+class CuptiCapture {
+ public:
+  // The process-wide instance (leaked: the flush thread may outlive static destructors).
+  static CuptiCapture& instance();
+
+  CuptiCapture();
+  ~CuptiCapture();
+  CuptiCapture(const CuptiCapture&) = delete;
+  CuptiCapture& operator=(const CuptiCapture&) = delete;
+
+  // Loads CUPTI and starts capturing; idempotent. False when unavailable (warned once).
+  bool start();
+  // Same with a given CUPTI (tests inject a fake); `major`/`version` as the loader would report.
+  bool start_with(const cupti::CuptiApi& api, int major, uint32_t version,
+                  const CuptiCaptureOptions& opts);
+  // Stops the flush thread and disables the kinds (no cuptiFinalize).
+  void stop();
+
+  bool pause(const char* reason);
+  bool resume();
+
+  // Asks the flush thread to process now (step end); never blocks.
+  void request_flush();
+  // Flushes and processes on the calling thread (tests, pause, shutdown).
+  bool flush_now(bool forced = false);
+
+  // Hot path: external correlation around probe regions and NCCL operations. Per-thread nesting.
+  void push_region(uint32_t kind, int32_t microbatch, uint32_t name_id);
+  void pop_region();
+  void push_nccl_op(uint64_t op);
+  void pop_nccl_op();
+
+  bool active() const;
+  CuptiCaptureStats stats() const;
+  // Top kernels per region type, one line per kernel.
+  std::string report(size_t top_k) const;
+
+  // Called from the flush thread for each kernel launched inside an NCCL operation, with
+  // probe-clock times.
+  using NcclKernelObserver = void (*)(uint64_t op, uint64_t start_ns, uint64_t end_ns,
+                                      const char* kernel_name, void* user);
+  void set_nccl_kernel_observer(NcclKernelObserver fn, void* user);
+
+  // Tests: back to the never-started state (stops first).
+  void reset_for_tests();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sp::gpu

@@ -1,0 +1,99 @@
+// CUPTI-to-probe clock mapping: offset, skew, a TSC time base, and a time-base switch.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "clock_calibration.h"
+
+namespace sp::cupti {
+namespace {
+
+ClockSample sample(uint64_t device, uint64_t host_mid, uint64_t half_bracket = 500) {
+  return ClockSample{device, host_mid - half_bracket, host_mid + half_bracket};
+}
+
+TEST(ClockCalibration, IdentityBeforeAnySample) {
+  ClockCalibration c;
+  EXPECT_FALSE(c.calibrated());
+  EXPECT_EQ(c.to_host(123456789), 123456789u);
+}
+
+TEST(ClockCalibration, OffsetFromOneSample) {
+  ClockCalibration c;
+  const uint64_t host = 1'700'000'000'000'000'000ull;
+  ASSERT_TRUE(c.add(sample(host - 2500, host)));
+  EXPECT_EQ(c.offset_ns(), 2500);
+  EXPECT_EQ(c.to_host(host - 2500 + 1'000'000), host + 1'000'000);
+  EXPECT_EQ(c.uncertainty_ns(), 500u);
+}
+
+TEST(ClockCalibration, DiscardsWideBrackets) {
+  ClockCalibration c;
+  EXPECT_FALSE(c.add(sample(1000, 5'000'000, 1'000'000)));
+  EXPECT_FALSE(c.calibrated());
+}
+
+TEST(ClockCalibration, EstimatesSkewInPpm) {
+  ClockCalibration c;
+  const uint64_t h0 = 1'700'000'000'000'000'000ull;
+  const uint64_t d0 = 5'000'000'000ull;
+  // The device clock runs 50 ppm fast: 1 s of host time is 1.00005 s of device time.
+  for (int i = 0; i <= 10; ++i) {
+    const uint64_t dh = static_cast<uint64_t>(i) * 1'000'000'000ull;
+    const uint64_t dd = dh + dh / 20000;
+    ASSERT_TRUE(c.add(sample(d0 + dd, h0 + dh, 200)));
+  }
+  ASSERT_TRUE(c.slope_fitted());
+  EXPECT_NEAR(c.skew_ppm(), -50.0, 0.5) << "device faster => slope below 1";
+  const uint64_t d = d0 + 5'000'000'000ull + 5'000'000'000ull / 20000;
+  EXPECT_NEAR(static_cast<double>(c.to_host(d)), static_cast<double>(h0 + 5'000'000'000ull), 50);
+  EXPECT_EQ(c.time_base_changes(), 0u);
+}
+
+TEST(ClockCalibration, FitsATscTimeBase) {
+  ClockCalibration c;
+  const uint64_t h0 = 1'700'000'000'000'000'000ull;
+  // 3 GHz TSC: 3 ticks per ns.
+  for (int i = 0; i < 5; ++i) {
+    const uint64_t dh = static_cast<uint64_t>(i) * 10'000'000ull;
+    ASSERT_TRUE(c.add(sample(1'000'000 + dh * 3, h0 + dh, 100)));
+  }
+  EXPECT_NEAR(c.slope(), 1.0 / 3.0, 1e-6);
+  EXPECT_NEAR(static_cast<double>(c.to_host(1'000'000 + 3'000'000'000ull)),
+              static_cast<double>(h0 + 1'000'000'000ull), 1000);
+}
+
+TEST(ClockCalibration, RestartsWhenTheTimeBaseChanges) {
+  ClockCalibration c;
+  const uint64_t h0 = 1'700'000'000'000'000'000ull;
+  for (int i = 0; i < 4; ++i) {
+    const uint64_t dh = static_cast<uint64_t>(i) * 100'000'000ull;
+    ASSERT_TRUE(c.add(sample(h0 + dh, h0 + dh)));
+  }
+  ASSERT_TRUE(c.slope_fitted());
+  // Now CUPTI reports TSC ticks (Kineto's timestamp callback): nothing like the model.
+  const uint64_t h1 = h0 + 500'000'000ull;
+  ASSERT_TRUE(c.add(sample(42'000'000'000ull, h1)));
+  EXPECT_EQ(c.time_base_changes(), 1u);
+  EXPECT_EQ(c.sample_count(), 1u);
+  EXPECT_EQ(c.to_host(42'000'000'000ull), h1);
+}
+
+TEST(ClockCalibration, BestOfBurstKeepsTheTightestBracket) {
+  struct Clocks {
+    uint64_t host = 1000;
+    int call = 0;
+  } clocks;
+  auto host = [](void* ctx) -> uint64_t {
+    auto* c = static_cast<Clocks*>(ctx);
+    // Alternating brackets: 450 ns wide, then 50 ns wide.
+    c->host += (c->call++ % 4 < 2) ? 450 : 50;
+    return c->host;
+  };
+  auto device = [](void* ctx) -> uint64_t { return static_cast<Clocks*>(ctx)->host + 7; };
+  const ClockSample s = best_of_burst(device, &clocks, host, &clocks, 4);
+  EXPECT_EQ(s.host_after - s.host_before, 50u);
+}
+
+}  // namespace
+}  // namespace sp::cupti
