@@ -27,6 +27,7 @@ typedef enum sp_status {
   SP_ERR_INVALID = 2,   /* bad argument (null pointer, unknown kind, bad config value) */
   SP_ERR_DROPPED = 3,   /* buffer full: the event was dropped and counted */
   SP_ERR_INTERNAL = 4,  /* unexpected failure; a warning was logged */
+  SP_ERR_TIMEOUT = 5,   /* nothing arrived in time (sp_pop_summary) */
 } sp_status;
 
 /* What an operation is. Values are stable: they go over the wire in step summaries. */
@@ -84,7 +85,14 @@ typedef struct sp_event {
   uint32_t stream;       /* stream id (CUDA stream or logical stream), 0 = default */
   uint32_t name_id;      /* interned name (sp_intern), 0 if none */
   uint32_t time_source;  /* sp_time_source */
-  uint64_t reserved;     /* zero */
+  /* Which step the event belongs to. 0 (the default, `reserved` in ABI 1 callers): the step whose
+   * marks enclose start_ns. Otherwise the label passed to sp_mark_step, plus one: producers whose
+   * events run past the mark (GPU work launched in step N that executes after mark N) or arrive
+   * late (CUPTI buffers) pin them to the step that launched them. Labels must then increase. */
+  union {
+    uint64_t reserved;
+    uint64_t step_plus_one;
+  };
 } sp_event;
 
 typedef struct sp_config {
@@ -95,6 +103,12 @@ typedef struct sp_config {
   uint32_t ring_capacity;     /* events per thread ring; 0: default (65536) */
   uint32_t max_threads;       /* recording threads; 0: default (64) */
   uint32_t flags;             /* reserved, 0 */
+  /* Added after the first draft; honoured only when struct_size covers them. 0: environment or
+   * default (see plugin/README.md). */
+  uint32_t queue_steps;         /* finished summaries kept for the transport; default 16 */
+  uint32_t step_grace_ms;       /* wait for late events after a mark before closing; default 50 */
+  uint32_t drain_interval_ms;   /* consumer thread period; default 5 */
+  uint32_t max_events_per_step; /* per-step event cap in the assembler; default 262144 */
 } sp_config;
 
 typedef struct sp_stats {
@@ -104,6 +118,12 @@ typedef struct sp_stats {
   uint64_t steps_skipped;      /* summaries dropped because the consumer fell behind */
   uint64_t threads_registered;
   uint64_t threads_rejected;   /* threads beyond max_threads (their events are dropped) */
+  /* Added after the first draft. events_recorded + events_dropped == calls that tried to record. */
+  uint64_t events_discarded;   /* recorded, but in no summary: arrived after their step closed,
+                                  over the per-step cap, or after the last mark at shutdown */
+  uint64_t regions_unbalanced; /* regions never ended (an outer region ended first) */
+  uint64_t annotations_dropped;
+  uint64_t marks_dropped;      /* step marks lost because the consumer was stuck */
 } sp_stats;
 
 SP_API uint32_t sp_abi_version(void);
@@ -122,14 +142,30 @@ SP_API int sp_region_end(uint64_t token);
 /* A complete event whose times are already known (CUDA events, CUPTI, NCCL, collectives). */
 SP_API int sp_record(const sp_event* ev);
 
-/* Step boundary: events recorded since the previous mark belong to `step`. */
+/* Step boundary: events recorded since the previous mark belong to `step`. Never waits: it
+ * publishes (step, now) and the consumer thread cuts every thread's events at that time. */
 SP_API int sp_mark_step(int64_t step);
+/* Label of the last sp_mark_step, or -1 before the first. */
+SP_API int64_t sp_last_marked_step(void);
 
 /* Free-form annotation of the current step, e.g. ("seq_lens", "512,1024") for a micro-batch. */
 SP_API int sp_annotate(int32_t microbatch, const char* key, const char* value);
 
-/* Hand finished steps to the consumer (the transport thread) without waiting. */
+/* Hand finished steps to the consumer (the transport thread) without waiting: every marked step
+ * is closed at the consumer's next pass, without the grace period for late events. */
 SP_API int sp_flush(void);
+
+/* Where this rank sits in the job, stamped on every summary from now on (-1: unknown). */
+SP_API int sp_set_topology(int32_t dp_rank, int32_t pp_stage);
+/* Estimated offset of this rank's clock to rank 0's, stamped on every summary from now on. */
+SP_API int sp_set_clock_offset(int64_t offset_ns);
+
+/* The next finished step summary, encoded (step_summary.h, decode_summary). Waits up to
+ * timeout_ms (0: no wait). SP_OK: *size bytes written to buf. SP_ERR_INVALID: buf too small,
+ * *size says how much is needed, the summary stays queued. SP_ERR_TIMEOUT: none yet.
+ * SP_ERR_DISABLED: none queued and the probe is off. Summaries queued before sp_shutdown can
+ * still be popped after it. Call from the transport thread, never the training thread. */
+SP_API int sp_pop_summary(void* buf, size_t capacity, size_t* size, int32_t timeout_ms);
 
 SP_API int sp_get_stats(sp_stats* out);
 
