@@ -1,0 +1,29 @@
+// Just enough of an ELF64 reader for the library checks: the dynamic symbol table (what the
+// library exports), its DT_NEEDED entries and the size of .init_array (static constructors).
+// Parsing the file ourselves keeps the tests free of binutils.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sp::probe::testing {
+
+struct DynamicSymbol {
+  std::string name;
+  bool defined = false;  // st_shndx != SHN_UNDEF
+  bool global = false;   // STB_GLOBAL or STB_WEAK
+  bool is_function = false;
+};
+
+struct ElfInfo {
+  std::vector<DynamicSymbol> dynamic_symbols;
+  std::vector<std::string> needed;
+  size_t init_array_entries = 0;
+};
+
+// nullopt and *error when the file cannot be read or is not a 64-bit little-endian ELF.
+std::optional<ElfInfo> read_elf(const std::string& path, std::string* error);
+
+}  // namespace sp::probe::testing
