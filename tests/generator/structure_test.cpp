@@ -122,22 +122,31 @@ TEST_P(GeneratorShapes, ComputeMetadataFollowsTheSchema) {
   }
 }
 
-// The main stream issues one call at a time; the DP stream (all-gathers, and overlapped
-// reduce-scatters) runs beside it. Records of one batched call share start and duration.
-TEST_P(GeneratorShapes, MainStreamRunsOneCallAtATime) {
+// Each stream of a worker runs one call at a time: the main stream (compute, blocking calls),
+// the DP stream (all-gathers and overlapped reduce-scatters) and, in the interleaved
+// schedule, one stream per kind of asynchronous p2p call. Records of one batched call share
+// start and duration.
+TEST_P(GeneratorShapes, EachStreamRunsOneCallAtATime) {
   const TraceTable& t = trace_.table;
   const TraceView view(t);
+  auto stream_of = [&](OpType op) {
+    if (op == OpType::kParamsAllGather) return 1;
+    if (op == OpType::kGradsReduceScatter && GetParam().overlap) return 1;
+    if (is_p2p(op) && GetParam().vpp > 1) {
+      return 2 + static_cast<int>(op) - static_cast<int>(OpType::kForwardSend);
+    }
+    return 0;
+  };
   for (const auto& [key, rows] : view.by_worker) {
-    double prev_start = -1;
-    double prev_end = -1;
+    double prev_start[6] = {-1, -1, -1, -1, -1, -1};
+    double prev_end[6] = {-1, -1, -1, -1, -1, -1};
     for (size_t r : rows) {
       const OpType op = t.optype[r];
-      if (op == OpType::kParamsAllGather) continue;
-      if (op == OpType::kGradsReduceScatter && GetParam().overlap) continue;
-      if (t.start_ts[r] == prev_start && end_of(t, r) == prev_end) continue;  // same batch
-      ASSERT_GE(t.start_ts[r], prev_end - kTol) << op_type_name(op);
-      prev_start = t.start_ts[r];
-      prev_end = end_of(t, r);
+      const int s = stream_of(op);
+      if (t.start_ts[r] == prev_start[s] && end_of(t, r) == prev_end[s]) continue;  // same batch
+      ASSERT_GE(t.start_ts[r], prev_end[s] - kTol) << op_type_name(op);
+      prev_start[s] = t.start_ts[r];
+      prev_end[s] = end_of(t, r);
     }
   }
 }

@@ -101,6 +101,7 @@ class ScheduleWriter {
     worker_ = dp * pp_ + stage;
     last_main_ = kNone;
     last_dp_stream_ = kNone;
+    pending_p2p_.clear();
     all_gather_node_.assign(static_cast<size_t>(vpp_), kNone);
     forward_seen_.assign(static_cast<size_t>(vpp_), 0);
     backward_seen_.assign(static_cast<size_t>(vpp_), 0);
@@ -154,41 +155,53 @@ class ScheduleWriter {
     }
   }
 
-  // Megatron's interleaved schedule: one batched call after each warm-up forward, after each
-  // steady-state forward+backward pair, and after each cool-down backward; each call sends the
-  // outputs just computed and receives the inputs of the next forward / backward. (A call per
-  // compute instead deadlocks under rendezvous semantics.) Every compute gets exactly one send
-  // and one recv record; those without a peer are recorded no-ops, as the profiler does.
+  // Megatron's interleaved schedule with its default overlap_p2p_comm: individual
+  // asynchronous isend/irecv calls instead of blocking batches. After each forward, its output
+  // is sent and the next forward's input is received; that forward waits only for its input.
+  // Likewise for backwards; the first backward's input is received after the last warm-up
+  // forward. Each kind of call (forward/backward send/recv) is its own stream, as the analysis
+  // models them. Every compute gets exactly one send and one recv record; those without a peer
+  // are recorded no-ops, as the profiler does.
   void write_interleaved() {
     const auto forwards = interleaved_sequence(pp_, vpp_, mb_, true);
     const auto backwards = interleaved_sequence(pp_, vpp_, mb_, false);
     const size_t total = forwards.size();
     const size_t warmup = warmup_count(total);
-    const size_t steady = total - warmup;
+    uint32_t fwd_send = kNone;
+    uint32_t fwd_recv = kNone;
+    uint32_t bwd_send = kNone;
+    uint32_t bwd_recv = kNone;
 
-    batch({recv_for(forwards[0])}, true);
-    for (size_t k = 0; k < warmup; ++k) {
-      compute(forwards[k]);
-      std::vector<Endpoint> ends{send_of(forwards[k])};
-      if (k + 1 < total) ends.push_back(recv_for(forwards[k + 1]));
-      if (k + 1 == warmup && steady > 0) ends.push_back(recv_for(backwards[0]));
-      batch(ends, true);
+    async_call(fwd_recv, kNone, recv_for(forwards[0]));
+    auto forward = [&](size_t k) {
+      const uint32_t node = compute(forwards[k], fwd_recv);
+      async_call(fwd_send, node, send_of(forwards[k]));
+      if (k + 1 < total) async_call(fwd_recv, node, recv_for(forwards[k + 1]));
+      if (k + 1 == warmup) async_call(bwd_recv, node, recv_for(backwards[0]));
+    };
+    auto backward = [&](size_t k) {
+      const uint32_t node = compute(backwards[k], bwd_recv);
+      async_call(bwd_send, node, send_of(backwards[k]));
+      if (k + 1 < total) async_call(bwd_recv, node, recv_for(backwards[k + 1]));
+    };
+    for (size_t k = 0; k < warmup; ++k) forward(k);
+    for (size_t k = 0; k + warmup < total; ++k) {
+      forward(warmup + k);
+      backward(k);
     }
-    if (steady == 0) batch({recv_for(backwards[0])}, true);
-    for (size_t k = 0; k < steady; ++k) {
-      compute(forwards[warmup + k]);
-      compute(backwards[k]);
-      std::vector<Endpoint> ends{send_of(forwards[warmup + k]), send_of(backwards[k])};
-      if (warmup + k + 1 < total) ends.push_back(recv_for(forwards[warmup + k + 1]));
-      if (k + 1 < total) ends.push_back(recv_for(backwards[k + 1]));
-      batch(ends, true);
-    }
-    for (size_t k = steady; k < total; ++k) {
-      compute(backwards[k]);
-      std::vector<Endpoint> ends{send_of(backwards[k])};
-      if (k + 1 < total) ends.push_back(recv_for(backwards[k + 1]));
-      batch(ends, true);
-    }
+    for (size_t k = total - warmup; k < total; ++k) backward(k);
+    // The schedule waits for its outstanding calls before the gradients are reduced.
+    pending_p2p_ = {fwd_send, fwd_recv, bwd_send, bwd_recv};
+  }
+
+  // One asynchronous p2p call issued after `after_compute` (if any), behind the previous call
+  // of its stream; `stream_last` is updated to it.
+  void async_call(uint32_t& stream_last, uint32_t after_compute, const Endpoint& endpoint) {
+    const uint32_t node = builder_.add_node(worker_, Work::kP2pBatch);
+    if (after_compute != kNone) builder_.add_edge(after_compute, node);
+    if (stream_last != kNone) builder_.add_edge(stream_last, node);
+    stream_last = node;
+    add_endpoints(node, {endpoint}, true);
   }
 
   size_t warmup_count(size_t total) const {
@@ -202,6 +215,9 @@ class ScheduleWriter {
   void write_post_backward() {
     const uint32_t layernorm = main_node(Work::kLayernorm);
     builder_.add_record(OpType::kLayernormGradsAllReduce, -1, -1, -1);
+    for (const uint32_t p2p : pending_p2p_) {
+      if (p2p != kNone) builder_.add_edge(p2p, layernorm);
+    }
     if (use_dp_ && spec_.overlap_grad_reduce) builder_.add_edge(last_dp_stream_, layernorm);
     if (stage_ == 0 || stage_ == pp_ - 1) {
       const uint32_t node = main_node(Work::kNone);
@@ -224,9 +240,12 @@ class ScheduleWriter {
     builder_.add_record(OpType::kOptimizer, -1, -1, -1);
   }
 
-  void compute(const ComputeRef& c) {
+  // A compute on the main stream; `wait_for` (if any) is the asynchronous call delivering its
+  // input.
+  uint32_t compute(const ComputeRef& c, uint32_t wait_for = kNone) {
     const uint32_t node = main_node(c.forward ? Work::kForward : Work::kBackward, c.micro_batch,
                                     c.chunk);
+    if (wait_for != kNone) builder_.add_edge(wait_for, node);
     builder_.add_record(c.forward ? OpType::kForwardCompute : OpType::kBackwardCompute, c.chunk,
                         c.micro_batch, c.chunk * pp_ + stage_);
     const auto chunk = static_cast<size_t>(c.chunk);
@@ -243,6 +262,7 @@ class ScheduleWriter {
       main_node(Work::kGc);  // the gc record follows the last compute, as in real traces
       builder_.add_record(OpType::kGc, -1, 0, -1);
     }
+    return node;
   }
 
   void add_reduce_scatter(uint32_t node, int chunk) {
@@ -250,13 +270,16 @@ class ScheduleWriter {
     builder_.join(reduce_scatter_[static_cast<size_t>(stage_ * vpp_ + chunk)], node);
   }
 
-  // One batched p2p call; endpoints without a peer are recorded only when keep_noops is set.
-  // Nothing is issued when no endpoint remains.
+  // One blocking batched p2p call on the main stream; endpoints without a peer are recorded
+  // only when keep_noops is set. Nothing is issued when no endpoint remains.
   void batch(const std::vector<Endpoint>& endpoints, bool keep_noops) {
     const bool any = std::any_of(endpoints.begin(), endpoints.end(),
                                  [&](const Endpoint& e) { return keep_noops || !e.noop; });
     if (!any) return;
-    const uint32_t node = main_node(Work::kP2pBatch);
+    add_endpoints(main_node(Work::kP2pBatch), endpoints, keep_noops);
+  }
+
+  void add_endpoints(uint32_t node, const std::vector<Endpoint>& endpoints, bool keep_noops) {
     for (const Endpoint& e : endpoints) {
       if (e.noop && !keep_noops) continue;
       builder_.add_record(e.type, -1, -1, -1);
@@ -340,6 +363,7 @@ class ScheduleWriter {
   int32_t worker_ = 0;
   uint32_t last_main_ = kNone;
   uint32_t last_dp_stream_ = kNone;
+  std::vector<uint32_t> pending_p2p_;      // asynchronous calls to finish before layer-norm
   std::vector<uint32_t> all_gather_node_;  // per chunk
   std::vector<int> forward_seen_;          // per chunk
   std::vector<int> backward_seen_;         // per chunk

@@ -5,7 +5,9 @@
 // without overlap, the optimizer's global sync) and replays it on a small event simulator with
 // rendezvous semantics: a point-to-point or collective operation ends when all its participants
 // have issued it plus a transfer time. The result is a trace the what-if engine accepts and
-// replays to the same step times (apart from the small launch gaps it plants on purpose).
+// replays to within a fraction of a percent of its step times (the differences: the small
+// launch gaps it plants on purpose, and 1F1B's blocking batched send+recv calls, whose records
+// both end when the slower transfer does).
 //
 // Everything random comes from one seeded generator of our own, so a seed gives the same trace
 // on every platform and standard library.
