@@ -114,7 +114,10 @@ int init_probe(const sp_config* cfg) {
   if (in_forked_child()) return SP_ERR_DISABLED;
   std::lock_guard lock(g_lifecycle_mutex);
   Probe* p = g_probe.load(std::memory_order_acquire);
-  if (p != nullptr && p->active_session.load(std::memory_order_acquire) != 0) return SP_OK;
+  if (p != nullptr && p->active_session.load(std::memory_order_acquire) != 0) {
+    if (cfg != nullptr) log::debug("sp_init: already recording; the new configuration is ignored");
+    return SP_OK;
+  }
   if (p != nullptr && p->failed.load(std::memory_order_acquire)) return SP_ERR_DISABLED;
 
   ConfigResult resolved = resolve_config(cfg, process_environment());

@@ -82,7 +82,7 @@ void on_thread_exit(void* slot) noexcept {
   // Runs on the exiting thread: unbind first, so that a late record from another thread-exit
   // hook claims a fresh slot instead of writing into one the consumer is about to recycle.
   t_binding = ThreadBinding{0, nullptr, nullptr};
-  ThreadRegistry::release(static_cast<ThreadSlot*>(slot));
+  if (Probe* p = probe_instance()) p->registry.release(static_cast<ThreadSlot*>(slot));
 }
 
 int record_event(const sp_event& ev) noexcept {

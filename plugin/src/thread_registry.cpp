@@ -22,8 +22,8 @@ ThreadRegistry::ThreadRegistry(uint32_t table_size) : slots_(table_size) {
 ThreadSlot* ThreadRegistry::claim(uint32_t limit, uint32_t ring_capacity, ClaimError* error) {
   *error = ClaimError::kNone;
   // Reserve a place under the limit first, so that concurrent claims cannot overshoot it.
-  if (in_use_.fetch_add(1, std::memory_order_acq_rel) >= limit) {
-    in_use_.fetch_sub(1, std::memory_order_acq_rel);
+  if (owned_.fetch_add(1, std::memory_order_acq_rel) >= limit) {
+    owned_.fetch_sub(1, std::memory_order_acq_rel);
     *error = ClaimError::kFull;
     return nullptr;
   }
@@ -42,7 +42,7 @@ ThreadSlot* ThreadRegistry::claim(uint32_t limit, uint32_t ring_capacity, ClaimE
       if (fresh) fresh->ring = SpscRing<sp_event>::create(ring_capacity);
       if (!fresh || !fresh->ring) {
         s.state.store(SlotState::kFree, std::memory_order_release);
-        in_use_.fetch_sub(1, std::memory_order_acq_rel);
+        owned_.fetch_sub(1, std::memory_order_acq_rel);
         *error = ClaimError::kNoMemory;
         return nullptr;
       }
@@ -64,18 +64,21 @@ ThreadSlot* ThreadRegistry::claim(uint32_t limit, uint32_t ring_capacity, ClaimE
     }
     return &s;
   }
-  in_use_.fetch_sub(1, std::memory_order_acq_rel);  // unreachable while limit <= table size
+  // Every slot is owned or still waiting for the consumer to drain it (a burst of exits).
+  owned_.fetch_sub(1, std::memory_order_acq_rel);
   *error = ClaimError::kFull;
   return nullptr;
 }
 
 void ThreadRegistry::release(ThreadSlot* slot) {
+  // The thread no longer counts against the limit, although its slot is reusable only once the
+  // consumer has drained it: thread churn must not look like too many threads.
   slot->state.store(SlotState::kOrphaned, std::memory_order_release);
+  owned_.fetch_sub(1, std::memory_order_acq_rel);
 }
 
 void ThreadRegistry::recycle(ThreadSlot* slot) {
   slot->state.store(SlotState::kFree, std::memory_order_release);
-  in_use_.fetch_sub(1, std::memory_order_acq_rel);
 }
 
 }  // namespace sp::probe

@@ -66,12 +66,12 @@ class ThreadRegistry {
   explicit ThreadRegistry(uint32_t table_size);
 
   enum class ClaimError { kNone, kFull, kNoMemory };
-  // Claims a slot for the calling thread unless `limit` slots are in use already (owned, or
-  // orphaned and not yet recycled), with a buffer whose ring holds `ring_capacity` events.
-  // nullptr and *error when the limit is reached or memory is short.
+  // Claims a slot for the calling thread unless `limit` threads own one already, with a buffer
+  // whose ring holds `ring_capacity` events. nullptr and *error when the limit is reached, no
+  // slot is free, or memory is short.
   ThreadSlot* claim(uint32_t limit, uint32_t ring_capacity, ClaimError* error);
   // The owning thread is exiting: the consumer drains the slot, then recycles it.
-  static void release(ThreadSlot* slot);
+  void release(ThreadSlot* slot);
   // Consumer only, after draining an orphaned slot.
   void recycle(ThreadSlot* slot);
 
@@ -84,7 +84,7 @@ class ThreadRegistry {
  private:
   std::vector<ThreadSlot> slots_;
   std::atomic<uint32_t> high_water_{0};
-  std::atomic<uint32_t> in_use_{0};  // slots not kFree
+  std::atomic<uint32_t> owned_{0};  // slots of live threads (kClaiming or kOwned)
   std::mutex retired_mutex_;
   std::vector<std::unique_ptr<ThreadBuffer>> retired_;  // never freed: see the file comment
 };

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "probe_state.h"
 #include "probe_test_util.h"
 
 namespace sp::probe::testing {
@@ -223,6 +224,22 @@ TEST_F(CApi, ThreadsBeyondMaxThreadsAreRejectedAndTheirEventsCounted) {
   EXPECT_NE(std::string(sp_last_warning()).find("STRAGGLER_PROBE_MAX_THREADS"), std::string::npos);
 }
 
+TEST_F(CApi, ThreadChurnDoesNotCountAgainstMaxThreads) {
+  start([](sp_config& c) { c.max_threads = 2; });
+  sp_event e = event_now();
+  ASSERT_EQ(sp_record(&e), SP_OK);  // this thread holds one of the two
+  for (int i = 0; i < 50; ++i) {
+    int rc = SP_OK;
+    std::thread([&] {
+      sp_event ev = event_now();
+      rc = sp_record(&ev);
+    }).join();  // exits before the next starts: at most two live recording threads
+    ASSERT_EQ(rc, SP_OK) << "thread " << i;
+  }
+  EXPECT_EQ(stats().threads_rejected, 0u);
+  EXPECT_EQ(stats().events_recorded, 51u);
+}
+
 TEST_F(CApi, RegionEndOnAnotherThreadIsRejected) {
   start();
   const uint64_t token = sp_region_begin(SP_OP_BACKWARD, 0, 0);
@@ -401,6 +418,55 @@ TEST_F(CApi, RestartWithAnotherConfigurationStartsFromZero) {
   EXPECT_EQ(stats().events_recorded, 0u);
   ASSERT_EQ(sp_record(&e), SP_OK);
   EXPECT_EQ(stats().events_recorded, 1u);
+}
+
+// Failures that take the probe down for good run in a child process (gtest death tests), so
+// that the rest of this process keeps a working probe.
+class CApiFailure : public CApi {
+ protected:
+  void SetUp() override { GTEST_FLAG_SET(death_test_style, "threadsafe"); }
+};
+
+// Exits 0 when every check passed, else the number of the first failed check.
+[[noreturn]] void exit_with(int failed_check) { std::_Exit(failed_check); }
+
+TEST_F(CApiFailure, InternalFailureStepsAsideForGoodWithOneWarning) {
+  EXPECT_EXIT(
+      {
+        const sp_config cfg = test_config();
+        if (sp_init(&cfg) != SP_OK) exit_with(1);
+        step_aside("test", "injected failure");
+        if (sp_is_enabled() != 0) exit_with(2);
+        sp_event e = event_now();
+        if (sp_record(&e) != SP_ERR_DISABLED) exit_with(3);
+        if (std::string(sp_last_warning()).find("injected failure") == std::string::npos) exit_with(4);
+        if (sp_init(&cfg) != SP_ERR_DISABLED) exit_with(5);  // sticky: no second chance
+        if (sp_shutdown() != SP_OK) exit_with(6);            // still stops its thread cleanly
+        exit_with(0);
+      },
+      ::testing::ExitedWithCode(0), "steps aside");
+}
+
+TEST_F(CApiFailure, StuckSummaryCallbackMakesShutdownGiveUpAndStayOff) {
+  EXPECT_EXIT(
+      {
+        std::atomic<bool> release{false};
+        set_summary_callback([&](const StepSummary&) {
+          while (!release.load()) std::this_thread::sleep_for(10ms);
+        });
+        const sp_config cfg = test_config();
+        if (sp_init(&cfg) != SP_OK) exit_with(1);
+        sp_mark_step(0);
+        sp_flush();
+        std::this_thread::sleep_for(100ms);  // the consumer is now inside the callback
+        const auto t0 = std::chrono::steady_clock::now();
+        sp_shutdown();  // must come back (after its timeout), not hang with the consumer
+        if (std::chrono::steady_clock::now() - t0 > 10s) exit_with(2);
+        if (sp_init(&cfg) != SP_ERR_DISABLED) exit_with(3);
+        release = true;
+        exit_with(0);
+      },
+      ::testing::ExitedWithCode(0), "did not stop");
 }
 
 // Exit codes of the child, so that the parent can tell what failed.
