@@ -1,0 +1,55 @@
+// Configuration of the rank-0 online analysis. Plain data; every field has a working default.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace sp::online {
+
+// Thresholds of the cause classifier (see src/cause_rules.cpp for why each rule exists).
+struct CauseThresholds {
+  double none_below = 1.05;        // S below this: cause none, no straggler named
+  double ms_min = 0.5;             // stage-imbalance: share of the slowdown one stage explains
+  double stage_uniform = 0.5;      // ... and every dp rank of that stage carries >= this share
+                                   //     of the stage's excess S_w (a hot row, not one hot cell)
+  double mw_min = 0.5;             // worker: share of the slowdown the top workers explain
+  double worker_top_fraction = 0.03;  // the paper's "top 3%" of workers for M_W (at least 1)
+  double seq_corr_min = 0.9;       // seq-imbalance: Pearson r of compute vs sum(seq_len^2)
+  double seq_cost_cv_min = 0.1;    // ... and the sequence cost must actually vary (coef. of var.)
+  double fb_corr_min = 0.9;        // seq-imbalance without annotations: forward/backward r
+  double persistent_share = 0.5;   // a worker is persistent if worst in >= this share of window
+};
+
+// How the ideal (straggler-free) durations are estimated.
+struct IdealConfig {
+  int window_steps = 20;           // sliding window of recent analysed steps
+  // Persistent-outlier exclusion for compute means (see src/ideal_window.cpp): a worker whose
+  // window-mean duration of an op class exceeds its stage's median by more than
+  // max(outlier_mad_k * 1.4826 * MAD, outlier_rel_floor * median, outlier_abs_floor_s) is left
+  // out of the mean.
+  bool exclude_outliers = true;
+  double outlier_mad_k = 3.0;
+  double outlier_rel_floor = 0.05;
+  double outlier_abs_floor_s = 0.0005;  // below this nobody is an outlier (timer noise)
+  int outlier_min_workers = 3;     // per stage; below this nobody is excluded
+};
+
+struct OnlineConfig {
+  int world_size = 1;
+  IdealConfig ideal;
+  CauseThresholds thresholds;
+  // Step completion: a step whose summaries are not all in when a step `incomplete_lag_steps`
+  // later is complete, or when more than `max_pending_steps` steps are pending, is skipped.
+  int incomplete_lag_steps = 4;
+  int max_pending_steps = 16;
+  // Output. Empty output_dir: no files. summary_interval 0: no periodic summary.
+  std::string output_dir;
+  std::string jsonl_name = "straggler_probe_steps.jsonl";
+  int summary_interval = 50;
+  int timeline_steps = 3;          // last steps kept for the report's real-vs-ideal timeline
+  // Where log lines and summaries go. Unset: nothing is printed (the caller prints verdicts).
+  std::function<void(const std::string&)> log_sink;
+};
+
+}  // namespace sp::online

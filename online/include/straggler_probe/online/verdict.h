@@ -1,0 +1,56 @@
+// The result of analysing one training step on rank 0.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace sp::online {
+
+enum class Cause : uint8_t {
+  kNone,
+  kWorker,          // one or few ranks explain the slowdown (isolated hot cell)
+  kStageImbalance,  // one pipeline stage is heavier (hot row), M_S high
+  kSeqImbalance,    // compute tracks the micro-batches' sum(seq_len^2)
+  kGc,              // garbage-collection pauses
+  kComm,            // communication transfer time
+  kHostDelay,       // CPU side: launch delays, data-loader waits
+};
+
+std::string_view cause_name(Cause c);
+
+struct StepVerdict {
+  int64_t step = 0;
+  bool analyzed = false;
+  std::string skip_reason;  // set when !analyzed: one line saying why the step was skipped
+
+  // Times in seconds. time_s: the measured step (latest step mark - earliest step start).
+  // replay_s: the op graph replayed with the recorded durations and launch delays.
+  // nodelay_s: replayed with recorded durations and no launch delays.
+  // ideal_s: every op at its ideal duration and ideal launch delay.
+  double time_s = 0, replay_s = 0, nodelay_s = 0, ideal_s = 0;
+  double S = 1.0;             // replay_s / ideal_s
+  double launch_share = 0;    // (replay_s - nodelay_s) / replay_s: untraced host gaps
+  double fidelity_err = 0;    // |replay_s - time_s| / time_s
+
+  int dp_size = 1, pp_size = 1;
+  std::vector<int> rank_dp, rank_stage;  // per global rank
+  std::vector<double> worker_S;          // S_w per global rank: min(dp-rank, stage) score
+  std::vector<double> dp_S, stage_S;     // slowdown left when only that dp rank / stage is real
+  std::vector<std::pair<std::string, double>> op_S;  // S_t per op type (incl. launch-delay)
+  double M_S = 0;             // share of the slowdown fixed by fixing only the last stage
+  double M_W = 0;             // share fixed by fixing only the top workers (W)
+  std::vector<int> top_workers;          // W (global ranks)
+  double seq_corr = 0;        // r(compute, sum seq_len^2), 0 when not measurable
+  double fb_corr = 0;         // r(forward, backward) over micro-batches, 0 when not measurable
+
+  Cause cause = Cause::kNone;
+  std::string worst;          // "rank:N", "stage:N" or "" (cause none)
+  double worst_S = 1.0;       // S_w of the worst rank, or the stage score for a stage
+  std::string top_op;         // op type with the largest S_t
+  std::string evidence;       // one line: the numbers behind the cause
+};
+
+}  // namespace sp::online

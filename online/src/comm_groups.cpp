@@ -1,0 +1,138 @@
+#include "comm_groups.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <set>
+#include <tuple>
+
+namespace sp::online {
+namespace {
+
+std::string hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string out;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(ranks[i]);
+  }
+  return out;
+}
+
+bool match_collectives(StepModel* m, const std::vector<CommRecord>& comm, std::string* error) {
+  // (group, seq) -> members; group -> ranks that took part in it during this step.
+  std::map<std::pair<uint64_t, uint64_t>, std::vector<const CommRecord*>> by_key;
+  std::map<uint64_t, std::set<int>> group_ranks;
+  for (const CommRecord& c : comm) {
+    if (c.ev->kind != SP_OP_COLLECTIVE) continue;
+    by_key[{c.ev->group_id, c.ev->seq}].push_back(&c);
+    group_ranks[c.ev->group_id].insert(m->ops[c.logical].rank);
+  }
+  for (const auto& [key, members] : by_key) {
+    const auto& [gid, seq] = key;
+    const std::string what = "collective (group " + hex(gid) + " seq " + std::to_string(seq) + ")";
+    std::set<int> ranks;
+    for (const CommRecord* c : members) {
+      const int r = m->ops[c->logical].rank;
+      if (!ranks.insert(r).second) {
+        *error = what + " appears twice on rank " + std::to_string(r);
+        return false;
+      }
+      if (c->ev->coll != members.front()->ev->coll) {
+        *error = "ranks disagree on " + what + ": rank " +
+                 std::to_string(m->ops[members.front()->logical].rank) + " says " +
+                 m->type_names[m->ops[members.front()->logical].type] + ", rank " +
+                 std::to_string(r) + " says " + m->type_names[m->ops[c->logical].type];
+        return false;
+      }
+    }
+    // Expected members: the group size every member reports, else every rank that used the
+    // group in this step.
+    int expected = members.front()->ev->group_size;
+    for (const CommRecord* c : members) {
+      if (c->ev->group_size != expected) {
+        *error = "ranks disagree on the size of " + what;
+        return false;
+      }
+    }
+    if (expected <= 0) expected = static_cast<int>(group_ranks[gid].size());
+    if (static_cast<int>(members.size()) != expected) {
+      std::vector<int> missing;
+      for (int r : group_ranks[gid]) {
+        if (!ranks.count(r)) missing.push_back(r);
+      }
+      *error = what + " has " + std::to_string(members.size()) + " of " +
+               std::to_string(expected) + " members" +
+               (missing.empty() ? "" : " (missing on ranks " + rank_list(missing) + ")");
+      return false;
+    }
+    std::vector<int> group;
+    for (const CommRecord* c : members) group.push_back(m->ops[c->logical].first_node);
+    m->groups.push_back(std::move(group));
+  }
+  return true;
+}
+
+bool match_p2p(StepModel* m, const std::vector<CommRecord>& comm, std::string* error) {
+  // (sender, receiver) -> ops in start order, for each side.
+  std::map<std::pair<int, int>, std::vector<const CommRecord*>> sends, recvs;
+  for (const CommRecord& c : comm) {
+    const int r = m->ops[c.logical].rank;
+    if (c.ev->kind == SP_OP_SEND) sends[{r, c.ev->peer}].push_back(&c);
+    if (c.ev->kind == SP_OP_RECV) recvs[{c.ev->peer, r}].push_back(&c);
+  }
+  auto by_start = [m](const CommRecord* a, const CommRecord* b) {
+    return m->ops[a->logical].start < m->ops[b->logical].start;
+  };
+  std::set<std::pair<int, int>> pairs;
+  for (const auto& [k, v] : sends) pairs.insert(k);
+  for (const auto& [k, v] : recvs) pairs.insert(k);
+  for (const auto& pair : pairs) {
+    auto& s = sends[pair];
+    auto& r = recvs[pair];
+    if (s.size() != r.size()) {
+      *error = "p2p " + std::to_string(pair.first) + "->" + std::to_string(pair.second) + ": " +
+               std::to_string(s.size()) + " sends but " + std::to_string(r.size()) + " recvs";
+      return false;
+    }
+    std::stable_sort(s.begin(), s.end(), by_start);
+    std::stable_sort(r.begin(), r.end(), by_start);
+    for (size_t i = 0; i < s.size(); ++i) {
+      m->groups.push_back({m->ops[s[i]->logical].first_node, m->ops[r[i]->logical].first_node});
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool match_comm_groups(StepModel* m, const std::vector<CommRecord>& comm, double eps,
+                       std::string* error) {
+  m->groups.clear();
+  if (!match_collectives(m, comm, error) || !match_p2p(m, comm, error)) return false;
+  for (int g = 0; g < static_cast<int>(m->groups.size()); ++g) {
+    double latest_start = -std::numeric_limits<double>::infinity();
+    for (int n : m->groups[g]) latest_start = std::max(latest_start, m->nodes[n].start);
+    for (int n : m->groups[g]) {
+      Node& node = m->nodes[n];
+      node.group = g;
+      double transfer = node.end - latest_start;
+      if (transfer < 0) {
+        // Clock skew between hosts can put a peer's start after this op's end.
+        if (transfer < -eps) ++m->clamped;
+        transfer = 0;
+      }
+      node.duration = transfer;
+      m->ops[node.logical].own = transfer;
+    }
+  }
+  return true;
+}
+
+}  // namespace sp::online

@@ -1,0 +1,56 @@
+// The sliding window of recent analysed steps and the ideal (straggler-free) durations it gives:
+// mean for compute, median of the transfer time for communication, and a per-slot mean for
+// pauses (gc, data-wait) that only some ranks have in some steps.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "straggler_probe/online/config.h"
+#include "step_model.h"
+
+namespace sp::online {
+
+// What one rank did under one key in one step.
+struct KeyStats {
+  IdealRule rule = IdealRule::kMean;
+  std::vector<double> sum;       // per rank: total own duration (or delay)
+  std::vector<double> count;     // per rank: number of ops
+  std::vector<double> samples;   // median rule: every transfer time
+};
+
+struct StepSamples {
+  int64_t step = 0;
+  std::vector<int> rank_stage;
+  std::map<std::string, KeyStats> durations;  // by ideal key
+  std::map<std::string, KeyStats> delays;     // by delay key
+};
+
+StepSamples collect_samples(const StepModel& model);
+
+struct Ideals {
+  std::vector<double> duration;   // per StepModel::ideal_keys entry (slot mean: per rank-step)
+  std::vector<double> delay;      // per StepModel::delay_keys entry
+  std::vector<int> excluded_ranks;  // left out of some compute mean as persistent outliers
+};
+
+class IdealWindow {
+ public:
+  explicit IdealWindow(IdealConfig config) : config_(config) {}
+  void push(StepSamples samples);
+  void pop_back() {
+    if (!steps_.empty()) steps_.pop_back();
+  }
+  // Ideal values for every key of `model`, from the steps in the window.
+  Ideals ideals(const StepModel& model) const;
+  size_t size() const { return steps_.size(); }
+
+ private:
+  IdealConfig config_;
+  std::deque<StepSamples> steps_;
+};
+
+}  // namespace sp::online

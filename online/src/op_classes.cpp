@@ -1,0 +1,103 @@
+#include "op_classes.h"
+
+namespace sp::online {
+
+OpRole op_role(uint32_t kind) {
+  switch (kind) {
+    case SP_OP_FORWARD:
+    case SP_OP_BACKWARD:
+    case SP_OP_OPTIMIZER:
+    case SP_OP_GC:
+    case SP_OP_DATA_WAIT:
+    case SP_OP_OTHER:
+      return OpRole::kHost;
+    case SP_OP_COLLECTIVE:
+    case SP_OP_SEND:
+    case SP_OP_RECV:
+      return OpRole::kComm;
+    // Single kernels and copies are finer than the step model (one op per micro-batch); they
+    // are counted and left out rather than guessed into the compute chain.
+    case SP_OP_KERNEL:
+    case SP_OP_MEMCPY:
+      return OpRole::kIgnored;
+    default:
+      return OpRole::kInvalid;
+  }
+}
+
+IdealRule ideal_rule(uint32_t kind) {
+  switch (kind) {
+    case SP_OP_GC:
+    case SP_OP_DATA_WAIT:
+      return IdealRule::kSlotMean;
+    case SP_OP_COLLECTIVE:
+    case SP_OP_SEND:
+    case SP_OP_RECV:
+      return IdealRule::kMedian;
+    default:
+      return IdealRule::kMean;
+  }
+}
+
+namespace {
+
+std::string_view collective_name(uint32_t coll) {
+  switch (coll) {
+    case SP_COLL_ALL_REDUCE: return "all-reduce";
+    case SP_COLL_ALL_GATHER: return "all-gather";
+    case SP_COLL_REDUCE_SCATTER: return "reduce-scatter";
+    case SP_COLL_BROADCAST: return "broadcast";
+    case SP_COLL_REDUCE: return "reduce";
+    case SP_COLL_ALL_TO_ALL: return "all-to-all";
+    case SP_COLL_BARRIER: return "barrier";
+    case SP_COLL_GATHER: return "gather";
+    case SP_COLL_SCATTER: return "scatter";
+    default: return "collective";
+  }
+}
+
+}  // namespace
+
+std::string op_type_name(const sp_event& ev, int my_stage, int peer_stage) {
+  switch (ev.kind) {
+    case SP_OP_FORWARD: return "forward-compute";
+    case SP_OP_BACKWARD: return "backward-compute";
+    case SP_OP_OPTIMIZER: return "optimizer";
+    case SP_OP_GC: return "gc";
+    case SP_OP_DATA_WAIT: return "data-wait";
+    case SP_OP_OTHER: return "other";
+    case SP_OP_COLLECTIVE: return std::string(collective_name(ev.coll));
+    case SP_OP_SEND:
+    case SP_OP_RECV: {
+      const bool send = ev.kind == SP_OP_SEND;
+      // Pipeline direction from the stages, as the paper names p2p ops: activations flow to the
+      // next stage (forward), gradients to the previous one (backward).
+      if (my_stage >= 0 && peer_stage >= 0 && my_stage != peer_stage) {
+        const bool towards_next = send ? peer_stage > my_stage : peer_stage < my_stage;
+        return std::string(towards_next ? "forward-" : "backward-") + (send ? "send" : "recv");
+      }
+      return send ? "send" : "recv";
+    }
+    default: return "unknown";
+  }
+}
+
+std::string ideal_key(const sp_event& ev, std::string_view type, std::string_view name,
+                      int ordinal) {
+  std::string key(type);
+  if (ev.kind == SP_OP_OTHER && !name.empty()) {
+    key += ':';
+    key += name;
+  } else if (op_role(ev.kind) == OpRole::kComm) {
+    // Transfers are only comparable for equal payloads (DDP's first bucket is smaller than the
+    // rest). Without a size, the op's position among the rank's ops of this type stands in.
+    if (ev.bytes > 0) {
+      key += ":b" + std::to_string(ev.bytes);
+    } else {
+      key += ":#" + std::to_string(ordinal);
+    }
+  }
+  return key;
+}
+
+}  // namespace sp::online

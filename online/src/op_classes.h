@@ -1,0 +1,37 @@
+// Names of the op types the online analysis reports (S_t) and the classes whose durations are
+// comparable (the ideal-duration keys). Derived from the probe's sp_event records.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "straggler_probe/probe.h"
+
+namespace sp::online {
+
+// How an op's ideal duration is estimated.
+enum class IdealRule : uint8_t {
+  kMean,      // compute: mean over the window and workers (re-balancing semantics)
+  kSlotMean,  // gc, data-wait: mean per (rank, step) slot, absent slots counted as zero
+  kMedian,    // communication: median of the transfer time (flaps would skew a mean)
+};
+
+enum class OpRole : uint8_t { kHost, kComm, kIgnored, kInvalid };
+
+OpRole op_role(uint32_t kind);
+IdealRule ideal_rule(uint32_t kind);
+
+// The reported op type: forward-compute, backward-compute, optimizer, gc, data-wait, other,
+// all-reduce/all-gather/... for collectives, forward-send/backward-recv/... for pipeline p2p
+// (send/recv when the stages are unknown). my_stage/peer_stage are -1 when unknown.
+std::string op_type_name(const sp_event& ev, int my_stage, int peer_stage);
+
+// The key under which durations are compared: the type, refined where ops of one type do
+// different amounts of work: user regions by name, communication by payload size.
+std::string ideal_key(const sp_event& ev, std::string_view type, std::string_view name,
+                      int ordinal);
+
+inline constexpr std::string_view kLaunchDelayType = "launch-delay";
+
+}  // namespace sp::online

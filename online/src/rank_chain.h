@@ -1,0 +1,25 @@
+// In-rank dependencies of one rank: its host ops become a chain of segments, its communication
+// ops hang off the segment that launched them, and a step-end marker closes the rank's step.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "step_model.h"
+
+namespace sp::online {
+
+struct CommStreamOp {
+  int logical = 0;       // index into StepModel::ops
+  uint64_t stream = 0;   // ops of one stream run in order (one per process group / p2p peer)
+};
+
+// Appends the rank's nodes to model->nodes. host_ops: logical indices of the rank's host ops;
+// comm_ops: its communication ops. Sets LogicalOp::first_node and, for host ops, ::own.
+// step_start_s / step_end_s: the rank's step start and mark (seconds since t0); a negative
+// step_end_s means unknown.
+void build_rank_chain(StepModel* model, int rank, const std::vector<int>& host_ops,
+                      const std::vector<CommStreamOp>& comm_ops, double step_start_s,
+                      double step_end_s, double eps);
+
+}  // namespace sp::online

@@ -1,0 +1,36 @@
+// Replays a StepModel with the what-if engine's simulator (the same engine the offline CLI
+// uses): one OpGraph per step, one simulator lane per what-if scenario.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "step_model.h"
+#include "straggler_probe/whatif/op_graph.h"
+
+namespace sp::online {
+
+// Per-cell inputs, node-major: the value of node v in lane l is at [v * lanes + l].
+struct LaneInputs {
+  size_t lanes = 0;
+  std::vector<double> work;   // compute: duration; comm: transfer time; marker: 0
+  std::vector<double> delay;  // launch delay
+};
+
+struct LaneOutputs {
+  std::vector<double> step_time;  // per lane: the longest rank's step (end marker - start)
+  std::vector<double> start, end; // per cell, when asked for
+};
+
+class StepReplayer {
+ public:
+  // Builds the engine's graph. Throws whatif::GraphError on a cycle (one readable line).
+  explicit StepReplayer(const StepModel& model);
+  LaneOutputs run(const LaneInputs& in, bool want_cells) const;
+
+ private:
+  whatif::OpGraph graph_;
+  std::vector<int> starts_, markers_;
+};
+
+}  // namespace sp::online

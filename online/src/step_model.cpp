@@ -1,0 +1,235 @@
+#include "step_model.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "comm_groups.h"
+#include "rank_chain.h"
+
+namespace sp::online {
+namespace {
+
+// Checks what one summary can be checked for on its own.
+bool check_summary(const probe::StepSummary& s, int index, int world, std::string* error) {
+  const std::string who = "rank " + std::to_string(index);
+  if (s.rank != index) {
+    *error = who + ": summary says rank " + std::to_string(s.rank);
+    return false;
+  }
+  if (s.world_size != world) {
+    *error = who + ": summary says world size " + std::to_string(s.world_size) + ", expected " +
+             std::to_string(world);
+    return false;
+  }
+  for (size_t i = 0; i < s.ops.size(); ++i) {
+    const sp_event& ev = s.ops[i];
+    const std::string op = who + ": op " + std::to_string(i);
+    if (op_role(ev.kind) == OpRole::kInvalid) {
+      *error = op + " has unknown kind " + std::to_string(ev.kind);
+      return false;
+    }
+    if (ev.end_ns < ev.start_ns) {
+      *error = op + " ends before it starts";
+      return false;
+    }
+    if (ev.name_id != 0 && ev.name_id >= s.names.size()) {
+      *error = op + " names entry " + std::to_string(ev.name_id) + " but the summary has " +
+               std::to_string(s.names.size()) + " names";
+      return false;
+    }
+    if ((ev.kind == SP_OP_SEND || ev.kind == SP_OP_RECV) &&
+        (ev.peer < 0 || ev.peer >= world || ev.peer == index)) {
+      *error = op + " is a p2p op with peer " + std::to_string(ev.peer);
+      return false;
+    }
+  }
+  return true;
+}
+
+int64_t adjusted(uint64_t t_ns, int64_t offset_ns) { return static_cast<int64_t>(t_ns) + offset_ns; }
+
+// Parses "512,1024,77" into the sum of lengths and of squared lengths.
+bool parse_seq_lens(const std::string& value, double* sum, double* sum_sq) {
+  *sum = *sum_sq = 0;
+  const char* p = value.data();
+  const char* end = p + value.size();
+  int count = 0;
+  while (p < end) {
+    while (p < end && (*p == ' ' || *p == '[' || *p == ']')) ++p;
+    if (p >= end) break;
+    long long v = 0;
+    auto [next, ec] = std::from_chars(p, end, v);
+    if (ec != std::errc() || v < 0) return false;
+    *sum += static_cast<double>(v);
+    *sum_sq += static_cast<double>(v) * static_cast<double>(v);
+    ++count;
+    p = next;
+    while (p < end && (*p == ' ' || *p == ']')) ++p;
+    if (p < end) {
+      if (*p != ',') return false;
+      ++p;
+    }
+  }
+  return count > 0;
+}
+
+int intern(std::vector<std::string>* table, std::map<std::string, int>* index,
+           const std::string& s) {
+  auto [it, inserted] = index->emplace(s, static_cast<int>(table->size()));
+  if (inserted) table->push_back(s);
+  return it->second;
+}
+
+}  // namespace
+
+std::optional<StepModel> build_step_model(const std::vector<const probe::StepSummary*>& by_rank,
+                                          const ModelOptions& options, std::string* error) {
+  StepModel m;
+  m.world = static_cast<int>(by_rank.size());
+  if (m.world == 0) {
+    *error = "no summaries";
+    return std::nullopt;
+  }
+  for (int r = 0; r < m.world; ++r) {
+    if (by_rank[r] == nullptr) {
+      *error = "rank " + std::to_string(r) + " sent no summary";
+      return std::nullopt;
+    }
+    if (!check_summary(*by_rank[r], r, m.world, error)) return std::nullopt;
+  }
+  m.step = by_rank[0]->step;
+
+  // Layout: unknown dp rank means the rank is its own dp rank; unknown stage means no pipeline.
+  m.rank_dp.resize(m.world);
+  m.rank_stage.resize(m.world);
+  for (int r = 0; r < m.world; ++r) {
+    m.rank_dp[r] = by_rank[r]->dp_rank >= 0 ? by_rank[r]->dp_rank : r;
+    m.rank_stage[r] = by_rank[r]->pp_stage >= 0 ? by_rank[r]->pp_stage : 0;
+    if (m.rank_dp[r] >= m.world || m.rank_stage[r] >= m.world) {
+      *error = "rank " + std::to_string(r) + ": dp rank " + std::to_string(m.rank_dp[r]) +
+               " / stage " + std::to_string(m.rank_stage[r]) + " out of range";
+      return std::nullopt;
+    }
+    m.dp_size = std::max(m.dp_size, m.rank_dp[r] + 1);
+    m.pp_size = std::max(m.pp_size, m.rank_stage[r] + 1);
+  }
+
+  // Time zero: the earliest step start (or first op) over all ranks, on rank 0's clock.
+  int64_t t0 = std::numeric_limits<int64_t>::max();
+  int64_t t_end = std::numeric_limits<int64_t>::min();
+  for (const auto* s : by_rank) {
+    if (s->step_start_ns > 0) t0 = std::min(t0, adjusted(s->step_start_ns, s->clock_offset_ns));
+    for (const sp_event& ev : s->ops) {
+      if (op_role(ev.kind) == OpRole::kIgnored) continue;
+      t0 = std::min(t0, adjusted(ev.start_ns, s->clock_offset_ns));
+      t_end = std::max(t_end, adjusted(ev.end_ns, s->clock_offset_ns));
+    }
+    if (s->step_end_ns > 0) t_end = std::max(t_end, adjusted(s->step_end_ns, s->clock_offset_ns));
+  }
+  if (t_end == std::numeric_limits<int64_t>::min() || t0 == std::numeric_limits<int64_t>::max()) {
+    *error = "no rank recorded any op";
+    return std::nullopt;
+  }
+  m.t0_ns = static_cast<uint64_t>(t0);
+  auto secs = [t0](uint64_t t, int64_t off) { return static_cast<double>(adjusted(t, off) - t0) * 1e-9; };
+
+  // Logical ops with their type and comparison keys.
+  std::map<std::string, int> type_index, key_index, delay_index;
+  std::vector<std::vector<int>> host_ops(m.world);
+  std::vector<std::vector<CommStreamOp>> comm_ops(m.world);
+  std::vector<CommRecord> comm;
+  for (int r = 0; r < m.world; ++r) {
+    const probe::StepSummary& s = *by_rank[r];
+    std::map<std::string, int> type_ordinal, key_ordinal;
+    std::vector<size_t> order(s.ops.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&s](size_t a, size_t b) { return s.ops[a].start_ns < s.ops[b].start_ns; });
+    for (size_t i : order) {
+      const sp_event& ev = s.ops[i];
+      const OpRole role = op_role(ev.kind);
+      if (role == OpRole::kIgnored) {
+        ++m.ignored;
+        continue;
+      }
+      const int peer_stage =
+          (ev.kind == SP_OP_SEND || ev.kind == SP_OP_RECV) && by_rank[ev.peer]->pp_stage >= 0
+              ? by_rank[ev.peer]->pp_stage
+              : -1;
+      const std::string type = op_type_name(ev, s.pp_stage, peer_stage);
+      const std::string name = ev.name_id ? s.names[ev.name_id] : std::string();
+      const std::string key = ideal_key(ev, type, name, type_ordinal[type]++);
+      LogicalOp op;
+      op.rank = r;
+      op.kind = ev.kind;
+      op.type = intern(&m.type_names, &type_index, type);
+      op.key = intern(&m.ideal_keys, &key_index, key);
+      op.delay_key = intern(&m.delay_keys, &delay_index, key + "@" + std::to_string(key_ordinal[key]++));
+      op.rule = ideal_rule(ev.kind);
+      op.microbatch = ev.microbatch;
+      op.start = secs(ev.start_ns, s.clock_offset_ns);
+      op.end = secs(ev.end_ns, s.clock_offset_ns);
+      const int logical = static_cast<int>(m.ops.size());
+      m.ops.push_back(op);
+      if (role == OpRole::kHost) {
+        host_ops[r].push_back(logical);
+      } else {
+        const uint64_t stream =
+            ev.kind == SP_OP_COLLECTIVE
+                ? ev.group_id
+                : (uint64_t{1} << 63) | (uint64_t{ev.kind} << 32) | static_cast<uint32_t>(ev.peer);
+        comm_ops[r].push_back({logical, stream});
+        comm.push_back({logical, &ev});
+      }
+    }
+    for (const probe::Annotation& a : s.annotations) {
+      if (a.key != "seq_lens" && a.key != "seq_len") continue;
+      MicrobatchCost c{r, a.microbatch, 0, 0};
+      if (parse_seq_lens(a.value, &c.sum_len, &c.sum_len_sq)) {
+        m.costs.push_back(c);
+      } else {
+        m.notes.push_back("rank " + std::to_string(r) + ": annotation " + a.key + "=\"" + a.value +
+                          "\" is not a list of lengths; ignored");
+      }
+    }
+  }
+
+  m.markers.assign(m.world, -1);
+  m.starts.assign(m.world, -1);
+  m.marker_delay_key = intern(&m.delay_keys, &delay_index, "step-end");
+  for (int r = 0; r < m.world; ++r) {
+    const probe::StepSummary& s = *by_rank[r];
+    const double step_end = s.step_end_ns > 0 ? secs(s.step_end_ns, s.clock_offset_ns) : -1.0;
+    // A rank's step starts at its previous step mark, or at its first op if that is earlier
+    // or the mark is unknown.
+    double step_start = std::numeric_limits<double>::infinity();
+    if (s.step_start_ns > 0) step_start = secs(s.step_start_ns, s.clock_offset_ns);
+    for (int op : host_ops[r]) step_start = std::min(step_start, m.ops[op].start);
+    for (const CommStreamOp& c : comm_ops[r]) step_start = std::min(step_start, m.ops[c.logical].start);
+    if (!std::isfinite(step_start)) step_start = 0;
+    build_rank_chain(&m, r, host_ops[r], comm_ops[r], step_start, step_end, options.eps_s);
+  }
+  m.time_s = 0;
+  for (int r = 0; r < m.world; ++r) {
+    m.time_s = std::max(m.time_s, m.nodes[m.markers[r]].end - m.nodes[m.starts[r]].start);
+  }
+  if (!match_comm_groups(&m, comm, options.eps_s, error)) return std::nullopt;
+
+  // Launch delay: how long after its dependencies ended each node actually started.
+  for (Node& n : m.nodes) {
+    double ready = 0;
+    for (int d : n.deps) ready = std::max(ready, m.nodes[d].end);
+    double delay = n.start - ready;
+    if (delay < 0) {
+      if (delay < -options.eps_s) ++m.clamped;
+      delay = 0;
+    }
+    n.launch_delay = delay;
+  }
+  return m;
+}
+
+}  // namespace sp::online

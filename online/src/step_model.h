@@ -1,0 +1,89 @@
+// The op model of one training step, built from every rank's StepSummary: the graph the
+// what-if engine replays (in-rank dependencies + communication groups), with each node's
+// recorded duration and launch delay.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "op_classes.h"
+#include "straggler_probe/step_summary.h"
+
+namespace sp::online {
+
+// One recorded op of one rank.
+struct LogicalOp {
+  int rank = 0;
+  uint32_t kind = 0;        // sp_op_kind
+  int type = 0;             // index into StepModel::type_names
+  int key = 0;              // index into StepModel::ideal_keys
+  int delay_key = 0;        // index into StepModel::delay_keys
+  IdealRule rule = IdealRule::kMean;
+  int microbatch = -1;
+  double start = 0, end = 0;  // recorded, seconds since StepModel::t0_ns
+  double own = 0;           // host: exclusive duration (its segments); comm: transfer time
+  int first_node = -1;      // the node that carries this op's launch delay
+};
+
+// kStart: the rank's step start (its launch delay is the rank's offset from t0, the same in
+// every scenario); kMarker: the rank's step end.
+enum class NodeRole : uint8_t { kCompute, kComm, kMarker, kStart };
+
+// One node of the replayed graph. A host op becomes one or more segments: it is cut where
+// nested host ops (a GC pause inside forward) and communication launches fall, and the time it
+// spent blocked on its own collectives (DDP's final bucket wait) is left out, so its duration
+// is the op's own work.
+struct Node {
+  int logical = -1;         // -1 for the step start / end markers
+  int rank = 0;
+  NodeRole role = NodeRole::kCompute;
+  double start = 0, end = 0;  // recorded
+  double duration = 0;      // compute: segment length; comm: transfer; marker: 0
+  double launch_delay = 0;  // start - max(dep ends), >= 0; roots: start - t0
+  int group = -1;           // communication group index
+  std::vector<int> deps;    // in-rank dependencies (node indices)
+};
+
+// Sum of sequence lengths (and of their squares) of one micro-batch on one rank.
+struct MicrobatchCost {
+  int rank = 0;
+  int microbatch = -1;
+  double sum_len = 0, sum_len_sq = 0;
+};
+
+struct StepModel {
+  int64_t step = 0;
+  int world = 0;
+  int dp_size = 1, pp_size = 1;
+  std::vector<int> rank_dp, rank_stage;
+  uint64_t t0_ns = 0;
+  // Measured step time: the longest rank's step (its step mark - its step start). Per rank,
+  // because pipeline stages start their steps at different times.
+  double time_s = 0;
+  std::vector<std::string> type_names;
+  std::vector<std::string> ideal_keys;
+  std::vector<std::string> delay_keys;
+  std::vector<LogicalOp> ops;
+  std::vector<Node> nodes;
+  std::vector<std::vector<int>> groups;  // communication groups (node indices)
+  std::vector<int> markers;              // step-end marker node per rank
+  std::vector<int> starts;               // step-start node per rank
+  int marker_delay_key = 0;              // delay key of the step-end markers
+  std::vector<MicrobatchCost> costs;
+  uint64_t clamped = 0;     // negative launch delays / transfers set to zero
+  uint64_t ignored = 0;     // kernel/memcpy records left out
+  std::vector<std::string> notes;  // non-fatal oddities (bad annotation values...)
+};
+
+struct ModelOptions {
+  double eps_s = 50e-6;     // tolerance when comparing timestamps of different threads
+};
+
+// Builds the model from one summary per rank (index = rank). Returns nullopt and one line in
+// *error when the summaries contradict each other (unmatched collectives or p2p, bad layout).
+std::optional<StepModel> build_step_model(const std::vector<const probe::StepSummary*>& by_rank,
+                                          const ModelOptions& options, std::string* error);
+
+}  // namespace sp::online
