@@ -230,6 +230,13 @@ void CuptiCapture::Impl::emit_spans(std::vector<cupti::RegionSpan>& spans) {
     ev.microbatch = s.key.microbatch;
     ev.name_id = s.key.name_id;
     ev.time_source = SP_TIME_CUPTI;
+    // The step of the launch, recovered from the serial: the latest step <= the current one
+    // congruent to it mod 2^14.
+    const int64_t now_step = current_step_label();
+    if (now_step >= 0) {
+      const auto serial = static_cast<int64_t>(s.external_id & kRegionSerialMask);
+      tag_step(ev, now_step - ((now_step - serial) & static_cast<int64_t>(kRegionSerialMask)));
+    }
     emit(ev);
   }
   spans.clear();
@@ -436,7 +443,11 @@ void CuptiCapture::push_region(uint32_t kind, int32_t microbatch, uint32_t name_
   cupti::ActivityApi* a = impl_->activity_fast.load(std::memory_order_acquire);
   if (a == nullptr || !a->external_correlation_on()) return;
   const RegionKey key{kind, microbatch, name_id};
-  a->push_external(encode_region_id(key, ++tl_region_serial));
+  // The serial is the step the region runs in (mod 2^14), so that its GPU span, which arrives
+  // long after the step's mark, can be pinned to that step; without the runtime, a counter.
+  const int64_t step = current_step_label();
+  const uint32_t serial = step >= 0 ? static_cast<uint32_t>(step) : ++tl_region_serial;
+  a->push_external(encode_region_id(key, serial));
   ++tl_push_depth;
 }
 

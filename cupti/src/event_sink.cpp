@@ -10,6 +10,9 @@ extern "C" {
 int sp_record(const sp_event* ev) __attribute__((weak));
 uint32_t sp_intern(const char* name) __attribute__((weak));
 uint64_t sp_now_ns(void) __attribute__((weak));
+int sp_init(const sp_config* cfg) __attribute__((weak));
+int sp_mark_step(int64_t step) __attribute__((weak));
+int64_t sp_last_marked_step(void) __attribute__((weak));
 }
 
 namespace sp::gpu {
@@ -68,5 +71,42 @@ sp_event blank_event() {
 }
 
 bool runtime_core_present() { return sp_record != nullptr; }
+
+namespace {
+std::atomic<int64_t (*)()> g_last_marked_hook{nullptr};
+std::atomic<int (*)(int64_t)> g_mark_hook{nullptr};
+}  // namespace
+
+void set_runtime_step_hooks(const RuntimeStepHooks& hooks) {
+  g_last_marked_hook.store(hooks.last_marked_step);
+  g_mark_hook.store(hooks.mark_step);
+}
+
+int runtime_init_from_env() {
+  if (sp_init == nullptr) return SP_ERR_DISABLED;
+  return sp_init(nullptr);
+}
+
+int64_t current_step_label() {
+  if (auto* hook = g_last_marked_hook.load(std::memory_order_relaxed)) return hook() + 1;
+  if (sp_last_marked_step == nullptr) return -1;
+  const int64_t last = sp_last_marked_step();
+  return last < 0 ? 0 : last + 1;
+}
+
+bool runtime_mark_step(int64_t step) {
+  int rc = SP_ERR_DISABLED;
+  if (auto* hook = g_mark_hook.load(std::memory_order_relaxed)) {
+    rc = hook(step);
+  } else if (sp_mark_step != nullptr) {
+    rc = sp_mark_step(step);
+  }
+  return rc == SP_OK;
+}
+
+uint64_t runtime_marked_steps() {
+  const int64_t label = current_step_label();
+  return label > 0 ? static_cast<uint64_t>(label) : 0;
+}
 
 }  // namespace sp::gpu

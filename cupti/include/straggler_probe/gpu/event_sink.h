@@ -32,4 +32,29 @@ sp_event blank_event();
 // Whether the runtime core (sp_record) is linked into this process image.
 bool runtime_core_present();
 
+// --- the rest of the runtime, as seen from the GPU layers (all no-ops without the core) -------
+
+// Starts the runtime from the environment (sp_init(NULL)); SP_ERR_DISABLED without the core.
+int runtime_init_from_env();
+// The step label current events belong to: last sp_mark_step label + 1 (0 before the first
+// mark), or -1 when the runtime is absent.
+int64_t current_step_label();
+// sp_mark_step; false without the core or when it failed.
+bool runtime_mark_step(int64_t step);
+// Steps the runtime saw marked (by anyone).
+uint64_t runtime_marked_steps();
+
+// Tags an event with the step it belongs to (probe.h: step_plus_one, the former `reserved`), for
+// producers whose events arrive after the step's mark (GPU times resolved later). No-op for -1.
+inline void tag_step(sp_event& ev, int64_t step_label) {
+  if (step_label >= 0) ev.reserved = static_cast<uint64_t>(step_label) + 1;
+}
+
+// Tests: stand-ins for the runtime's step functions (nullptr restores the default).
+struct RuntimeStepHooks {
+  int64_t (*last_marked_step)() = nullptr;
+  int (*mark_step)(int64_t) = nullptr;
+};
+void set_runtime_step_hooks(const RuntimeStepHooks& hooks);
+
 }  // namespace sp::gpu

@@ -1,0 +1,69 @@
+#include "activation.h"
+
+#include <pthread.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+
+#include "straggler_probe/gpu/cupti_capture.h"
+#include "straggler_probe/gpu/event_sink.h"
+#include "straggler_probe/gpu/gpu_log.h"
+
+namespace sp::nccl {
+namespace {
+
+std::atomic<bool> g_forked{false};
+std::atomic<bool> g_recording{false};
+std::atomic<Activation*> g_activation{nullptr};
+std::mutex g_mutex;
+std::once_flag g_atfork_once;
+
+void on_fork_child() {
+  g_forked.store(true, std::memory_order_relaxed);
+  g_recording.store(false, std::memory_order_relaxed);
+  gpu::set_gpu_log_silent(true);
+}
+
+}  // namespace
+
+bool in_forked_child() { return g_forked.load(std::memory_order_relaxed); }
+
+bool recording_allowed() { return g_recording.load(std::memory_order_relaxed); }
+
+const Activation& activate() {
+  if (Activation* a = g_activation.load(std::memory_order_acquire)) return *a;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (Activation* a = g_activation.load(std::memory_order_acquire)) return *a;
+  auto* a = new Activation();  // leaked: read by every later NCCL call
+  std::call_once(g_atfork_once, [] { pthread_atfork(nullptr, nullptr, &on_fork_child); });
+  a->env = read_rank_env();
+  a->is_rank = a->env.is_rank && !in_forked_child();
+  if (!a->is_rank) {
+    // Not a training rank: silent, pass-through.
+    gpu::set_gpu_log_silent(true);
+  } else {
+    if (!a->env.error.empty()) gpu::warn_once(gpu::WarnOnce::kRankEnvInvalid, a->env.error);
+    std::string error;
+    if (!parse_step_marker(std::getenv("STRAGGLER_PROBE_STEP_MARKER"), &a->marker, &error)) {
+      gpu::warn_once(gpu::WarnOnce::kStepMarkerInvalid, error + "; using auto");
+      a->marker = StepMarker{};
+    }
+    gpu::runtime_init_from_env();
+    gpu::CuptiCapture::instance().start();
+    gpu::info("GPU capture active in rank " + std::to_string(a->env.rank) + "/" +
+              std::to_string(a->env.world_size) + " (" + a->env.source + ")");
+    g_recording.store(true, std::memory_order_relaxed);
+  }
+  g_activation.store(a, std::memory_order_release);
+  return *a;
+}
+
+void reset_activation_for_tests() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_activation.store(nullptr);
+  g_recording.store(false);
+  g_forked.store(false);
+}
+
+}  // namespace sp::nccl

@@ -1,0 +1,310 @@
+#include "interposer.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "activation.h"
+#include "cuda_runtime_api.h"
+#include "nccl_op_names.h"
+#include "real_nccl.h"
+#include "straggler_probe/gpu/cupti_capture.h"
+#include "straggler_probe/gpu/event_sink.h"
+#include "straggler_probe/gpu/gpu_log.h"
+
+namespace sp::nccl {
+namespace {
+
+// Per-thread state: NCCL's own group depth is per thread, and so is ours.
+struct ThreadState {
+  uint32_t nesting = 0;      // interposed calls on the stack (NCCL calling its own API)
+  uint32_t group_depth = 0;
+  GroupSummary group;
+  uint64_t group_start_ns = 0;
+  int64_t group_step_label = -1;
+};
+thread_local ThreadState tl;
+
+uint32_t stream_id(void* stream) {
+  return static_cast<uint32_t>((reinterpret_cast<uintptr_t>(stream) >> 4) & 0xffffffffu);
+}
+
+}  // namespace
+
+Interposer& Interposer::instance() {
+  static Interposer* i = new Interposer();  // leaked: NCCL may be called during exit
+  return *i;
+}
+
+uint64_t Interposer::group_id_of(const ncclUniqueId& id) {
+  return CommRegistry::id_from_unique_id(id.internal, sizeof(id.internal));
+}
+
+bool Interposer::should_record() {
+  activate();
+  if (!recording_allowed() || plugin_active_.load(std::memory_order_relaxed)) return false;
+  if (disabled_by_env_.load(std::memory_order_relaxed)) return false;
+  return tl.nesting == 0;
+}
+
+void Interposer::ensure_timer() {
+  if (timer_checked_.load(std::memory_order_acquire)) return;
+  std::lock_guard<std::mutex> lock(timer_mutex_);
+  if (timer_checked_.load()) return;
+  const char* mode = std::getenv("STRAGGLER_PROBE_NCCL_TIMING");
+  if (const char* off = std::getenv("STRAGGLER_PROBE_NCCL_INTERPOSE"); off && off[0] == '0') {
+    disabled_by_env_.store(true);
+  }
+  CudaRt rt;
+  if (mode != nullptr && std::strcmp(mode, "host") == 0) {
+    gpu::info("NCCL operations timed on the host (STRAGGLER_PROBE_NCCL_TIMING=host)");
+  } else if (load_resident_cudart(&rt)) {
+    auto t = std::make_unique<StreamTimer>(rt, StreamTimerOptions{});
+    if (t->start()) {
+      timer_ = std::move(t);
+      timer_fast_.store(timer_.get(), std::memory_order_release);
+    } else {
+      gpu::warn_once(gpu::WarnOnce::kCudaTimerUnavailable,
+                     "CUDA events unavailable (no driver/device?): NCCL operations are timed on "
+                     "the host");
+    }
+  } else {
+    gpu::info("no CUDA runtime in the process: NCCL operations timed on the host");
+  }
+  timer_checked_.store(true, std::memory_order_release);
+}
+
+CommInfo* Interposer::lookup_comm(ncclComm_t comm) {
+  CommRegistry& reg = comm_registry();
+  if (CommInfo* c = reg.find(comm)) return c;
+  // A communicator created before we could see it: rank and size from NCCL, no cross-rank
+  // identity (group_id 0).
+  int rank = -1, size = 0;
+  const RealNccl& real = real_nccl();
+  if (real.CommUserRank != nullptr) real.CommUserRank(comm, &rank);
+  if (real.CommCount != nullptr) real.CommCount(comm, &size);
+  return reg.add(comm, 0, rank, size, false);
+}
+
+uint32_t Interposer::name_for(sp_coll_type coll, bool group) {
+  std::atomic<uint32_t>& slot =
+      group ? group_name_ : names_[static_cast<size_t>(coll) & 15u];
+  uint32_t id = slot.load(std::memory_order_relaxed);
+  if (id == 0) {
+    id = gpu::intern_name(group ? "ncclGroup" : api_name(coll));
+    slot.store(id, std::memory_order_relaxed);
+  }
+  return id;
+}
+
+Interposer::Call Interposer::begin_op(sp_coll_type coll, ncclComm_t comm, size_t count,
+                                      ncclDataType_t dt, int peer, int root,
+                                      cudaStream_t stream) {
+  Call call;
+  const bool record = should_record();
+  ++tl.nesting;
+  if (!record) {
+    counters_.passthrough.fetch_add(1, std::memory_order_relaxed);
+    return call;
+  }
+  ensure_timer();
+  StreamTimer* timer = timer_fast_.load(std::memory_order_acquire);
+  if (timer != nullptr && timer->capturing(stream)) {
+    counters_.graph_captured.fetch_add(1, std::memory_order_relaxed);
+    gpu::warn_once(gpu::WarnOnce::kNcclGraphCapture,
+                   "NCCL operations captured into a CUDA graph replay without passing through the "
+                   "NCCL API: the interposer does not see the replays (CUPTI kernel records and "
+                   "the NCCL profiler plugin do)");
+    return call;
+  }
+  call.op.coll = coll;
+  call.op.comm = lookup_comm(comm);
+  call.op.bytes = static_cast<uint64_t>(count) * datatype_size(dt);
+  call.op.peer = peer;
+  call.op.root = root;
+  call.op.stream = stream;
+  if (tl.group_depth > 0) {
+    call.in_group = true;  // folded into the group; recorded at the outermost ncclGroupEnd
+    return call;
+  }
+  call.record = true;
+  call.step_label = gpu::current_step_label();
+  call.op_id = next_op_id_.fetch_add(1, std::memory_order_relaxed);
+  gpu::CuptiCapture::instance().push_nccl_op(call.op_id);
+  call.host_start = gpu::probe_now_ns();
+  if (timer != nullptr) call.timing = timer->begin(stream);
+  return call;
+}
+
+void Interposer::end_op(Call& call, ncclResult_t result) {
+  --tl.nesting;
+  if (call.in_group) {
+    if (result == ncclSuccess || result == ncclInProgress) tl.group.add(call.op);
+    return;
+  }
+  if (!call.record) return;
+  gpu::CuptiCapture::instance().pop_nccl_op();
+  finish(identify_single(call.op), call, result);
+}
+
+void Interposer::group_start_done(ncclResult_t result) {
+  if (result != ncclSuccess) return;
+  if (tl.group_depth++ == 0) {
+    tl.group.reset();
+    tl.group_start_ns = gpu::probe_now_ns();
+    tl.group_step_label = gpu::current_step_label();
+  }
+}
+
+Interposer::Call Interposer::begin_group_end() {
+  Call call;
+  ++tl.nesting;
+  if (tl.group_depth != 1 || tl.group.count() == 0) return call;  // inner end, or empty group
+  call.group_end = true;
+  call.record = true;
+  call.host_start = tl.group_start_ns;
+  call.step_label = tl.group_step_label;
+  call.op_id = next_op_id_.fetch_add(1, std::memory_order_relaxed);
+  gpu::CuptiCapture::instance().push_nccl_op(call.op_id);
+  // The group's kernel is launched inside this ncclGroupEnd, on the first operation's stream
+  // (NCCL joins the other streams to it with events): bracket the launch there.
+  call.op.stream = static_cast<cudaStream_t>(tl.group.first_stream());
+  if (StreamTimer* timer = timer_fast_.load(std::memory_order_acquire)) {
+    call.timing = timer->begin(call.op.stream);
+  }
+  return call;
+}
+
+void Interposer::end_group_end(Call& call, ncclResult_t result) {
+  --tl.nesting;
+  if (tl.group_depth > 0) --tl.group_depth;
+  if (!call.group_end) return;
+  gpu::CuptiCapture::instance().pop_nccl_op();
+  OpIdentity id = tl.group.finish();
+  tl.group.reset();
+  counters_.folded_groups.fetch_add(id.folded_group ? 1 : 0, std::memory_order_relaxed);
+  finish(id, call, result);
+}
+
+void Interposer::finish(const OpIdentity& id, Call& call, ncclResult_t result) {
+  StreamTimer* timer = timer_fast_.load(std::memory_order_acquire);
+  if (result != ncclSuccess && result != ncclInProgress) {
+    counters_.failed_calls.fetch_add(1, std::memory_order_relaxed);
+    if (timer != nullptr) timer->cancel(call.timing);
+    return;
+  }
+  sp_event ev = gpu::blank_event();
+  ev.start_ns = call.host_start;
+  ev.end_ns = gpu::probe_now_ns();
+  ev.kind = id.kind;
+  ev.coll = id.coll;
+  ev.group_id = id.group_id;
+  ev.seq = id.seq;
+  ev.bytes = id.bytes;
+  ev.peer = id.peer;
+  ev.group_size = id.group_size;
+  ev.stream = stream_id(id.stream);
+  ev.name_id = name_for(id.coll, id.folded_group && id.coll == SP_COLL_NONE);
+  ev.time_source = SP_TIME_HOST;
+
+  // Step detection on the host order of operations, before the event is tagged with its step.
+  StepDetector::Boundary boundary = StepDetector::Boundary::kNone;
+  int64_t label = call.step_label;
+  {
+    std::lock_guard<std::mutex> lock(step_mutex_);
+    if (!detector_) detector_ = std::make_unique<StepDetector>(activate().marker);
+    if (!steps_external_ && label >= 0 && label != static_cast<int64_t>(marks_made_)) {
+      steps_external_ = true;  // another producer (the Python package) marks steps
+      gpu::info("steps are marked by the application: automatic step detection off");
+    }
+    if (!steps_external_) {
+      boundary = detector_->on_op(id.coll, id.group_id, id.bytes, ev.start_ns, ev.end_ns);
+      if (boundary == StepDetector::Boundary::kBefore && label >= 0) {
+        if (gpu::runtime_mark_step(label)) ++marks_made_;
+        ++label;  // this operation opens the next step
+      }
+    }
+  }
+  gpu::tag_step(ev, label);
+
+  if (result == ncclInProgress) {
+    counters_.in_progress.fetch_add(1, std::memory_order_relaxed);
+    gpu::info("non-blocking communicator: its operations are timed on the host");
+    if (timer != nullptr) timer->cancel(call.timing);
+    call.timing = nullptr;
+  }
+  if (timer != nullptr && call.timing != nullptr) {
+    timer->end(call.timing, id.stream, ev);
+  } else {
+    gpu::emit_event(ev);
+  }
+  counters_.recorded.fetch_add(1, std::memory_order_relaxed);
+
+  if (boundary == StepDetector::Boundary::kAfter && label >= 0) {
+    std::lock_guard<std::mutex> lock(step_mutex_);
+    if (gpu::runtime_mark_step(label)) ++marks_made_;
+  }
+  if (boundary != StepDetector::Boundary::kNone) {
+    counters_.steps_marked.fetch_add(1, std::memory_order_relaxed);
+    gpu::CuptiCapture::instance().request_flush();  // step end: GPU records off the hot path
+  }
+}
+
+void Interposer::comm_created(ncclComm_t comm, uint64_t group_id, int rank, int size,
+                              bool known) {
+  if (comm == nullptr) return;
+  comm_registry().add(comm, group_id, rank, size, known);
+  if (recording_allowed()) gpu::CuptiCapture::instance().start();  // CUDA surely loaded now
+}
+
+void Interposer::comm_split(ncclComm_t parent, ncclComm_t child, uint64_t tag) {
+  if (child == nullptr) return;
+  CommInfo* p = comm_registry().find(parent);
+  const uint64_t parent_id = p != nullptr ? p->group_id : 0;
+  const uint64_t counter = p != nullptr ? p->children.fetch_add(1) : 0;
+  int rank = -1, size = 0;
+  const RealNccl& real = real_nccl();
+  // Non-blocking children may still be initialising: then rank/size stay unknown until an
+  // operation looks them up again.
+  if (real.CommUserRank != nullptr && real.CommUserRank(child, &rank) != ncclSuccess) rank = -1;
+  if (real.CommCount != nullptr && real.CommCount(child, &size) != ncclSuccess) size = 0;
+  const bool known = p != nullptr && p->identity_known;
+  comm_created(child, known ? CommRegistry::child_id(parent_id, tag, counter) : 0, rank, size,
+               known);
+}
+
+void Interposer::comm_destroyed(ncclComm_t comm) { comm_registry().remove(comm); }
+
+InterposerStats Interposer::stats() const {
+  InterposerStats s;
+  s.recorded = counters_.recorded.load();
+  s.folded_groups = counters_.folded_groups.load();
+  s.passthrough = counters_.passthrough.load();
+  s.failed_calls = counters_.failed_calls.load();
+  s.graph_captured = counters_.graph_captured.load();
+  s.in_progress = counters_.in_progress.load();
+  s.steps_marked = counters_.steps_marked.load();
+  return s;
+}
+
+void Interposer::reset_for_tests() {
+  std::lock_guard<std::mutex> lock(step_mutex_);
+  detector_.reset();
+  steps_external_ = false;
+  marks_made_ = 0;
+  for (auto& n : names_) n.store(0);
+  group_name_.store(0);
+  counters_.recorded = counters_.folded_groups = counters_.passthrough = 0;
+  counters_.failed_calls = counters_.graph_captured = counters_.in_progress = 0;
+  counters_.steps_marked = 0;
+  plugin_active_.store(false);
+  tl = ThreadState();
+}
+
+void Interposer::set_timer_for_tests(std::unique_ptr<StreamTimer> timer) {
+  std::lock_guard<std::mutex> lock(timer_mutex_);
+  timer_fast_.store(timer.get());
+  timer_ = std::move(timer);
+  timer_checked_.store(true);
+}
+
+}  // namespace sp::nccl

@@ -1,0 +1,112 @@
+// The recording side of the nccl* interposer (the entry points themselves are in
+// nccl_interposer.cpp): per-call bookkeeping, group folding, timing and step detection.
+//
+// A call is recorded when this process is a rank, the NCCL profiler plugin is not active (it
+// records the same operations better), the call is not nested inside another interposed call, and
+// its stream is not being captured into a CUDA graph. Captured collectives replay without passing
+// through the NCCL API, so the interposer cannot see replays (said once in the log); CUPTI kernel
+// records and the profiler plugin still do.
+//
+// Inside ncclGroupStart/End nothing is recorded per call: the group is folded into ONE operation
+// at the outermost ncclGroupEnd (nccl_op.h), timed around that ncclGroupEnd, which is where NCCL
+// launches the group's kernel. Non-blocking communicators may return ncclInProgress and launch
+// later, so their operations get host times.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include "nccl_op.h"
+#include "nccl_types.h"
+#include "step_detector.h"
+#include "stream_timer.h"
+
+namespace sp::nccl {
+
+struct InterposerStats {
+  uint64_t recorded = 0;
+  uint64_t folded_groups = 0;
+  uint64_t passthrough = 0;       // not recorded (not a rank, plugin active, nested, disabled)
+  uint64_t failed_calls = 0;      // NCCL returned an error: nothing recorded
+  uint64_t graph_captured = 0;    // skipped: stream capturing into a CUDA graph
+  uint64_t in_progress = 0;       // non-blocking communicator: host-timed
+  uint64_t steps_marked = 0;
+};
+
+class Interposer {
+ public:
+  static Interposer& instance();
+
+  // What one interposed call carries from before the real call to after it.
+  struct Call {
+    bool record = false;       // record this call on return
+    bool in_group = false;     // folded into the current group instead
+    bool group_end = false;    // the outermost ncclGroupEnd
+    NcclOp op;
+    uint64_t host_start = 0;
+    uint64_t op_id = 0;
+    int64_t step_label = -1;
+    StreamTimer::Pending* timing = nullptr;
+  };
+
+  // An operation (collective or p2p) on `comm`.
+  Call begin_op(sp_coll_type coll, ncclComm_t comm, size_t count, ncclDataType_t dt, int peer,
+                int root, cudaStream_t stream);
+  void end_op(Call& call, ncclResult_t result);
+
+  void group_start_done(ncclResult_t result);  // after the real ncclGroupStart
+  Call begin_group_end();
+  void end_group_end(Call& call, ncclResult_t result);
+
+  // Communicator lifecycle.
+  void comm_created(ncclComm_t comm, uint64_t group_id, int rank, int size, bool known);
+  void comm_split(ncclComm_t parent, ncclComm_t child, uint64_t tag);
+  void comm_destroyed(ncclComm_t comm);
+  // Identity of a ncclUniqueId-created communicator (NCCL's commHash construction).
+  static uint64_t group_id_of(const ncclUniqueId& id);
+
+  // The NCCL profiler plugin took over recording (or gave it back).
+  void set_plugin_active(bool active) { plugin_active_.store(active); }
+  bool plugin_active() const { return plugin_active_.load(); }
+
+  InterposerStats stats() const;
+
+  // Tests: forget timing/step state and counters (entries in the registry stay).
+  void reset_for_tests();
+  // Tests: use this timer (nullptr: host times).
+  void set_timer_for_tests(std::unique_ptr<StreamTimer> timer);
+
+ private:
+  Interposer() = default;
+  bool should_record();
+  void ensure_timer();
+  CommInfo* lookup_comm(ncclComm_t comm);
+  void finish(const OpIdentity& id, Call& call, ncclResult_t result);
+  uint32_t name_for(sp_coll_type coll, bool group);
+
+  std::atomic<bool> plugin_active_{false};
+  std::atomic<bool> disabled_by_env_{false};
+  std::atomic<uint64_t> next_op_id_{1};
+
+  std::mutex timer_mutex_;
+  std::atomic<bool> timer_checked_{false};
+  std::unique_ptr<StreamTimer> timer_;
+  std::atomic<StreamTimer*> timer_fast_{nullptr};
+
+  std::mutex step_mutex_;  // the detector sees operations of all threads in one order
+  std::unique_ptr<StepDetector> detector_;
+  bool steps_external_ = false;  // someone else marks steps: stand down
+  uint64_t marks_made_ = 0;
+
+  std::atomic<uint32_t> names_[16] = {};
+  std::atomic<uint32_t> group_name_{0};
+
+  struct Counters {
+    std::atomic<uint64_t> recorded{0}, folded_groups{0}, passthrough{0}, failed_calls{0},
+        graph_captured{0}, in_progress{0}, steps_marked{0};
+  } counters_;
+};
+
+}  // namespace sp::nccl

@@ -1,0 +1,237 @@
+// The nccl* entry points: with LD_PRELOAD they take precedence over libnccl.so.2's weak nccl*
+// symbols; each forwards to the real pnccl* (real_nccl.h) and records the call (interposer.h).
+// The prototypes are nccl.h's when the headers are available, so the compiler checks every one.
+#include <atomic>
+#include <string>
+
+#include "interposer.h"
+#include "nccl_op_names.h"
+#include "nccl_types.h"
+#include "real_nccl.h"
+#include "straggler_probe/gpu/gpu_log.h"
+
+#define SP_NCCL_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+using sp::nccl::Interposer;
+using sp::nccl::real_nccl;
+
+ncclResult_t missing(const char* name) {
+  sp::gpu::warn_once(sp::gpu::WarnOnce::kNcclRealMissing,
+                     std::string("the real ") + name + " is not in this process (libnccl.so.2 "
+                     "not loaded?): the call fails with ncclInternalError");
+  return ncclInternalError;
+}
+
+template <typename Fn, typename... Args>
+ncclResult_t op(Fn* real, const char* name, sp_coll_type coll, ncclComm_t comm, size_t count,
+                ncclDataType_t dt, int peer, int root, cudaStream_t stream, Args... args) {
+  if (real == nullptr) return missing(name);
+  Interposer& ip = Interposer::instance();
+  Interposer::Call call = ip.begin_op(coll, comm, count, dt, peer, root, stream);
+  const ncclResult_t r = real(args...);
+  ip.end_op(call, r);
+  return r;
+}
+
+}  // namespace
+
+SP_NCCL_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                          ncclDataType_t datatype, ncclRedOp_t redop,
+                                          ncclComm_t comm, cudaStream_t stream) {
+  return op(real_nccl().AllReduce, "ncclAllReduce", SP_COLL_ALL_REDUCE, comm, count, datatype, -1,
+            -1, stream, sendbuff, recvbuff, count, datatype, redop, comm, stream);
+}
+
+SP_NCCL_EXPORT ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                                          ncclDataType_t datatype, int root, ncclComm_t comm,
+                                          cudaStream_t stream) {
+  return op(real_nccl().Broadcast, "ncclBroadcast", SP_COLL_BROADCAST, comm, count, datatype, -1,
+            root, stream, sendbuff, recvbuff, count, datatype, root, comm, stream);
+}
+
+SP_NCCL_EXPORT ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root,
+                                      ncclComm_t comm, cudaStream_t stream) {
+  return op(real_nccl().Bcast, "ncclBcast", SP_COLL_BROADCAST, comm, count, datatype, -1, root,
+            stream, buff, count, datatype, root, comm, stream);
+}
+
+SP_NCCL_EXPORT ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                       ncclDataType_t datatype, ncclRedOp_t redop, int root,
+                                       ncclComm_t comm, cudaStream_t stream) {
+  return op(real_nccl().Reduce, "ncclReduce", SP_COLL_REDUCE, comm, count, datatype, -1, root,
+            stream, sendbuff, recvbuff, count, datatype, redop, root, comm, stream);
+}
+
+SP_NCCL_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                          ncclDataType_t datatype, ncclComm_t comm,
+                                          cudaStream_t stream) {
+  return op(real_nccl().AllGather, "ncclAllGather", SP_COLL_ALL_GATHER, comm, sendcount, datatype,
+            -1, -1, stream, sendbuff, recvbuff, sendcount, datatype, comm, stream);
+}
+
+SP_NCCL_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff,
+                                              size_t recvcount, ncclDataType_t datatype,
+                                              ncclRedOp_t redop, ncclComm_t comm,
+                                              cudaStream_t stream) {
+  return op(real_nccl().ReduceScatter, "ncclReduceScatter", SP_COLL_REDUCE_SCATTER, comm,
+            recvcount, datatype, -1, -1, stream, sendbuff, recvbuff, recvcount, datatype, redop,
+            comm, stream);
+}
+
+SP_NCCL_EXPORT ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
+                                         ncclDataType_t datatype, ncclComm_t comm,
+                                         cudaStream_t stream) {
+  return op(real_nccl().AlltoAll, "ncclAlltoAll", SP_COLL_ALL_TO_ALL, comm, count, datatype, -1,
+            -1, stream, sendbuff, recvbuff, count, datatype, comm, stream);
+}
+
+SP_NCCL_EXPORT ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count,
+                                       ncclDataType_t datatype, int root, ncclComm_t comm,
+                                       cudaStream_t stream) {
+  return op(real_nccl().Gather, "ncclGather", SP_COLL_GATHER, comm, count, datatype, -1, root,
+            stream, sendbuff, recvbuff, count, datatype, root, comm, stream);
+}
+
+SP_NCCL_EXPORT ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count,
+                                        ncclDataType_t datatype, int root, ncclComm_t comm,
+                                        cudaStream_t stream) {
+  return op(real_nccl().Scatter, "ncclScatter", SP_COLL_SCATTER, comm, count, datatype, -1, root,
+            stream, sendbuff, recvbuff, count, datatype, root, comm, stream);
+}
+
+SP_NCCL_EXPORT ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype,
+                                     int peer, ncclComm_t comm, cudaStream_t stream) {
+  return op(real_nccl().Send, "ncclSend", SP_COLL_SEND, comm, count, datatype, peer, -1, stream,
+            sendbuff, count, datatype, peer, comm, stream);
+}
+
+SP_NCCL_EXPORT ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype,
+                                     int peer, ncclComm_t comm, cudaStream_t stream) {
+  return op(real_nccl().Recv, "ncclRecv", SP_COLL_RECV, comm, count, datatype, peer, -1, stream,
+            recvbuff, count, datatype, peer, comm, stream);
+}
+
+SP_NCCL_EXPORT ncclResult_t ncclGroupStart() {
+  auto* real = real_nccl().GroupStart;
+  if (real == nullptr) return missing("ncclGroupStart");
+  const ncclResult_t r = real();
+  Interposer::instance().group_start_done(r);
+  return r;
+}
+
+SP_NCCL_EXPORT ncclResult_t ncclGroupEnd() {
+  auto* real = real_nccl().GroupEnd;
+  if (real == nullptr) return missing("ncclGroupEnd");
+  Interposer& ip = Interposer::instance();
+  Interposer::Call call = ip.begin_group_end();
+  const ncclResult_t r = real();
+  ip.end_group_end(call, r);
+  return r;
+}
+
+// --- communicators -------------------------------------------------------------------------
+
+SP_NCCL_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId,
+                                             int rank) {
+  auto* real = real_nccl().CommInitRank;
+  if (real == nullptr) return missing("ncclCommInitRank");
+  const ncclResult_t r = real(comm, nranks, commId, rank);
+  if ((r == ncclSuccess || r == ncclInProgress) && comm != nullptr) {
+    Interposer::instance().comm_created(*comm, Interposer::group_id_of(commId), rank, nranks, true);
+  }
+  return r;
+}
+
+SP_NCCL_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks,
+                                                   ncclUniqueId commId, int rank,
+                                                   ncclConfig_t* config) {
+  auto* real = real_nccl().CommInitRankConfig;
+  if (real == nullptr) return missing("ncclCommInitRankConfig");
+  const ncclResult_t r = real(comm, nranks, commId, rank, config);
+  if ((r == ncclSuccess || r == ncclInProgress) && comm != nullptr) {
+    Interposer::instance().comm_created(*comm, Interposer::group_id_of(commId), rank, nranks, true);
+  }
+  return r;
+}
+
+SP_NCCL_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank,
+                                                     int nId, ncclUniqueId* commIds,
+                                                     ncclConfig_t* config) {
+  auto* real = real_nccl().CommInitRankScalable;
+  if (real == nullptr) return missing("ncclCommInitRankScalable");
+  const ncclResult_t r = real(newcomm, nranks, myrank, nId, commIds, config);
+  if ((r == ncclSuccess || r == ncclInProgress) && newcomm != nullptr && commIds != nullptr &&
+      nId > 0) {
+    // Every rank passes the same nId ids: hash them all.
+    uint64_t id = 0;
+    for (int i = 0; i < nId; ++i) id = id * 1000003u ^ Interposer::group_id_of(commIds[i]);
+    Interposer::instance().comm_created(*newcomm, id, myrank, nranks, true);
+  }
+  return r;
+}
+
+SP_NCCL_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
+  auto* real = real_nccl().CommInitAll;
+  if (real == nullptr) return missing("ncclCommInitAll");
+  const ncclResult_t r = real(comms, ndev, devlist);
+  if (r == ncclSuccess && comms != nullptr) {
+    // One process drives all ranks: a process-local identity is all that is needed.
+    static std::atomic<uint64_t> counter{0};
+    const uint64_t id = sp::nccl::CommRegistry::child_id(0x1a11, static_cast<uint64_t>(ndev),
+                                                         counter.fetch_add(1));
+    for (int i = 0; i < ndev; ++i) Interposer::instance().comm_created(comms[i], id, i, ndev, true);
+  }
+  return r;
+}
+
+SP_NCCL_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+                                          ncclConfig_t* config) {
+  auto* real = real_nccl().CommSplit;
+  if (real == nullptr) return missing("ncclCommSplit");
+  const ncclResult_t r = real(comm, color, key, newcomm, config);
+  // Ranks with NCCL_SPLIT_NOCOLOR get no communicator (*newcomm == NULL) but still advance the
+  // parent's child counter, as every member does: that keeps the counters in step.
+  if ((r == ncclSuccess || r == ncclInProgress) && newcomm != nullptr) {
+    if (*newcomm != nullptr) {
+      Interposer::instance().comm_split(comm, *newcomm, static_cast<uint64_t>(color) + 1);
+    } else if (auto* p = sp::nccl::comm_registry().find(comm)) {
+      p->children.fetch_add(1);
+    }
+  }
+  return r;
+}
+
+SP_NCCL_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList,
+                                           int excludeRanksCount, ncclComm_t* newcomm,
+                                           ncclConfig_t* config, int shrinkFlags) {
+  auto* real = real_nccl().CommShrink;
+  if (real == nullptr) return missing("ncclCommShrink");
+  const ncclResult_t r =
+      real(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
+  if ((r == ncclSuccess || r == ncclInProgress) && newcomm != nullptr && *newcomm != nullptr) {
+    Interposer::instance().comm_split(comm, *newcomm, 0x5471a4c0ull);
+  }
+  return r;
+}
+
+SP_NCCL_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  auto* real = real_nccl().CommFinalize;
+  if (real == nullptr) return missing("ncclCommFinalize");
+  return real(comm);
+}
+
+SP_NCCL_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  auto* real = real_nccl().CommDestroy;
+  if (real == nullptr) return missing("ncclCommDestroy");
+  Interposer::instance().comm_destroyed(comm);  // before: the address may be reused at once
+  return real(comm);
+}
+
+SP_NCCL_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  auto* real = real_nccl().CommAbort;
+  if (real == nullptr) return missing("ncclCommAbort");
+  Interposer::instance().comm_destroyed(comm);
+  return real(comm);
+}

@@ -1,0 +1,76 @@
+#include "nccl_op.h"
+
+#include "nccl_op_names.h"
+
+namespace sp::nccl {
+namespace {
+
+uint64_t next_seq_for(const NcclOp& op) {
+  if (op.comm == nullptr) return 0;
+  if (op.coll == SP_COLL_SEND) return op.comm->next_p2p_seq(true, op.peer);
+  if (op.coll == SP_COLL_RECV) return op.comm->next_p2p_seq(false, op.peer);
+  return op.comm->next_coll_seq();
+}
+
+void fill_comm(OpIdentity& id, CommInfo* comm) {
+  id.comm = comm;
+  if (comm != nullptr) {
+    id.group_id = comm->group_id;
+    id.group_size = comm->size;
+  }
+}
+
+}  // namespace
+
+OpIdentity identify_single(const NcclOp& op) {
+  OpIdentity id;
+  id.kind = op_kind_of(op.coll);
+  id.coll = op.coll;
+  fill_comm(id, op.comm);
+  id.seq = next_seq_for(op);
+  id.bytes = op.bytes;
+  id.peer = (op.coll == SP_COLL_SEND || op.coll == SP_COLL_RECV) ? op.peer : -1;
+  id.stream = op.stream;
+  id.op_count = 1;
+  return id;
+}
+
+void GroupSummary::reset() { *this = GroupSummary(); }
+
+void GroupSummary::add(const NcclOp& op) {
+  if (count_ == 0) {
+    first_ = op;
+  } else {
+    same_comm_ = same_comm_ && op.comm == first_.comm;
+    same_coll_ = same_coll_ && op.coll == first_.coll;
+    same_peer_ = same_peer_ && op.peer == first_.peer;
+  }
+  bytes_ += op.bytes;
+  ++count_;
+}
+
+OpIdentity GroupSummary::finish() {
+  if (count_ <= 1) return identify_single(first_);
+  OpIdentity id;
+  fill_comm(id, first_.comm);
+  id.bytes = bytes_;
+  id.stream = first_.stream;
+  id.op_count = count_;
+  id.folded_group = true;
+  const bool p2p = first_.coll == SP_COLL_SEND || first_.coll == SP_COLL_RECV;
+  if (same_comm_ && same_coll_) {
+    id.kind = op_kind_of(first_.coll);
+    id.coll = first_.coll;
+    id.peer = p2p && same_peer_ ? first_.peer : -1;
+    id.seq = next_seq_for(first_);
+    return id;
+  }
+  id.kind = SP_OP_COLLECTIVE;
+  id.coll = SP_COLL_NONE;
+  id.peer = same_peer_ && p2p ? first_.peer : -1;
+  id.seq = first_.comm != nullptr ? first_.comm->next_group_seq() : 0;
+  if (!same_comm_) id.group_size = 0;  // several communicators: no single membership
+  return id;
+}
+
+}  // namespace sp::nccl

@@ -1,0 +1,96 @@
+// The NCCL profiler plugin, independent of the plugin API version: the version adapters
+// (nccl_profiler_v1..v5.cpp) translate NCCL's descriptors into EventDesc and call in here.
+//
+// What it records: one event per collective / p2p operation with its communicator (group_id =
+// commHash, the same on every member), rank, size, sequence number (comm_registry.h), bytes,
+// peer, and its times: from ncclProfileKernelCh (API v4+), the GPU %globaltimer stamps the NCCL
+// kernel writes at the start and stop of each channel, so the operation spans from the first
+// channel's start to the last channel's stop; before v4, host times around NCCL's enqueue only.
+//
+// Event order: Coll/P2p start and stop fire on the user thread at enqueue; KernelCh start/stop
+// fire later on the proxy thread, one per channel the operation uses (nChannels). An operation is
+// complete when its Coll/P2p event stopped and all its channels stopped. Handles come from fixed
+// pools (so a late event can never touch freed memory); when a pool is empty startEvent returns a
+// null handle and NCCL skips that event (counted). Operations whose channels never report are
+// swept out after a timeout with host times.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "straggler_probe/probe.h"
+
+namespace sp::nccl {
+
+// ncclProfile* event type bits (profiler API v1-v5).
+enum ProfilerEventType : uint64_t {
+  kProfileGroup = 1u << 0,
+  kProfileColl = 1u << 1,
+  kProfileP2p = 1u << 2,
+  kProfileProxyOp = 1u << 3,
+  kProfileProxyStep = 1u << 4,
+  kProfileProxyCtrl = 1u << 5,
+  kProfileKernelCh = 1u << 6,
+  kProfileNetPlugin = 1u << 7,
+  kProfileGroupApi = 1u << 8,   // v5
+  kProfileCollApi = 1u << 9,    // v5
+  kProfileP2pApi = 1u << 10,    // v5
+  kProfileKernelLaunch = 1u << 11,  // v5
+};
+
+// ncclProfilerEventState values we act on.
+constexpr int kStateKernelChStop = 22;  // v4+: args carry the channel's stop %globaltimer
+
+// A descriptor in version-independent form.
+struct EventDesc {
+  uint64_t type = 0;
+  void* parent = nullptr;
+  int rank = -1;
+  // Coll / P2p
+  sp_coll_type coll = SP_COLL_NONE;
+  uint64_t count = 0;
+  uint32_t datatype_size = 0;
+  int root = -1;
+  int peer = -1;
+  uint32_t channels = 0;     // channels the operation runs on (v4+), 0 if unknown
+  uint64_t comm_hash = 0;    // v1-v3 carry it per event; v4+ give it to init
+  // KernelCh
+  uint8_t channel = 0;
+  uint64_t gpu_timer = 0;    // %globaltimer at channel start (v4+)
+  bool has_gpu_timer = false;
+};
+
+struct PluginStats {
+  uint64_t contexts = 0;
+  uint64_t ops_started = 0;
+  uint64_t ops_emitted = 0;
+  uint64_t ops_gpu_timed = 0;
+  uint64_t ops_swept = 0;          // channels never all reported: host times
+  uint64_t pool_exhausted = 0;     // null handle returned
+  uint64_t orphan_channels = 0;    // KernelCh without a live parent
+};
+
+struct PluginInit {
+  int version = 5;
+  uint64_t comm_hash = 0;
+  bool comm_hash_known = false;  // v4+: from init; v1-v3: from the first event
+  const char* comm_name = nullptr;
+  int nnodes = 0;
+  int nranks = 0;
+  int rank = -1;
+};
+
+// All return ncclSuccess (0) except init on a hard failure; they never throw.
+int plugin_init(void** context, int* activation_mask, const PluginInit& init);
+int plugin_start_event(void* context, void** handle, const EventDesc& desc);
+int plugin_stop_event(void* handle);
+int plugin_record_state(void* handle, int state, uint64_t gpu_timer, bool has_gpu_timer);
+int plugin_finalize(void* context);
+
+PluginStats plugin_stats();
+// Emits operations waiting on channels for longer than `older_than_ns` with host times.
+void plugin_sweep(uint64_t older_than_ns);
+// Tests: back to no contexts, empty pools, zero counters.
+void plugin_reset_for_tests();
+
+}  // namespace sp::nccl
