@@ -1,0 +1,46 @@
+# straggler_probe._c10d: compiled against the torch installed in the build's Python, with torch's
+# own headers (incl. its bundled pybind11) and its C++ ABI, because a c10d::Store object crosses
+# from torch's bindings into this module. Not via find_package(Torch): that wants CUDA tooling
+# for a CUDA build of torch, and this bridge needs only the CPU libraries.
+option(SP_BUILD_TORCH_BRIDGE "Build straggler_probe._c10d against the installed torch" ON)
+if(NOT SP_BUILD_TORCH_BRIDGE)
+  return()
+endif()
+
+execute_process(
+  COMMAND ${Python3_EXECUTABLE} -c
+    "import os, torch; print(os.path.dirname(torch.__file__)); print(int(torch._C._GLIBCXX_USE_CXX11_ABI)); print(torch.__version__)"
+  OUTPUT_VARIABLE _sp_torch_info OUTPUT_STRIP_TRAILING_WHITESPACE
+  RESULT_VARIABLE _sp_torch_rc ERROR_QUIET)
+if(NOT _sp_torch_rc EQUAL 0)
+  message(STATUS "straggler_probe: torch not importable at build time: no _c10d bridge "
+                 "(the transport will drive the store from a Python thread)")
+  return()
+endif()
+string(REPLACE "\n" ";" _sp_torch_info "${_sp_torch_info}")
+list(GET _sp_torch_info 0 SP_TORCH_DIR)
+list(GET _sp_torch_info 1 SP_TORCH_CXX11_ABI)
+list(GET _sp_torch_info 2 SP_TORCH_VERSION)
+
+find_library(SP_TORCH_CPU_LIB torch_cpu PATHS ${SP_TORCH_DIR}/lib NO_DEFAULT_PATH)
+find_library(SP_C10_LIB c10 PATHS ${SP_TORCH_DIR}/lib NO_DEFAULT_PATH)
+if(NOT SP_TORCH_CPU_LIB OR NOT SP_C10_LIB OR NOT EXISTS ${SP_TORCH_DIR}/include/torch/csrc/distributed/c10d/Store.hpp)
+  message(STATUS "straggler_probe: torch ${SP_TORCH_VERSION} lacks c10d headers or libraries: no _c10d bridge")
+  return()
+endif()
+message(STATUS "straggler_probe: _c10d bridge against torch ${SP_TORCH_VERSION} (${SP_TORCH_DIR})")
+
+Python3_add_library(sp_python_c10d MODULE WITH_SOABI src/c10d_store.cpp)
+set_target_properties(sp_python_c10d PROPERTIES
+  OUTPUT_NAME _c10d
+  LIBRARY_OUTPUT_DIRECTORY ${SP_PYTHON_PACKAGE_DIR}
+  CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON
+  # torch's libraries are found where torch is, wherever the package is installed
+  INSTALL_RPATH "$ORIGIN/../torch/lib" BUILD_RPATH "${SP_TORCH_DIR}/lib")
+# torch's headers are third-party: SYSTEM, so our warning policy does not apply to them.
+target_include_directories(sp_python_c10d SYSTEM PRIVATE
+  ${SP_TORCH_DIR}/include ${SP_TORCH_DIR}/include/torch/csrc/api/include)
+target_include_directories(sp_python_c10d PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src)
+target_compile_definitions(sp_python_c10d PRIVATE _GLIBCXX_USE_CXX11_ABI=${SP_TORCH_CXX11_ABI})
+target_link_libraries(sp_python_c10d PRIVATE ${SP_TORCH_CPU_LIB} ${SP_C10_LIB})
+sp_set_warnings(sp_python_c10d)

@@ -1,0 +1,69 @@
+// Rank 0's analysis thread: decodes each step's summaries and feeds the OnlineAnalyzer, which
+// prints the per-step lines and writes the JSONL; at the end it writes the report.
+//
+// It must never hold up training: it takes steps from a bounded queue, and when it falls more
+// than max_lag steps behind the oldest whole steps are skipped and counted. An exception, or a
+// step taking longer than analysis_timeout (the collector thread watches busy_for()), makes the
+// probe step aside with one warning; a stalled thread is left behind, never joined.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "loop_thread.h"
+#include "transport.h"
+
+namespace sp::pyext {
+
+enum class FaultInjection { kNone, kThrow, kStall };
+
+struct AnalysisOptions {
+  int world_size = 1;
+  int max_lag = 8;
+  std::string out_dir;
+  bool log_lines = true;
+  FaultInjection fault = FaultInjection::kNone;
+  int fault_after_steps = 3;  // the fault hits once this many steps were analysed
+};
+
+struct AnalysisCounters {
+  std::atomic<uint64_t> steps_analyzed{0};
+  std::atomic<uint64_t> steps_skipped_behind{0};  // dropped: the analysis fell behind
+  std::atomic<uint64_t> steps_incomplete{0};
+  std::atomic<uint64_t> lines_printed{0};
+};
+
+class AnalysisWorker {
+ public:
+  // on_failure: called once, from whichever thread saw the failure, with one line.
+  AnalysisWorker(AnalysisOptions options, std::function<void(const std::string&)> print,
+                 std::function<void(const std::string&)> on_failure);
+  ~AnalysisWorker();
+
+  void submit(StepBatch&& batch);  // never blocks
+  // The job is ending: what arrives now is the tail of the run, analysed in full, not skipped.
+  void set_draining();
+  // 0 when idle; otherwise how long the current step has been in the analyzer.
+  std::chrono::milliseconds busy_for() const;
+  // Finish: analyse what is queued, close pending steps, write the report. Waits up to timeout.
+  // false: the thread did not finish (stalled); the caller must leak this object.
+  bool finish(std::chrono::milliseconds timeout);
+  void abandon();  // stop taking work (the probe stepped aside)
+
+  const AnalysisCounters& counters() const { return counters_; }
+  std::string report_dir() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  AnalysisCounters counters_;
+};
+
+}  // namespace sp::pyext

@@ -1,0 +1,106 @@
+// straggler_probe._c10d: hands the job's c10d::Store to the transport as an sp_kv_store, so
+// that summaries travel over the job's own torch.distributed store from a C++ thread, without
+// the GIL. Built against the installed torch (its headers, its bundled pybind11 and its C++
+// ABI) because the Store object crosses from torch's Python bindings into this module.
+#include <pybind11/pybind11.h>
+
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include "kv_store.h"
+
+// torch's bindings hold c10d objects by intrusive_ptr (torch/csrc/utils/pybind.h says the same).
+PYBIND11_DECLARE_HOLDER_TYPE(T, c10::intrusive_ptr<T>, true)
+
+namespace py = pybind11;
+
+namespace {
+
+void put_error(char* err, size_t cap, const char* what) {
+  if (err == nullptr || cap == 0) return;
+  std::strncpy(err, what, cap - 1);
+  err[cap - 1] = '\0';
+}
+
+// First member is the C struct, so the sp_kv_store* and the object are the same allocation.
+struct C10dKvStore {
+  sp_kv_store base;
+  c10::intrusive_ptr<c10d::Store> store;
+};
+
+int kv_set(void* self, const char* key, const void* data, size_t size, char* err, size_t cap) {
+  try {
+    const auto* bytes = static_cast<const uint8_t*>(data);
+    static_cast<C10dKvStore*>(self)->store->set(key, std::vector<uint8_t>(bytes, bytes + size));
+    return 0;
+  } catch (const std::exception& e) {
+    put_error(err, cap, e.what());
+  } catch (...) {
+    put_error(err, cap, "unknown exception from c10d::Store::set");
+  }
+  return -1;
+}
+
+int kv_try_get(void* self, const char* key, sp_kv_sink sink, void* ctx, char* err, size_t cap) {
+  try {
+    auto& store = static_cast<C10dKvStore*>(self)->store;
+    // check() never waits; get() on a missing key would block for the store's timeout.
+    if (!store->check({std::string(key)})) return 0;
+    const std::vector<uint8_t> value = store->get(key);
+    sink(ctx, value.data(), value.size());
+    return 1;
+  } catch (const std::exception& e) {
+    put_error(err, cap, e.what());
+  } catch (...) {
+    put_error(err, cap, "unknown exception from c10d::Store::get");
+  }
+  return -1;
+}
+
+int kv_remove(void* self, const char* key, char* err, size_t cap) {
+  try {
+    static_cast<C10dKvStore*>(self)->store->deleteKey(key);
+    return 0;
+  } catch (const std::exception& e) {
+    put_error(err, cap, e.what());
+  } catch (...) {
+    put_error(err, cap, "unknown exception from c10d::Store::deleteKey");
+  }
+  return -1;
+}
+
+void kv_destroy(void* self) { delete static_cast<C10dKvStore*>(self); }
+
+const sp_kv_store_vtable kVtable = {sizeof(sp_kv_store_vtable), kv_set, kv_try_get, kv_remove,
+                                    kv_destroy};
+
+void destroy_capsule(PyObject* capsule) {
+  auto* kv = static_cast<sp_kv_store*>(PyCapsule_GetPointer(capsule, SP_KV_STORE_CAPSULE));
+  if (kv != nullptr) kv->vtable->destroy(kv->self);
+  else PyErr_Clear();
+}
+
+py::object wrap_store(const py::object& store_obj) {
+  auto store = py::cast<c10::intrusive_ptr<c10d::Store>>(store_obj);
+  if (!store) throw py::value_error("straggler_probe._c10d.wrap_store: not a c10d Store");
+  auto* kv = new C10dKvStore{{&kVtable, nullptr}, std::move(store)};
+  kv->base.self = kv;
+  PyObject* capsule = PyCapsule_New(&kv->base, SP_KV_STORE_CAPSULE, destroy_capsule);
+  if (capsule == nullptr) {
+    delete kv;
+    throw py::error_already_set();
+  }
+  return py::reinterpret_steal<py::object>(capsule);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_c10d, m) {
+  m.doc() = "straggler_probe's bridge to torch.distributed's c10d::Store (built against torch)";
+  m.def("wrap_store", &wrap_store, py::arg("store"),
+        "A capsule owning a reference to the c10d Store, for straggler_probe._core's transport.");
+}

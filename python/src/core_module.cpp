@@ -1,0 +1,199 @@
+// straggler_probe._core: the Python face of the runtime's C ABI (probe.h) and of the background
+// pipeline (transport + rank-0 analysis). Recording calls keep the GIL (they are a few hundred
+// nanoseconds); anything that waits releases it.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "pipeline.h"
+#include "python_kv_store.h"
+#include "straggler_probe/probe.h"
+
+namespace py = pybind11;
+
+namespace {
+
+std::mutex g_pipeline_mutex;
+std::unique_ptr<sp::pyext::Pipeline> g_pipeline;
+py::dict* g_final_status = nullptr;  // the last pipeline's numbers, readable after it stopped
+
+py::dict status_of(const sp::pyext::Pipeline& p);
+
+py::tuple init(int rank, int world_size, int local_rank) {
+  sp_config cfg;
+  sp_config_init(&cfg);
+  cfg.rank = rank;
+  cfg.world_size = world_size;
+  cfg.local_rank = local_rank;
+  const int rc = sp_init(&cfg);
+  return py::make_tuple(rc, std::string(sp_last_warning()));
+}
+
+int record(uint32_t kind, uint64_t start_ns, uint64_t end_ns, int32_t microbatch, uint32_t name_id,
+           uint32_t stream, uint32_t coll, uint64_t group_id, uint64_t seq, uint64_t bytes,
+           int32_t peer, int32_t group_size, uint32_t time_source, uint64_t step_plus_one) {
+  sp_event ev{};
+  ev.start_ns = start_ns;
+  ev.end_ns = end_ns < start_ns ? start_ns : end_ns;
+  ev.group_id = group_id;
+  ev.seq = seq;
+  ev.bytes = bytes;
+  ev.kind = kind;
+  ev.coll = coll;
+  ev.microbatch = microbatch;
+  ev.peer = peer;
+  ev.group_size = group_size;
+  ev.stream = stream;
+  ev.name_id = name_id;
+  ev.time_source = time_source;
+  ev.step_plus_one = step_plus_one;
+  return sp_record(&ev);
+}
+
+py::dict stats() {
+  sp_stats s{};
+  py::dict out;
+  if (sp_get_stats(&s) != SP_OK) return out;
+  out["events_recorded"] = s.events_recorded;
+  out["events_dropped"] = s.events_dropped;
+  out["steps_completed"] = s.steps_completed;
+  out["steps_skipped"] = s.steps_skipped;
+  out["threads_registered"] = s.threads_registered;
+  out["threads_rejected"] = s.threads_rejected;
+  out["events_discarded"] = s.events_discarded;
+  out["regions_unbalanced"] = s.regions_unbalanced;
+  out["annotations_dropped"] = s.annotations_dropped;
+  out["marks_dropped"] = s.marks_dropped;
+  return out;
+}
+
+sp::pyext::FaultInjection parse_fault(const std::string& fault) {
+  if (fault == "throw") return sp::pyext::FaultInjection::kThrow;
+  if (fault == "stall") return sp::pyext::FaultInjection::kStall;
+  if (fault == "none" || fault.empty()) return sp::pyext::FaultInjection::kNone;
+  throw py::value_error("fault_inject must be none, throw or stall, not '" + fault + "'");
+}
+
+// store: a capsule from straggler_probe._c10d.wrap_store (C++ store, no GIL in the transport),
+// a Python store object (the GIL is taken per call), or None (single rank: in-process store).
+void start_pipeline(py::object store, int rank, int world_size, const std::string& prefix,
+                    int max_lag, double step_timeout_s, double analysis_timeout_s,
+                    const std::string& out_dir, bool log_lines, const std::string& fault) {
+  sp::pyext::PipelineOptions o;
+  o.transport.rank = rank;
+  o.transport.world_size = world_size;
+  o.transport.prefix = prefix;
+  o.transport.max_lag = max_lag;
+  o.transport.step_timeout = std::chrono::milliseconds(static_cast<int64_t>(step_timeout_s * 1e3));
+  o.analysis.world_size = world_size;
+  o.analysis.max_lag = max_lag;
+  o.analysis.out_dir = out_dir;
+  o.analysis.log_lines = log_lines;
+  o.analysis.fault = parse_fault(fault);
+  o.analysis_timeout = std::chrono::milliseconds(static_cast<int64_t>(analysis_timeout_s * 1e3));
+
+  sp_kv_store* kv = nullptr;
+  if (PyCapsule_CheckExact(store.ptr())) {
+    kv = static_cast<sp_kv_store*>(PyCapsule_GetPointer(store.ptr(), SP_KV_STORE_CAPSULE));
+    if (kv == nullptr) throw py::error_already_set();
+    PyCapsule_SetDestructor(store.ptr(), nullptr);  // ownership moves to the pipeline
+    PyCapsule_SetName(store.ptr(), "straggler_probe.kv_store.taken");
+  } else if (!store.is_none()) {
+    kv = sp::pyext::make_python_kv_store(store);
+  }
+  std::lock_guard<std::mutex> lock(g_pipeline_mutex);
+  if (g_pipeline) throw std::runtime_error("the straggler_probe pipeline is already running");
+  py::gil_scoped_release release;  // the constructor starts threads that may want the GIL
+  g_pipeline = std::make_unique<sp::pyext::Pipeline>(std::move(o), kv);
+}
+
+void stop_pipeline(double drain_s) {
+  std::unique_ptr<sp::pyext::Pipeline> pipeline;
+  {
+    std::lock_guard<std::mutex> lock(g_pipeline_mutex);
+    pipeline = std::move(g_pipeline);
+  }
+  if (!pipeline) return;
+  {
+    py::gil_scoped_release release;
+    pipeline->stop(std::chrono::milliseconds(static_cast<int64_t>(drain_s * 1e3)));
+  }
+  // Kept for pipeline_status(): bench and tests read the final numbers after the stop.
+  if (g_final_status == nullptr) g_final_status = new py::dict();  // never freed: module lifetime
+  *g_final_status = status_of(*pipeline);
+  if (pipeline->leaked()) (void)pipeline.release();  // a thread still uses it
+}
+
+std::string state_name(sp::pyext::PipelineState s) {
+  switch (s) {
+    case sp::pyext::PipelineState::kRunning: return "running";
+    case sp::pyext::PipelineState::kStopped: return "stopped";
+    case sp::pyext::PipelineState::kSteppedAside: return "stepped-aside";
+    case sp::pyext::PipelineState::kStoppedByRank0: return "stopped-by-rank0";
+  }
+  return "unknown";
+}
+
+py::dict status_of(const sp::pyext::Pipeline& p) {
+  py::dict out;
+  out["state"] = state_name(p.state());
+  out["message"] = p.message();
+  for (const auto& [k, v] : p.stats()) out[py::str(k)] = v;
+  return out;
+}
+
+py::dict pipeline_status() {
+  std::lock_guard<std::mutex> lock(g_pipeline_mutex);
+  if (g_pipeline) return status_of(*g_pipeline);
+  if (g_final_status != nullptr) return g_final_status->attr("copy")().cast<py::dict>();
+  py::dict out;
+  out["state"] = "off";
+  return out;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "straggler_probe runtime (C ABI of probe.h) and background pipeline";
+  m.attr("ABI_VERSION") = SP_ABI_VERSION;
+  m.attr("OP_FORWARD") = static_cast<int>(SP_OP_FORWARD);
+  m.attr("OP_BACKWARD") = static_cast<int>(SP_OP_BACKWARD);
+  m.attr("OP_OPTIMIZER") = static_cast<int>(SP_OP_OPTIMIZER);
+  m.attr("OP_COLLECTIVE") = static_cast<int>(SP_OP_COLLECTIVE);
+  m.attr("OP_SEND") = static_cast<int>(SP_OP_SEND);
+  m.attr("OP_RECV") = static_cast<int>(SP_OP_RECV);
+  m.attr("OP_GC") = static_cast<int>(SP_OP_GC);
+  m.attr("OP_DATA_WAIT") = static_cast<int>(SP_OP_DATA_WAIT);
+  m.attr("OP_OTHER") = static_cast<int>(SP_OP_OTHER);
+
+  m.def("abi_version", &sp_abi_version);
+  m.def("init", &init, py::arg("rank"), py::arg("world_size"), py::arg("local_rank"),
+        "sp_init; returns (status, last warning)");
+  m.def("shutdown", &sp_shutdown, py::call_guard<py::gil_scoped_release>());
+  m.def("is_enabled", [] { return sp_is_enabled() != 0; });
+  m.def("now_ns", &sp_now_ns);
+  m.def("intern", [](const std::string& name) { return sp_intern(name.c_str()); });
+  m.def("record", &record);
+  m.def("region_begin", &sp_region_begin);
+  m.def("region_end", &sp_region_end);
+  m.def("mark_step", &sp_mark_step);
+  m.def("annotate", [](int32_t mb, const std::string& key, const std::string& value) {
+    return sp_annotate(mb, key.c_str(), value.c_str());
+  });
+  m.def("flush", &sp_flush);
+  m.def("set_topology", &sp_set_topology);
+  m.def("set_clock_offset", &sp_set_clock_offset);
+  m.def("stats", &stats);
+  m.def("last_warning", [] { return std::string(sp_last_warning()); });
+
+  m.def("start_pipeline", &start_pipeline, py::arg("store"), py::arg("rank"),
+        py::arg("world_size"), py::arg("prefix"), py::arg("max_lag"), py::arg("step_timeout_s"),
+        py::arg("analysis_timeout_s"), py::arg("out_dir"), py::arg("log_lines"),
+        py::arg("fault"));
+  m.def("stop_pipeline", &stop_pipeline, py::arg("drain_s"));
+  m.def("pipeline_status", &pipeline_status);
+}

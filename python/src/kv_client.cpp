@@ -1,0 +1,48 @@
+#include "kv_client.h"
+
+#include <array>
+
+namespace sp::pyext {
+namespace {
+
+constexpr size_t kErrCap = 512;
+
+void append_sink(void* ctx, const void* data, size_t size) {
+  static_cast<std::string*>(ctx)->assign(static_cast<const char*>(data), size);
+}
+
+}  // namespace
+
+KvClient::~KvClient() {
+  if (store_ != nullptr && store_->vtable->destroy != nullptr) store_->vtable->destroy(store_->self);
+}
+
+bool KvClient::set(const std::string& key, std::string_view value, std::string* error) {
+  std::array<char, kErrCap> err{};
+  if (store_->vtable->set(store_->self, key.c_str(), value.data(), value.size(), err.data(),
+                          err.size()) == 0) {
+    return true;
+  }
+  *error = err.data();
+  return false;
+}
+
+std::optional<std::string> KvClient::try_get(const std::string& key, std::string* error) {
+  std::array<char, kErrCap> err{};
+  std::string value;
+  const int rc = store_->vtable->try_get(store_->self, key.c_str(), append_sink, &value,
+                                         err.data(), err.size());
+  error->clear();
+  if (rc == 1) return value;
+  if (rc < 0) *error = err[0] != '\0' ? err.data() : "store read failed";
+  return std::nullopt;
+}
+
+bool KvClient::remove(const std::string& key, std::string* error) {
+  std::array<char, kErrCap> err{};
+  if (store_->vtable->remove(store_->self, key.c_str(), err.data(), err.size()) == 0) return true;
+  *error = err.data();
+  return false;
+}
+
+}  // namespace sp::pyext

@@ -1,0 +1,29 @@
+// C++ face of an sp_kv_store for the transport threads: owns the store, turns the C vtable's
+// status codes into values and one-line errors.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "kv_store.h"
+
+namespace sp::pyext {
+
+class KvClient {
+ public:
+  explicit KvClient(sp_kv_store* store) : store_(store) {}
+  ~KvClient();
+  KvClient(const KvClient&) = delete;
+  KvClient& operator=(const KvClient&) = delete;
+
+  bool set(const std::string& key, std::string_view value, std::string* error);
+  // nullopt with error empty: absent; nullopt with error set: the store failed.
+  std::optional<std::string> try_get(const std::string& key, std::string* error);
+  bool remove(const std::string& key, std::string* error);
+
+ private:
+  sp_kv_store* store_;
+};
+
+}  // namespace sp::pyext

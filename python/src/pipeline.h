@@ -1,0 +1,64 @@
+// Everything the probe runs in the background of one rank, wired together: the transport thread
+// (sender on ranks != 0, collector on rank 0) and, on rank 0, the analysis thread. Owns the
+// store. Knows whether the probe is running, stopped, or has stepped aside after a failure.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "analysis_worker.h"
+#include "kv_store.h"
+#include "transport.h"
+
+namespace sp::pyext {
+
+struct PipelineOptions {
+  TransportOptions transport;
+  AnalysisOptions analysis;
+  std::chrono::milliseconds analysis_timeout{30000};
+};
+
+enum class PipelineState { kRunning, kStopped, kSteppedAside, kStoppedByRank0 };
+
+class Pipeline {
+ public:
+  // Takes ownership of `store` (may be null for a single-rank job: an in-process store is used).
+  Pipeline(PipelineOptions options, sp_kv_store* store);
+  ~Pipeline();
+
+  // After sp_shutdown: send / collect what is left (up to drain), then on rank 0 finish the
+  // analysis and write the report (up to analysis_timeout). Threads that do not finish in time
+  // are left behind with what they use (leaked on purpose): the job's exit never waits on us.
+  void stop(std::chrono::milliseconds drain);
+
+  PipelineState state() const { return state_.load(); }
+  // True when stop() left a thread running: the owner must then never destroy this object.
+  bool leaked() const { return leaked_; }
+  std::string message() const;
+  std::map<std::string, double> stats() const;
+
+ private:
+  void fail(const std::string& message);
+
+  PipelineOptions options_;
+  std::shared_ptr<KvClient> store_;
+  std::shared_ptr<TransportCounters> counters_ = std::make_shared<TransportCounters>();
+  std::shared_ptr<std::atomic<bool>> publish_stop_ = std::make_shared<std::atomic<bool>>(false);
+  std::shared_ptr<AnalysisWorker> worker_;
+  std::unique_ptr<TransportThread> transport_;
+  std::atomic<PipelineState> state_{PipelineState::kRunning};
+  std::atomic<bool> failed_once_{false};
+  bool leaked_ = false;
+  mutable std::mutex message_mutex_;
+  std::string message_;
+};
+
+// One line to stdout / stderr, whole, from any thread.
+void print_line(const std::string& line);
+void warn_line(const std::string& line);
+
+}  // namespace sp::pyext

@@ -1,0 +1,87 @@
+#include "python_kv_store.h"
+
+#include <cstring>
+#include <string>
+
+namespace py = pybind11;
+
+namespace sp::pyext {
+namespace {
+
+struct PythonKvStore {
+  sp_kv_store base;
+  py::object store;
+};
+
+void put_error(char* err, size_t cap, const std::string& what) {
+  if (err == nullptr || cap == 0) return;
+  std::strncpy(err, what.c_str(), cap - 1);
+  err[cap - 1] = '\0';
+}
+
+// A thread may not take the GIL once the interpreter is finalising.
+bool python_alive() { return Py_IsInitialized() != 0 && !_Py_IsFinalizing(); }
+
+int kv_set(void* self, const char* key, const void* data, size_t size, char* err, size_t cap) {
+  if (!python_alive()) return put_error(err, cap, "Python is shutting down"), -1;
+  py::gil_scoped_acquire gil;
+  try {
+    static_cast<PythonKvStore*>(self)->store.attr("set")(
+        key, py::bytes(static_cast<const char*>(data), size));
+    return 0;
+  } catch (const std::exception& e) {
+    put_error(err, cap, e.what());
+  }
+  return -1;
+}
+
+int kv_try_get(void* self, const char* key, sp_kv_sink sink, void* ctx, char* err, size_t cap) {
+  if (!python_alive()) return put_error(err, cap, "Python is shutting down"), -1;
+  py::gil_scoped_acquire gil;
+  try {
+    auto& store = static_cast<PythonKvStore*>(self)->store;
+    py::list keys;
+    keys.append(key);
+    if (!store.attr("check")(keys).cast<bool>()) return 0;
+    const std::string value = store.attr("get")(key).cast<std::string>();
+    sink(ctx, value.data(), value.size());
+    return 1;
+  } catch (const std::exception& e) {
+    put_error(err, cap, e.what());
+  }
+  return -1;
+}
+
+int kv_remove(void* self, const char* key, char* err, size_t cap) {
+  if (!python_alive()) return put_error(err, cap, "Python is shutting down"), -1;
+  py::gil_scoped_acquire gil;
+  try {
+    static_cast<PythonKvStore*>(self)->store.attr("delete_key")(key);
+    return 0;
+  } catch (const std::exception& e) {
+    put_error(err, cap, e.what());
+  }
+  return -1;
+}
+
+void kv_destroy(void* self) {
+  auto* kv = static_cast<PythonKvStore*>(self);
+  if (python_alive()) {
+    py::gil_scoped_acquire gil;
+    delete kv;
+  }
+  // else: leak the reference rather than touch a dead interpreter.
+}
+
+const sp_kv_store_vtable kVtable = {sizeof(sp_kv_store_vtable), kv_set, kv_try_get, kv_remove,
+                                    kv_destroy};
+
+}  // namespace
+
+sp_kv_store* make_python_kv_store(py::object store) {
+  auto* kv = new PythonKvStore{{&kVtable, nullptr}, std::move(store)};
+  kv->base.self = kv;
+  return &kv->base;
+}
+
+}  // namespace sp::pyext

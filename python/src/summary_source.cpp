@@ -1,0 +1,38 @@
+#include "summary_source.h"
+
+#include "straggler_probe/probe.h"
+#include "straggler_probe/step_summary.h"
+
+namespace sp::pyext {
+
+SummarySource::Status SummarySource::pop(int timeout_ms, EncodedSummary* out, std::string* error) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    size_t size = 0;
+    const int rc = sp_pop_summary(buffer_.data(), buffer_.size(), &size, timeout_ms);
+    if (rc == SP_ERR_TIMEOUT) return Status::kEmpty;
+    if (rc == SP_ERR_DISABLED) return Status::kClosed;
+    if (rc == SP_ERR_INVALID && size > buffer_.size()) {
+      buffer_.resize(size);  // the summary stays queued: pop it again with room for it
+      timeout_ms = 0;
+      continue;
+    }
+    if (rc != SP_OK) {
+      *error = "sp_pop_summary failed with status " + std::to_string(rc);
+      return Status::kBad;
+    }
+    probe::StepSummary summary;
+    std::string decode_error;
+    if (!probe::decode_summary(std::string_view(buffer_.data(), size), &summary, &decode_error)) {
+      *error = "this rank produced a summary that does not decode: " + decode_error;
+      return Status::kBad;
+    }
+    out->step = summary.step;
+    out->rank = summary.rank;
+    out->bytes.assign(buffer_.data(), size);
+    return Status::kOk;
+  }
+  *error = "sp_pop_summary kept asking for a larger buffer";
+  return Status::kBad;
+}
+
+}  // namespace sp::pyext

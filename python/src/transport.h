@@ -1,0 +1,84 @@
+// Summaries from every rank to rank 0 over the job's store, on background threads.
+//
+// Keys (all under <prefix>, one prefix per probe session):
+//   s/<step>/<rank>  one rank's encoded summary of one step; rank 0 deletes it once read
+//   h/<rank>         the last step that rank wrote: tells rank 0 a missing step was skipped
+//   ack              the last step rank 0 has dealt with (analysed or given up)
+//   stop             rank 0's analysis stepped aside: the others stop sending
+// A rank writes step s only while s <= ack + max_lag, so the store holds at most max_lag steps
+// per rank however far rank 0 falls behind; meanwhile the runtime's own bounded queue skips
+// whole old steps. Rank 0 never blocks on a missing key (check before get).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kv_client.h"
+#include "summary_source.h"
+
+namespace sp::pyext {
+
+struct TransportOptions {
+  int rank = 0;
+  int world_size = 1;
+  std::string prefix = "straggler_probe/0/";
+  int max_lag = 8;
+  std::chrono::milliseconds step_timeout{60000};
+  std::chrono::milliseconds poll{5};
+};
+
+struct TransportCounters {
+  std::atomic<uint64_t> summaries_sent{0};
+  std::atomic<uint64_t> bytes_sent{0};
+  std::atomic<uint64_t> summaries_received{0};
+  std::atomic<uint64_t> bytes_received{0};
+  std::atomic<uint64_t> steps_complete{0};
+  std::atomic<uint64_t> steps_incomplete{0};   // given up: a rank skipped it or never sent it
+  std::atomic<uint64_t> bad_summaries{0};
+  std::atomic<uint64_t> store_errors{0};
+  std::atomic<uint64_t> held_back_ms{0};       // time a sender waited for rank 0's ack
+};
+
+// One step with every rank's summary (index = rank), or the ranks that never sent theirs.
+struct StepBatch {
+  int64_t step = 0;
+  std::vector<std::string> by_rank;  // empty string: missing
+  bool complete = false;
+  std::string missing;               // "1,3" when incomplete
+};
+
+std::string data_key(const TransportOptions& o, int64_t step, int rank);
+
+class TransportThread {
+ public:
+  virtual ~TransportThread() = default;
+  // Stop after sending / collecting what is still queued, or at the deadline.
+  virtual void request_stop(std::chrono::steady_clock::time_point drain_deadline) = 0;
+  // Joins up to `timeout`; false when the thread is stuck (in a store call): then it is leaked.
+  virtual bool join(std::chrono::milliseconds timeout) = 0;
+};
+
+// Ranks other than 0.
+std::unique_ptr<TransportThread> start_sender(
+    const TransportOptions& options, std::shared_ptr<KvClient> store,
+    std::shared_ptr<TransportCounters> counters,
+    std::function<void(const std::string&)> on_remote_stop,
+    std::function<void(const std::string&)> warn);
+
+// Rank 0: collects its own and the others' summaries into StepBatches, in step order.
+// `deliver` must not block. `is_stalled` lets the collector's loop act as the analysis watchdog.
+std::unique_ptr<TransportThread> start_collector(
+    const TransportOptions& options, std::shared_ptr<KvClient> store,
+    std::shared_ptr<TransportCounters> counters, std::function<void(StepBatch&&)> deliver,
+    std::function<void()> watchdog, std::function<void(const std::string&)> warn,
+    std::shared_ptr<std::atomic<bool>> publish_stop);
+
+}  // namespace sp::pyext
