@@ -1,0 +1,171 @@
+"""Configuration: keyword arguments of init() over STRAGGLER_PROBE_* environment variables over defaults.
+
+A wrong value is one ConfigError naming the variable (or keyword) and what it accepts: nothing is
+guessed, so a typo in a job script cannot silently turn a feature off.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any, Callable, Mapping
+
+ENV_PREFIX = "STRAGGLER_PROBE_"
+
+
+class ConfigError(ValueError):
+    """A configuration value straggler_probe cannot use; the message names it."""
+
+
+def _parse_bool(text: str) -> bool:
+    low = text.strip().lower()
+    if low in ("1", "true", "yes", "on"):
+        return True
+    if low in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("expected one of 1/0, true/false, yes/no, on/off")
+
+
+def _parse_int(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        value = int(text.strip(), 10)
+        if value < minimum:
+            raise ValueError(f"expected an integer >= {minimum}")
+        return value
+    return parse
+
+
+def _parse_float(minimum: float) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        value = float(text.strip())
+        if not value >= minimum:  # also rejects NaN
+            raise ValueError(f"expected a number >= {minimum}")
+        return value
+    return parse
+
+
+def _parse_choice(*choices: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        low = text.strip().lower()
+        if low not in choices:
+            raise ValueError("expected one of " + ", ".join(choices))
+        return low
+    return parse
+
+
+def _parse_str(text: str) -> str:
+    if not text.strip():
+        raise ValueError("expected a non-empty value")
+    return text.strip()
+
+
+@dataclasses.dataclass(frozen=True)
+class _Field:
+    parse: Callable[[str], Any]
+    default: Any
+    doc: str
+
+
+# The single source of truth for every option: docs/CONFIG.md is written from this table.
+FIELDS: dict[str, _Field] = {
+    "enable": _Field(_parse_bool, True, "Master switch; 0 makes init() a no-op."),
+    "out_dir": _Field(_parse_str, "straggler_probe_out", "Directory for rank 0's JSONL and the report at exit."),
+    "rank": _Field(_parse_int(0), None, "Global rank (default: torch.distributed, else RANK)."),
+    "world_size": _Field(_parse_int(1), None, "World size (default: torch.distributed, else WORLD_SIZE)."),
+    "dp_rank": _Field(_parse_int(0), None, "Data-parallel rank (default: inferred from the DDP group, else the global rank)."),
+    "pp_stage": _Field(_parse_int(0), None, "Pipeline stage (default: inferred from the DDP group, else no pipeline)."),
+    "steps": _Field(_parse_choice("auto", "manual"), "auto",
+                    "auto: a step ends at each optimizer.step(); manual: only at straggler_probe.step()."),
+    "transport": _Field(_parse_choice("auto", "c10d", "python", "none"), "auto",
+                        "How summaries reach rank 0: c10d (C++ thread on the job's store), python "
+                        "(daemon thread on the same store), none (each rank keeps its own), auto (c10d, else python)."),
+    "max_lag": _Field(_parse_int(1), 8, "Steps rank 0 may fall behind before whole steps are skipped."),
+    "analysis_timeout": _Field(_parse_float(0.1), 30.0,
+                               "Seconds one step's analysis may take on rank 0 before the probe steps aside."),
+    "step_timeout": _Field(_parse_float(0.1), 60.0,
+                           "Seconds rank 0 waits for a step's summaries from all ranks before skipping it."),
+    "log_lines": _Field(_parse_bool, True, "Rank 0 prints one straggler_probe line per step."),
+    "gc": _Field(_parse_bool, True, "Record Python GC pauses (gc.callbacks)."),
+    "dataloader": _Field(_parse_bool, True, "Record time waiting for DataLoader batches."),
+    "collectives": _Field(_parse_bool, True, "Record torch.distributed collectives and p2p calls."),
+    "modules": _Field(_parse_bool, True, "Record forward/backward per micro-batch and the optimizer."),
+    "seq_lens": _Field(_parse_choice("auto", "off"), "auto",
+                       "auto: take sequence lengths from cu_seqlens / attention_mask in batches and forward kwargs."),
+    "cuda_events": _Field(_parse_choice("auto", "on", "off"), "auto",
+                          "Time regions with CUDA events on the stream (auto: when the model runs on CUDA)."),
+    "fault_inject": _Field(_parse_choice("none", "throw", "stall"), "none",
+                           "Test hook: make rank 0's analysis throw or stall to exercise the step-aside path."),
+}
+
+
+@dataclasses.dataclass
+class Config:
+    enable: bool = True
+    out_dir: str = "straggler_probe_out"
+    rank: int | None = None
+    world_size: int | None = None
+    dp_rank: int | None = None
+    pp_stage: int | None = None
+    steps: str = "auto"
+    transport: str = "auto"
+    max_lag: int = 8
+    analysis_timeout: float = 30.0
+    step_timeout: float = 60.0
+    log_lines: bool = True
+    gc: bool = True
+    dataloader: bool = True
+    collectives: bool = True
+    modules: bool = True
+    seq_lens: str = "auto"
+    cuda_events: str = "auto"
+    fault_inject: str = "none"
+
+
+def env_name(field: str) -> str:
+    return ENV_PREFIX + field.upper()
+
+
+def load_config(kwargs: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Config:
+    """Build the configuration; raises ConfigError on an unknown keyword or a malformed value."""
+    environ = os.environ if environ is None else environ
+    unknown = sorted(set(kwargs) - set(FIELDS))
+    if unknown:
+        raise ConfigError(f"straggler_probe.init(): unknown keyword argument(s) {', '.join(unknown)}; "
+                          f"known: {', '.join(FIELDS)}")
+    values: dict[str, Any] = {}
+    for name, field in FIELDS.items():
+        if name in kwargs and kwargs[name] is not None:
+            values[name] = _from_kwarg(name, field, kwargs[name])
+            continue
+        raw = environ.get(env_name(name))
+        if raw is None:
+            values[name] = field.default
+            continue
+        try:
+            values[name] = field.parse(raw)
+        except ValueError as err:
+            raise ConfigError(f"{env_name(name)}={raw!r} is invalid: {err}") from None
+    return Config(**values)
+
+
+def _from_kwarg(name: str, field: _Field, value: Any) -> Any:
+    # Keywords go through the same parser as the environment, so both accept the same values.
+    text = str(int(value)) if isinstance(value, bool) else str(value)
+    try:
+        return field.parse(text)
+    except ValueError as err:
+        raise ConfigError(f"straggler_probe.init({name}={value!r}) is invalid: {err}") from None
+
+
+# Variables other components of straggler_probe read themselves (the runtime, the analysis):
+# prefixes, so that their sections of docs/CONFIG.md can grow without touching this file.
+_FOREIGN_ENV_PREFIXES = ("LOG", "RING", "MAX_THREADS", "WINDOW", "SUMMARY", "THRESHOLD", "CUPTI",
+                         "NCCL", "PRELOAD", "HEATMAP", "REPORT", "JSONL", "ONLINE", "WARMUP")
+
+
+def unknown_env(environ: Mapping[str, str] | None = None) -> list[str]:
+    """STRAGGLER_PROBE_* variables nobody reads: a misspelling would otherwise go unnoticed."""
+    environ = os.environ if environ is None else environ
+    known = {env_name(n) for n in FIELDS}
+    return sorted(k for k in environ
+                  if k.startswith(ENV_PREFIX) and k not in known
+                  and not k[len(ENV_PREFIX):].startswith(_FOREIGN_ENV_PREFIXES))

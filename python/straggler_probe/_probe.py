@@ -1,0 +1,199 @@
+"""One probe per process: configuration, the core, the hooks and the background pipeline, and
+their order of start-up and shut-down.
+
+Start-up may happen before torch.distributed is initialised (init() is usually the first line of
+a training script): recording starts at once, and the transport starts at the first step
+boundary after the default process group exists. Summaries made before that wait in the core's
+bounded queue.
+"""
+from __future__ import annotations
+
+import atexit
+import threading
+import warnings
+from typing import Any, Callable
+
+from . import _native as N
+from . import _topology, _transport
+from ._config import Config
+from ._recorder import Recorder
+from ._timing import CudaEventTimer, HostTimer
+
+
+class Probe:
+    STATUS_EVERY = 8  # steps between looks at the pipeline's state (it may have stepped aside)
+
+    def __init__(self, cfg: Config, session: int):
+        import torch
+        import torch.distributed as dist
+
+        self.cfg = cfg
+        self.session = session
+        self.torch = torch
+        self.dist = dist if dist.is_available() else None
+        self.core = N.core
+        self.rank, self.world, self.local_rank = _topology.resolve_rank_world(
+            cfg.rank, cfg.world_size, self.dist)
+        self.transport: str | None = None
+        self._uninstall: list[Callable[[], None]] = []
+        self._closed = False
+        self._lock = threading.Lock()
+        self._topology_explicit = cfg.dp_rank is not None or cfg.pp_stage is not None
+        self.modules: Any = None
+        self.optimizer: Any = None
+        self.collectives: Any = None
+        self.gc: Any = None
+
+        status, message = self.core.init(self.rank, self.world, self.local_rank)
+        if status not in (0,):
+            raise RuntimeError(f"straggler_probe: the runtime did not start: {message}")
+        if self._topology_explicit:
+            self.core.set_topology(-1 if cfg.dp_rank is None else cfg.dp_rank,
+                                   -1 if cfg.pp_stage is None else cfg.pp_stage)
+        self.timer = self._make_timer()
+        self.rec = Recorder(self.core, self.timer, auto_steps=cfg.steps == "auto")
+        self.rec.on_step_marked = self._on_step_marked
+        try:
+            self._install_hooks()
+        except Exception:
+            self.close(drain_s=0.0)
+            raise
+        self._maybe_start_transport()
+
+    # -- set-up ---------------------------------------------------------------------------------
+    def _make_timer(self) -> Any:
+        use_cuda = self.cfg.cuda_events == "on" or (
+            self.cfg.cuda_events == "auto" and self.torch.cuda.is_available())
+        if use_cuda:
+            return CudaEventTimer(self.core.record, self.torch)
+        return HostTimer(self.core.record)
+
+    def _install_hooks(self) -> None:
+        from .hooks.autograd import AutogradHooks
+        from .hooks.dataloader import DataLoaderHooks
+        from .hooks.gc_pause import GcHooks
+        from .hooks.modules import ModuleHooks
+        from .hooks.optimizer import OptimizerHooks
+
+        cfg, rec, torch = self.cfg, self.rec, self.torch
+        on_top_level: list[Callable[[Any], None]] = [self._infer_topology]
+        if cfg.collectives and self.dist is not None:
+            from .hooks.collectives import CollectiveHooks
+            from .hooks.ddp import DdpHooks
+            self.collectives = CollectiveHooks(rec, self.dist, self.rank)
+            self._uninstall.append(self.collectives.install())
+            from torch.nn.parallel import DistributedDataParallel
+            ddp = DdpHooks(rec, self.collectives, DistributedDataParallel, self.dist)
+            self._uninstall.append(ddp.install())
+            on_top_level.insert(0, ddp.on_top_level)
+        if cfg.modules:
+            self.modules = ModuleHooks(rec, torch, cfg.seq_lens == "auto",
+                                       on_top_level=lambda m: [f(m) for f in on_top_level])
+            self._uninstall.append(self.modules.install())
+            self._uninstall.append(AutogradHooks(rec, torch).install())
+            self.optimizer = OptimizerHooks(
+                rec, torch, self.rec.end_step if cfg.steps == "auto" else None)
+            self._uninstall.append(self.optimizer.install())
+            rec.on_first_forward = self.optimizer.forward_started
+        if cfg.gc:
+            self.gc = GcHooks(rec)
+            self._uninstall.append(self.gc.install())
+        if cfg.dataloader:
+            stream = N.STREAM_MAIN if not self.timer.is_cuda else N.STREAM_GC + 1
+            on_batch = self._on_batch_seq_lens if (cfg.seq_lens == "auto" and self.modules) else None
+            self._uninstall.append(DataLoaderHooks(rec, torch, stream, on_batch).install())
+
+    def _on_batch_seq_lens(self, lengths: list[int]) -> None:
+        self.modules.pending_seq_lens = lengths
+
+    def _infer_topology(self, module: Any) -> None:
+        if self._topology_explicit or self.dist is None:
+            return
+        group = getattr(module, "process_group", None)
+        if group is None:
+            return
+        try:
+            ranks = list(self.dist.distributed_c10d.get_process_group_ranks(group))
+        except Exception:  # noqa: BLE001
+            return
+        found = _topology.infer_dp_pp(ranks, self.rank, self.world)
+        if found is not None:
+            self.core.set_topology(found[0], found[1])
+
+    def _maybe_start_transport(self) -> None:
+        if self.transport is not None or self.cfg.transport == "none":
+            return
+        if self.world > 1 and (self.dist is None or not self.dist.is_initialized()):
+            return
+        try:
+            self.transport = _transport.start(self.core, self.cfg, self.rank, self.world,
+                                              self.dist, self.session)
+        except Exception as err:  # noqa: BLE001 - no transport: record nothing for nobody
+            self.transport = "failed"
+            self.step_aside(f"the transport did not start ({type(err).__name__}: {err})")
+
+    # -- per step ---------------------------------------------------------------------------------
+    def _on_step_marked(self) -> None:
+        rec = self.rec
+        if self.modules is not None:
+            if rec.step == 1:
+                self.modules.end_discovery()  # top-level modules are known after one step
+            self.modules.new_step()
+        if self.transport is None:
+            self._maybe_start_transport()
+        elif rec.step % self.STATUS_EVERY == 0:
+            state = self.core.pipeline_status().get("state")
+            if state in ("stepped-aside", "stopped-by-rank0"):
+                self.step_aside(None)
+
+    def manual_step(self) -> None:
+        if self.optimizer is not None and self.optimizer.on_step_end is not None:
+            self.optimizer.on_step_end = None  # the user marks steps from now on
+        self.rec.end_step()
+
+    def step_aside(self, warning: str | None) -> None:
+        """Stop recording for good (the pipeline failed, or rank 0 asked): one warning at most."""
+        if warning:
+            warnings.warn(f"straggler_probe: {warning}; the probe steps aside and training "
+                          "continues without it", RuntimeWarning, stacklevel=3)
+        self._remove_hooks()
+        self.rec.disable()  # hooks a thread is inside of right now return at once
+        self.core.shutdown()
+
+    # -- shut-down --------------------------------------------------------------------------------
+    def _remove_hooks(self) -> None:
+        while self._uninstall:
+            undo = self._uninstall.pop()
+            try:
+                undo()
+            except Exception:  # noqa: BLE001 - best effort: the process is on its way out
+                pass
+
+    def close(self, drain_s: float) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._remove_hooks()
+        self.timer.close()
+        self.core.shutdown()  # closes the marked steps: their summaries wait for the transport
+        self.core.stop_pipeline(drain_s)
+
+    def stats(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"rank": self.rank, "world_size": self.world, "step": self.rec.step,
+                               "transport": self.transport, "recording": not self.rec.failed}
+        out["runtime"] = self.core.stats()
+        out["pipeline"] = self.core.pipeline_status()
+        if self.gc is not None:
+            out["gc_short_pauses"] = self.gc.short_pauses
+        if isinstance(self.timer, CudaEventTimer):
+            out["cuda_regions_dropped"] = self.timer.dropped
+        return out
+
+
+def register_exit(probe_getter: Callable[[], Probe | None], drain_s: Callable[[], float]) -> None:
+    def at_exit() -> None:
+        probe = probe_getter()
+        if probe is not None:
+            probe.close(drain_s())
+    atexit.register(at_exit)

@@ -1,0 +1,177 @@
+"""The per-process recording state: which step and micro-batch we are in, and where events go.
+
+Hooks (straggler_probe.hooks.*) report what happened; the Recorder numbers micro-batches, merges
+what belongs to one forward, and hands complete events to the core. Everything here runs on the
+training thread except comm completions, GC pauses and CUDA resolution, which only call
+record_comm/record_host (thread-safe: the core's rings are per thread).
+"""
+from __future__ import annotations
+
+import threading
+import warnings
+from typing import Any, Callable
+
+from . import _native as N
+
+
+class Recorder:
+    def __init__(self, core: Any, timer: Any, auto_steps: bool):
+        self.core = core
+        self.timer = timer
+        self.auto_steps = auto_steps
+        self.train_thread = threading.get_ident()
+        self.step = 0                # label of the step in progress
+        self.fwd_mb = 0              # micro-batches started this step (forward)
+        self.bwd_mb = 0              # backwards run this step
+        self.in_backward = False     # activation-checkpoint recomputation is not a new forward
+        self._fwd: list[Any] | None = None  # open forward: [start, end, mb]
+        self._fwd_depth = 0
+        self._names: dict[str, int] = {}
+        self._failed = False
+        self._last_compute = 0       # FORWARD or BACKWARD: which micro-batch a send follows
+        self._pending_recv: list[tuple] = []  # receives wait for the compute they feed
+        self.on_first_forward: Callable[[], None] | None = None  # optimizer hooks learn from it
+        self.on_step_marked: Callable[[], None] | None = None
+
+    # ---- plumbing ------------------------------------------------------------------------
+    def intern(self, name: str) -> int:
+        nid = self._names.get(name)
+        if nid is None:
+            nid = self.core.intern(name)
+            self._names[name] = nid
+        return nid
+
+    def guard(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """Wraps a hook body: a bug in the probe becomes one warning, never the job's exception."""
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            if self._failed:
+                return None
+            try:
+                return fn(*args, **kwargs)
+            except Exception as err:  # noqa: BLE001 - the training job must not see our failures
+                self.fail(f"{fn.__qualname__}: {type(err).__name__}: {err}")
+                return None
+        return guarded
+
+    def fail(self, message: str) -> None:
+        if not self._failed:
+            self._failed = True
+            warnings.warn(f"straggler_probe: recording stopped after an internal error ({message})",
+                          RuntimeWarning, stacklevel=3)
+
+    def disable(self) -> None:
+        """Stop recording without a warning (the probe stepped aside; someone already said why)."""
+        self._failed = True
+
+    @property
+    def failed(self) -> bool:
+        return self._failed
+
+    # ---- forward --------------------------------------------------------------------------
+    def forward_begin(self) -> bool:
+        """A top-level module's forward starts; returns whether it is being recorded."""
+        if self.in_backward or threading.get_ident() != self.train_thread:
+            return False
+        self._fwd_depth += 1
+        if self._fwd_depth > 1:
+            return True  # nested top-level modules (a loss module inside a wrapper): one region
+        if self._fwd is None:
+            if self.fwd_mb == 0 and self.on_first_forward is not None:
+                self.on_first_forward()
+            self._flush_recv(self.fwd_mb)
+            self._fwd = [self.timer.stamp(), None, self.fwd_mb]
+            self.fwd_mb += 1
+        return True
+
+    def forward_end(self) -> None:
+        self._fwd_depth = max(0, self._fwd_depth - 1)
+        if self._fwd is not None and self._fwd_depth == 0:
+            # Kept open: a loss module called right after the model extends the same micro-batch;
+            # anything else (backward, p2p, the step end) closes it.
+            self._fwd[1] = self.timer.stamp()
+
+    def close_forward(self) -> None:
+        fwd = self._fwd
+        if fwd is None or fwd[1] is None:
+            return
+        self._fwd = None
+        self._last_compute = N.FORWARD
+        self.timer.submit(N.FORWARD, fwd[0], fwd[1], fwd[2], 0, N.STREAM_MAIN, self.step)
+
+    @property
+    def current_microbatch(self) -> int:
+        """The micro-batch a forward starting now would get (annotations before the forward)."""
+        return self._fwd[2] if self._fwd is not None else self.fwd_mb
+
+    # ---- backward -------------------------------------------------------------------------
+    def backward_begin(self) -> Any:
+        self.close_forward()
+        self._flush_recv(self.bwd_mb)
+        self.in_backward = True
+        return self.timer.stamp()
+
+    def backward_end(self, start: Any, end: Any) -> None:
+        self.in_backward = False
+        mb = self.bwd_mb
+        self.bwd_mb += 1
+        self._last_compute = N.BACKWARD
+        self.timer.submit(N.BACKWARD, start, end, mb, 0, N.STREAM_MAIN, self.step)
+
+    # ---- optimizer and steps --------------------------------------------------------------
+    def optimizer_begin(self) -> Any:
+        self.close_forward()
+        return self.timer.stamp()
+
+    def optimizer_end(self, start: Any) -> None:
+        self.timer.submit(N.OPTIMIZER, start, self.timer.stamp(), -1, 0, N.STREAM_MAIN, self.step)
+
+    def end_step(self) -> None:
+        self.close_forward()
+        self._flush_recv(-1)
+        self.core.mark_step(self.step)
+        self.step += 1
+        self.fwd_mb = 0
+        self.bwd_mb = 0
+        self._fwd_depth = 0
+        self._last_compute = 0
+        if self.on_step_marked is not None:
+            self.on_step_marked()
+
+    # ---- host-only and communication events ---------------------------------------------------
+    def record_host(self, kind: int, start_ns: int, end_ns: int, stream: int, name_id: int = 0,
+                    mb: int = -1) -> None:
+        self.core.record(kind, start_ns, end_ns, mb, name_id, stream, N.COLL_NONE, 0, 0, 0, -1, 0,
+                         N.TIME_HOST, 0)
+
+    def record_comm(self, kind: int, coll: int, start_ns: int, end_ns: int, stream: int,
+                    group_id: int, seq: int, nbytes: int, peer: int, group_size: int,
+                    name_id: int = 0) -> None:
+        args = (kind, start_ns, end_ns, -1, name_id, stream, coll, group_id, seq, nbytes, peer,
+                group_size, N.TIME_HOST, 0)
+        if kind == N.SEND:
+            # A pipeline send carries the output of the compute that just ran.
+            mb = self.fwd_mb - 1 if self._last_compute == N.FORWARD else self.bwd_mb - 1
+            self.core.record(*(args[:3] + (max(mb, -1),) + args[4:]))
+        elif kind == N.RECV and threading.get_ident() == self.train_thread:
+            # A receive feeds the next compute, which is not known yet (forward or backward).
+            self._pending_recv.append(args)
+        else:
+            self.core.record(*args)
+
+    def _flush_recv(self, mb: int) -> None:
+        if self._pending_recv:
+            for args in self._pending_recv:
+                self.core.record(*(args[:3] + (mb,) + args[4:]))
+            self._pending_recv.clear()
+
+    def data_wait(self, start_ns: int, end_ns: int, stream: int, name_id: int) -> None:
+        self.core.record(N.DATA_WAIT, start_ns, end_ns, -1, name_id, stream, N.COLL_NONE, 0, 0, 0,
+                         -1, 0, N.TIME_HOST, 0)
+
+    def annotate(self, mb: int, key: str, value: str) -> None:
+        self.core.annotate(mb, key, value)
+
+    def p2p_boundary(self) -> None:
+        """A send/recv ends the forward in progress: pipeline stages send between micro-batches."""
+        self.close_forward()
+

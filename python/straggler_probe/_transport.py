@@ -1,0 +1,54 @@
+"""Starting the background pipeline: which store the summaries travel through.
+
+Preferred: the job's own c10d store driven from C++ (straggler_probe._c10d hands the
+c10d::Store to the transport thread; no GIL involved). Fallback: the same store driven from the
+transport thread through Python (it takes the GIL per store call; torch's store methods release
+it while waiting on the network). A single-rank job needs no store at all.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from ._config import Config
+
+
+def default_store(dist: Any) -> Any:
+    """The default process group's store, across torch versions (feature-detected)."""
+    c10d = dist.distributed_c10d
+    getter = getattr(c10d, "_get_default_store", None)
+    if getter is not None:
+        return getter()
+    world = getattr(c10d, "_world", None)  # torch < 2.0 kept it here
+    default_pg = c10d._get_default_group()
+    return world.pg_map[default_pg][1]
+
+
+def make_store(cfg: Config, dist: Any) -> tuple[Any, str]:
+    """(store handle for _core.start_pipeline, how it is driven)."""
+    store = default_store(dist)
+    if cfg.transport in ("auto", "c10d"):
+        try:
+            from . import _c10d  # type: ignore[attr-defined]
+            return _c10d.wrap_store(store), "c10d"
+        except Exception as err:  # noqa: BLE001 - ImportError, or a torch whose ABI differs
+            if cfg.transport == "c10d":
+                raise RuntimeError("STRAGGLER_PROBE_TRANSPORT=c10d but the C++ store bridge is "
+                                   f"unusable ({type(err).__name__}: {err})") from None
+            warnings.warn("straggler_probe: the C++ store bridge is unusable "
+                          f"({type(err).__name__}: {err}); summaries go through a Python thread",
+                          RuntimeWarning, stacklevel=3)
+    return store, "python"
+
+
+def start(core: Any, cfg: Config, rank: int, world: int, dist: Any, session: int) -> str:
+    """Starts the pipeline; returns a word saying how the summaries travel."""
+    if world > 1:
+        store, how = make_store(cfg, dist)
+    else:
+        store, how = None, "local"
+    core.start_pipeline(store, rank=rank, world_size=world,
+                        prefix=f"straggler_probe/{session}/", max_lag=cfg.max_lag,
+                        step_timeout_s=cfg.step_timeout, analysis_timeout_s=cfg.analysis_timeout,
+                        out_dir=cfg.out_dir, log_lines=cfg.log_lines, fault=cfg.fault_inject)
+    return how
