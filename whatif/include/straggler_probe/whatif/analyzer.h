@@ -116,8 +116,9 @@ class Analysis {
   // rank and stage was skipped (slowdown below the threshold): S_w is then undefined.
   std::optional<SlowdownExplanation> compute_mw();
 
+  struct State;  // opaque: the model, the simulator and the replays M_S / M_W reuse
+
  private:
-  struct State;
   std::unique_ptr<State> state_;
 };
 

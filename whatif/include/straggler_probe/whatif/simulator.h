@@ -48,15 +48,21 @@ struct SimInput {
   std::span<const double> launch_delay;  // per cell, or empty for none
   std::span<const double> step_start;    // per step, or empty for 0
   const SimOverlay* overlay = nullptr;
-  // Also compute, per step, the earliest start and latest end over all cells (the step's span
-  // as a trace would show it); costs one extra reduction per node.
+  // Replay only these lanes (ascending; empty: all). Lanes left out must not matter: e.g. when
+  // the inputs of the left-out lanes of a step equal those of a replayed lane of that step, the
+  // step results are exact.
+  std::span<const uint32_t> lanes;
+  // Keep the start and end of every replayed cell (else only the per-step results).
+  bool want_cells = true;
+  // Also compute, per step, the earliest start and latest end over all replayed cells (the
+  // step's span as a trace would show it).
   bool want_span = false;
 };
 
 // Views into the simulator's buffers, valid until its next run.
 struct SimResult {
-  std::span<const double> start;       // per cell
-  std::span<const double> end;         // per cell
+  std::span<const double> start;       // per cell, when want_cells (lanes not replayed: stale)
+  std::span<const double> end;         // per cell, when want_cells
   std::span<const double> step_end;    // per step: latest end of an ends_step node (-inf if none)
   std::span<const double> span_start;  // per step, when want_span
   std::span<const double> span_end;    // per step, when want_span
@@ -75,35 +81,47 @@ class Simulator {
   SimResult run(const SimInput& in);
 
  private:
-  // One replay unit: a compute node, or a whole comm group (its members start independently,
-  // then end together).
-  struct Unit {
-    int32_t first_member;  // index into unit_members_
-    int32_t num_members;
-    bool is_group;
-    bool sync_across_lanes;
-  };
-
-  void run_unit(const Unit& u, const SimInput& in);
-  void start_node(NodeId v, const SimInput& in);
+  // The replay runs block by block: a few whole steps at a time (steps are independent), so
+  // that the block's end times stay in cache.
+  void run_block(const SimInput& in);
+  // The block's per-lane values of node v from a per-cell array (with the overlay applied when
+  // `alt` is given): a pointer into `base` when possible, else gathered into `scratch`.
+  const double* block_values(NodeId v, std::span<const double> base,
+                             std::span<const double> alt, const SimOverlay* ov,
+                             double* scratch) const;
 
   LaneLayout lanes_;
   size_t num_nodes_ = 0;
-  std::vector<Unit> order_;               // units in a valid replay order
+  // Replay units in replay order: a compute node, or a comm group (members start one by one,
+  // then end together). Unit u has members unit_members_[unit_offsets_[u] .. [u + 1]).
+  std::vector<int32_t> unit_offsets_;
   std::vector<NodeId> unit_members_;
+  std::vector<int8_t> unit_kind_;         // 0 compute, 1 comm group, 2 comm group synced over lanes
+  size_t max_group_size_ = 1;
   std::vector<int32_t> dep_offsets_;      // CSR of dependencies per node
   std::vector<NodeId> dep_nodes_;
   std::vector<uint8_t> ends_step_;
-  std::vector<uint8_t> is_comm_;
+  size_t block_capacity_ = 1;             // lanes per block
 
+  // Outputs.
   std::vector<double> start_;
   std::vector<double> end_;
-  std::vector<double> group_start_;       // scratch: max start of the current group, per lane
   std::vector<double> step_end_;
   std::vector<double> span_start_;
   std::vector<double> span_end_;
-  std::vector<double> work_scratch_;      // scratch: one node's effective work / delay per lane
-  std::vector<double> delay_scratch_;
+
+  // The current block: its lanes, each lane's step and the step segments.
+  std::vector<uint32_t> blk_lanes_;
+  std::vector<uint32_t> blk_step_;
+  std::vector<uint32_t> blk_seg_;         // segment k covers [blk_seg_[k], blk_seg_[k + 1])
+  std::vector<uint32_t> blk_seg_step_;
+  bool blk_contiguous_ = true;
+  size_t blk_size_ = 0;
+  std::vector<double> blk_end_;           // [node][block lane]
+  std::vector<double> blk_start_;         // [group member][block lane]
+  std::vector<double> blk_group_;         // [block lane] latest start of the current group
+  std::vector<double> blk_work_;          // scratch [block lane]
+  std::vector<double> blk_delay_;         // scratch [block lane]
 };
 
 }  // namespace sp::whatif

@@ -1,0 +1,262 @@
+// From a trace to the simulator's layout: the template's dependency model becomes an OpGraph,
+// every row becomes a (node, lane) cell, and the artifact's derived columns are computed.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "derived_columns.h"
+#include "megatron_skeleton.h"
+#include "step_index.h"
+#include "straggler_probe/whatif/lane_model.h"
+
+namespace sp::whatif {
+namespace {
+
+std::string row_where(const TraceTable& t, size_t r) {
+  return "rank " + std::to_string(t.rank[r]) + " (dp rank " + std::to_string(t.dp_rank[r]) +
+         ", stage " + std::to_string(t.stage[r]) + "), step " + std::to_string(t.step[r]);
+}
+
+}  // namespace
+
+LaneModel build_megatron_model(const TraceTable& t, const JobMeta& meta) {
+  const size_t n = t.size();
+  if (n == 0) throw ModelError("the trace has no rows");
+
+  TraceView tv;
+  tv.table = &t;
+  tv.start.resize(n);
+  tv.dur.resize(n);
+  tv.end.resize(n);
+  for (size_t r = 0; r < n; ++r) {
+    // The traces store float32; the artifact computes end_ts in float32 too.
+    tv.start[r] = static_cast<float>(t.start_ts[r]);
+    tv.dur[r] = static_cast<float>(t.duration[r]);
+    tv.end[r] = tv.start[r] + tv.dur[r];
+  }
+
+  LaneModel model;
+  const StepIndex step_index(t.step);
+  model.steps = step_index.steps();
+  const std::vector<int64_t>& steps = model.steps;
+  int32_t dp = 0, pp = 0;
+  for (size_t r = 0; r < n; ++r) {
+    dp = std::max(dp, t.dp_rank[r] + 1);
+    pp = std::max(pp, t.stage[r] + 1);
+  }
+  model.dp_size = dp;
+  model.pp_size = pp;
+
+  // Workers: one rank per (stage, dp rank), ranks in dp order within a stage (the artifact
+  // lines replicas up by rank order).
+  model.worker_rank.assign(static_cast<size_t>(dp) * static_cast<size_t>(pp), -1);
+  for (size_t r = 0; r < n; ++r) {
+    int32_t& w = model.worker_rank[static_cast<size_t>(t.stage[r] * dp + t.dp_rank[r])];
+    if (w >= 0 && w != t.rank[r]) {
+      throw ModelError("dp rank " + std::to_string(t.dp_rank[r]) + ", stage " +
+                       std::to_string(t.stage[r]) + " is traced by two ranks (" +
+                       std::to_string(w) + " and " + std::to_string(t.rank[r]) + ")");
+    }
+    w = t.rank[r];
+  }
+  for (int32_t s = 0; s < pp; ++s) {
+    for (int32_t d = 0; d < dp; ++d) {
+      const int32_t w = model.rank_of(s, d);
+      if (w < 0) {
+        throw ModelError("no rank traces dp rank " + std::to_string(d) + ", stage " +
+                         std::to_string(s) + " (every stage needs all " + std::to_string(dp) +
+                         " data-parallel ranks)");
+      }
+      if (d > 0 && w < model.rank_of(s, d - 1)) {
+        throw ModelError("stage " + std::to_string(s) + ": rank " + std::to_string(w) +
+                         " (dp rank " + std::to_string(d) + ") is below rank " +
+                         std::to_string(model.rank_of(s, d - 1)) +
+                         " of the previous dp rank; ranks must follow dp order within a stage");
+      }
+    }
+  }
+
+  // The template: dp rank 0 in the first step.
+  ModelSkeleton m;
+  m.pp = pp;
+  m.dp = dp;
+  std::vector<std::vector<size_t>> stage_rows(static_cast<size_t>(pp));
+  bool has_separate = false;
+  for (size_t r = 0; r < n; ++r) {
+    has_separate |= t.optype[r] == OpType::kSeparateGradsAllReduce;
+    if (t.dp_rank[r] != 0 || t.step[r] != steps.front()) continue;
+    const uint64_t k = ModelSkeleton::key(t.optype[r], t.seq_id[r], t.stage[r]);
+    if (!m.by_key.emplace(k, static_cast<int32_t>(m.optype.size())).second) {
+      throw ModelError("op " + ModelSkeleton::name(t.optype[r], t.seq_id[r], t.stage[r]) +
+                       " occurs twice on " + row_where(t, r));
+    }
+    m.optype.push_back(t.optype[r]);
+    m.stage.push_back(t.stage[r]);
+    m.seq_id.push_back(t.seq_id[r]);
+    m.template_row.push_back(r);
+    stage_rows[static_cast<size_t>(t.stage[r])].push_back(r);
+  }
+  const size_t num_ops = m.optype.size();
+  // Row -> op lookups go through a dense table (stage, op type, seq_id): a hash lookup per row
+  // is the slowest part of a large trace otherwise.
+  std::vector<int32_t> max_seq(static_cast<size_t>(pp) * kNumOpTypes, -1);
+  const auto slot = [&](int32_t stage, OpType ty) {
+    return static_cast<size_t>(stage) * kNumOpTypes + static_cast<size_t>(ty);
+  };
+  for (size_t op = 0; op < num_ops; ++op) {
+    int32_t& ms = max_seq[slot(m.stage[op], m.optype[op])];
+    ms = std::max(ms, m.seq_id[op]);
+  }
+  std::vector<size_t> table_offset(max_seq.size() + 1, 0);
+  for (size_t i = 0; i < max_seq.size(); ++i) {
+    table_offset[i + 1] = table_offset[i] + static_cast<size_t>(max_seq[i] + 1);
+  }
+  // Sparse seq_ids (not seen in practice) would make the table large: use the hash then.
+  const bool dense_table = table_offset.back() <= 4 * num_ops + 4096;
+  std::vector<int32_t> op_table(dense_table ? table_offset.back() : 0, -1);
+  for (size_t op = 0; dense_table && op < num_ops; ++op) {
+    op_table[table_offset[slot(m.stage[op], m.optype[op])] + static_cast<size_t>(m.seq_id[op])] =
+        static_cast<int32_t>(op);
+  }
+  const auto op_of_row = [&](size_t r) -> int32_t {
+    if (!dense_table) return m.find(t.optype[r], t.seq_id[r], t.stage[r]);
+    const size_t k = slot(t.stage[r], t.optype[r]);
+    if (t.seq_id[r] < 0) return -1;
+    if (t.seq_id[r] > max_seq[k]) return -1;
+    return op_table[table_offset[k] + static_cast<size_t>(t.seq_id[r])];
+  };
+  m.deps.resize(num_ops);
+  m.modelled.assign(num_ops, 0);
+  build_p2p_model(tv, stage_rows, m);
+  build_rank_model(tv, stage_rows, meta.dsp_size, has_separate, m);
+  for (size_t op = 0; op < num_ops; ++op) {
+    if (!m.modelled[op]) {
+      throw ModelError("op " + m.name(static_cast<int32_t>(op)) +
+                       " has no place in the dependency model" +
+                       (is_dp_comm(m.optype[op]) && !m.use_dp
+                            ? " (a data-parallel collective, but the job has no data parallelism)"
+                            : ""));
+    }
+  }
+
+  // The OpGraph.
+  std::vector<uint8_t> in_group(num_ops, 0);
+  for (const auto& g : m.groups) {
+    for (int32_t op : g) in_group[static_cast<size_t>(op)] = 1;
+  }
+  OpGraph& graph = model.graph;
+  for (size_t op = 0; op < num_ops; ++op) {
+    graph.add_node(m.name(static_cast<int32_t>(op)),
+                   in_group[op] ? NodeKind::kComm : NodeKind::kCompute,
+                   static_cast<int32_t>(m.optype[op]), m.stage[op],
+                   m.optype[op] == OpType::kOptimizer);
+  }
+  for (size_t op = 0; op < num_ops; ++op) {
+    for (int32_t d : m.deps[op]) graph.add_dependency(static_cast<NodeId>(op), d);
+  }
+  for (size_t g = 0; g < m.groups.size(); ++g) graph.add_comm_group(m.groups[g], m.group_sync[g] != 0);
+  graph.validate();
+  model.node_optype = m.optype;
+  model.node_stage = m.stage;
+  model.node_seq_id = m.seq_id;
+
+  // Cells.
+  model.lanes.num_steps = static_cast<int32_t>(steps.size());
+  model.lanes.lanes_per_step = dp;
+  const size_t L = model.lanes.num_lanes();
+  const size_t cells = num_ops * L;
+  std::vector<float> raw_start(cells), raw_end(cells);
+  model.duration.assign(cells, 0.0f);
+  model.cell_row.assign(cells, -1);
+  std::vector<float> step_min(steps.size(), std::numeric_limits<float>::infinity());
+  for (size_t r = 0; r < n; ++r) {
+    const size_t si = step_index(t.step[r]);
+    step_min[si] = std::min(step_min[si], tv.start[r]);
+    const int32_t op = op_of_row(r);
+    if (op < 0) {
+      throw ModelError("op " + ModelSkeleton::name(t.optype[r], t.seq_id[r], t.stage[r]) + " on " +
+                       row_where(t, r) + " (trace row " + std::to_string(r + 1) +
+                       ") does not occur on dp rank 0 in step " + std::to_string(steps.front()) +
+                       ", the template of the dependency model; every replica and step must run "
+                       "the same ops");
+    }
+    const size_t c = model.cell(op, si * static_cast<size_t>(dp) + static_cast<size_t>(t.dp_rank[r]));
+    if (model.cell_row[c] >= 0) {
+      throw ModelError("op " + m.name(op) + " occurs twice on " + row_where(t, r));
+    }
+    model.cell_row[c] = static_cast<int64_t>(r);
+    raw_start[c] = tv.start[r];
+    raw_end[c] = tv.end[r];
+    model.duration[c] = tv.dur[r];
+  }
+  for (size_t c = 0; c < cells; ++c) {
+    if (model.cell_row[c] < 0) {
+      const size_t op = c / L, lane = c % L;
+      const auto d = static_cast<int32_t>(lane % static_cast<size_t>(dp));
+      throw ModelError("op " + m.name(static_cast<int32_t>(op)) + " is missing on rank " +
+                       std::to_string(model.rank_of(m.stage[op], d)) + " (dp rank " +
+                       std::to_string(d) + ") in step " +
+                       std::to_string(steps[lane / static_cast<size_t>(dp)]) +
+                       "; every replica and step must run the same ops");
+    }
+  }
+
+  compute_transfer_durations(graph, model.lanes, raw_start, raw_end, model.transfer);
+  compute_launch_delays(graph, model.lanes, raw_start, raw_end, step_min, model.launch_delay);
+  // Step-relative times, as the artifact stores them (float32 after the shift).
+  model.real_start.resize(cells);
+  model.real_end.resize(cells);
+  for (size_t c = 0; c < cells; ++c) {
+    const float origin = step_min[(c % L) / static_cast<size_t>(dp)];
+    model.real_start[c] = raw_start[c] - origin;
+    model.real_end[c] = raw_end[c] - origin;
+  }
+  return model;
+}
+
+LaneModel select_steps(const LaneModel& in, std::span<const int64_t> wanted) {
+  std::vector<int64_t> steps(wanted.begin(), wanted.end());
+  std::sort(steps.begin(), steps.end());
+  steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
+  std::vector<size_t> src_index;
+  for (int64_t s : steps) {
+    auto it = std::lower_bound(in.steps.begin(), in.steps.end(), s);
+    if (it == in.steps.end() || *it != s) {
+      throw ModelError("step " + std::to_string(s) + " is not in the trace");
+    }
+    src_index.push_back(static_cast<size_t>(it - in.steps.begin()));
+  }
+  LaneModel out;
+  out.graph = in.graph;
+  out.lanes = in.lanes;
+  out.lanes.num_steps = static_cast<int32_t>(steps.size());
+  out.steps = steps;
+  out.dp_size = in.dp_size;
+  out.pp_size = in.pp_size;
+  out.node_optype = in.node_optype;
+  out.node_stage = in.node_stage;
+  out.node_seq_id = in.node_seq_id;
+  out.worker_rank = in.worker_rank;
+  const size_t lps = static_cast<size_t>(in.lanes.lanes_per_step);
+  const size_t L_in = in.lanes.num_lanes(), L_out = out.lanes.num_lanes();
+  const size_t nodes = in.graph.num_nodes();
+  const auto pick = [&](const auto& src, auto& dst) {
+    dst.resize(nodes * L_out);
+    for (size_t v = 0; v < nodes; ++v) {
+      for (size_t k = 0; k < src_index.size(); ++k) {
+        std::copy_n(src.begin() + static_cast<std::ptrdiff_t>(v * L_in + src_index[k] * lps), lps,
+                    dst.begin() + static_cast<std::ptrdiff_t>(v * L_out + k * lps));
+      }
+    }
+  };
+  pick(in.duration, out.duration);
+  pick(in.transfer, out.transfer);
+  pick(in.launch_delay, out.launch_delay);
+  pick(in.real_start, out.real_start);
+  pick(in.real_end, out.real_end);
+  pick(in.cell_row, out.cell_row);
+  return out;
+}
+
+}  // namespace sp::whatif
