@@ -38,8 +38,12 @@ void on_fork_child() {
 void on_exit() { shutdown_probe(kExitStopTimeout); }
 
 Probe* create_probe() {
-  auto* p = new (std::nothrow) Probe();
-  if (p == nullptr) return nullptr;
+  Probe* p = nullptr;
+  try {
+    p = new Probe();
+  } catch (const std::exception&) {
+    return nullptr;
+  }
   if (pthread_key_create(&p->thread_exit_key, &on_thread_exit) != 0) return nullptr;  // leaks p
   pthread_atfork(nullptr, nullptr, &on_fork_child);
   atexit(&on_exit);

@@ -3,6 +3,7 @@
 // Warnings are rate-limited by key: one line per distinct failure, however often it recurs.
 #pragma once
 
+#include <atomic>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,6 +23,15 @@ void info(std::string_view message);
 void warn(std::string_view message);
 // Logs the warning unless one with the same key was logged before; returns whether it did.
 bool warn_once(std::string_view key, std::string_view message);
+
+// For warnings on the recording path: after the first, repeats cost one relaxed load instead of
+// warn_once's lock. `message` is only built (called) the first time.
+template <class MakeMessage>
+void warn_once_fast(std::atomic<bool>& warned, std::string_view key, MakeMessage&& message) {
+  if (warned.load(std::memory_order_relaxed)) return;
+  warned.store(true, std::memory_order_relaxed);
+  warn_once(key, message());
+}
 
 // The last warning logged (empty if none), for sp_last_warning and tests.
 std::string last_warning();

@@ -4,6 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
+#include <string>
+
 #include "clock.h"
 #include "logging.h"
 #include "probe_state.h"
@@ -88,9 +91,11 @@ void on_thread_exit(void* slot) noexcept {
 int record_event(const sp_event& ev) noexcept {
   if (!valid_kind(ev.kind) || ev.end_ns < ev.start_ns) {
     if (probe_instance() == nullptr || in_forked_child()) return SP_ERR_DISABLED;
-    log::warn_once("record_invalid",
-                   fmt::format("sp_record: invalid event (kind {}, start {} end {}); such events "
-                               "are rejected", ev.kind, ev.start_ns, ev.end_ns));
+    static std::atomic<bool> warned{false};
+    log::warn_once_fast(warned, "record_invalid", [&] {
+      return fmt::format("sp_record: invalid event (kind {}, start {} end {}); such events are "
+                         "rejected", ev.kind, ev.start_ns, ev.end_ns);
+    });
     return SP_ERR_INVALID;
   }
   int status = SP_OK;
@@ -104,8 +109,10 @@ uint64_t begin_region(uint32_t kind, int32_t microbatch, uint32_t name_id) noexc
   ThreadBuffer* b = current_buffer(&status);
   if (b == nullptr) return 0;
   if (!valid_kind(kind)) {
-    log::warn_once("region_invalid_kind",
-                   fmt::format("sp_region_begin: unknown kind {}; the region is not recorded", kind));
+    static std::atomic<bool> warned{false};
+    log::warn_once_fast(warned, "region_invalid_kind", [&] {
+      return fmt::format("sp_region_begin: unknown kind {}; the region is not recorded", kind);
+    });
     return 0;
   }
   ThreadSlot* slot = t_binding.slot;
@@ -128,9 +135,12 @@ int end_region(uint64_t token) noexcept {
   if (b == nullptr) return status;
   ThreadSlot* slot = t_binding.slot;
   if ((token & ((1u << kTokenSlotBits) - 1)) != slot->index + 1) {
-    log::warn_once("region_cross_thread",
-                   "sp_region_end called on another thread than its sp_region_begin; such regions "
-                   "are not recorded (use sp_record with both times for cross-thread spans)");
+    static std::atomic<bool> warned{false};
+    log::warn_once_fast(warned, "region_cross_thread", [] {
+      return std::string(
+          "sp_region_end called on another thread than its sp_region_begin; such regions are "
+          "not recorded (use sp_record with both times for cross-thread spans)");
+    });
     return SP_ERR_INVALID;
   }
   const uint64_t serial = token >> kTokenSlotBits;
@@ -167,9 +177,12 @@ int mark_step(int64_t step) noexcept {
   if (!p->marks.try_push(mark)) {
     // Only when the consumer has not run for ~1000 marks: this step merges into the next one.
     p->marks_dropped.fetch_add(1, std::memory_order_relaxed);
-    log::warn_once("marks_dropped",
-                   "step marks are piling up (the consumer thread is not draining them); steps "
-                   "are merged and counted in marks_dropped");
+    static std::atomic<bool> warned{false};
+    log::warn_once_fast(warned, "marks_dropped", [] {
+      return std::string(
+          "step marks are piling up (the consumer thread is not draining them); steps are "
+          "merged and counted in marks_dropped");
+    });
     return SP_ERR_DROPPED;
   }
   p->last_marked_step.store(step, std::memory_order_relaxed);

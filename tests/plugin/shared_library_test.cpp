@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -72,8 +73,27 @@ TEST(SharedLibrary, NeedsNoGpuFrameworkOrLoggingLibrary) {
 }
 
 TEST(SharedLibrary, RunsNoStaticConstructors) {
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "sanitizer instrumentation adds its own constructors";
+#endif
   // The toolchain's own frame_dummy is the one entry allowed: our code does nothing at load.
   EXPECT_LE(library_elf().init_array_entries, 1u);
+}
+
+TEST(SharedLibrary, PreloadedIntoAProgramThatNeverCallsItDoesNothing) {
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "a sanitized library cannot be preloaded into an uninstrumented program";
+#endif
+  // LD_PRELOAD into a process that is not a training rank: no output, no thread, no harm.
+  const std::string cmd = std::string("LD_PRELOAD=") + SP_PROBE_SO + " /bin/sh -c 'echo ok' 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char buf[256];
+  while (fgets(buf, sizeof(buf), pipe) != nullptr) output += buf;
+  const int status = pclose(pipe);
+  EXPECT_EQ(status, 0);
+  EXPECT_EQ(output, "ok\n");
 }
 
 // The library's entry points, looked up as a host process would.
