@@ -40,8 +40,9 @@ double median_of(std::vector<double> v) {
 // makes the test about persistent slowness: one long micro-batch (a long sequence) is not it.
 double robust_mean(const std::vector<double>& sum, const std::vector<double>& count,
                    const std::vector<int>& rank_stage, const IdealConfig& cfg,
-                   std::set<int>* excluded) {
-  std::vector<char> drop(sum.size(), 0);
+                   std::set<int>* excluded, std::vector<char>* dropped) {
+  std::vector<char>& drop = *dropped;
+  drop.assign(sum.size(), 0);
   if (cfg.exclude_outliers) {
     std::map<int, std::vector<int>> stage_ranks;
     for (size_t r = 0; r < sum.size(); ++r) {
@@ -104,6 +105,34 @@ void IdealWindow::push(StepSamples samples) {
   while (static_cast<int>(steps_.size()) > std::max(1, config_.window_steps)) steps_.pop_front();
 }
 
+// How much work per op this key took in the current step compared with the window, over the
+// workers the window keeps (persistent outliers stay out).
+//
+// Why: straggling is lagging behind one's peers in the same step. When every worker slows down
+// together (a busy host, a lower clock, longer batches for everyone), the window mean would call
+// the step slow and its slowest worker a straggler. Scaled this way, the compute ideal is this
+// step's own work spread evenly over the workers (the paper's re-balancing, per step), while the
+// window still decides who is persistently slow. Off with IdealConfig::follow_step_level = false
+// (the paper's fixed ideal over the window).
+double IdealWindow::step_level(const std::string& key, const std::vector<double>& window_sum,
+                               const std::vector<double>& window_count,
+                               const std::vector<char>& dropped) const {
+  if (!config_.follow_step_level || steps_.size() < 2) return 1.0;
+  auto it = steps_.back().durations.find(key);
+  if (it == steps_.back().durations.end()) return 1.0;
+  const KeyStats& now = it->second;
+  double now_sum = 0, now_n = 0, win_sum = 0, win_n = 0;
+  for (size_t r = 0; r < now.sum.size() && r < window_sum.size(); ++r) {
+    if (r < dropped.size() && dropped[r]) continue;
+    now_sum += now.sum[r];
+    now_n += now.count[r];
+    win_sum += window_sum[r];
+    win_n += window_count[r];
+  }
+  if (now_n <= 0 || win_n <= 0 || now_sum <= 0 || win_sum <= 0) return 1.0;
+  return (now_sum / now_n) / (win_sum / win_n);
+}
+
 Ideals IdealWindow::ideals(const StepModel& m) const {
   Ideals out;
   std::set<int> excluded;
@@ -131,7 +160,9 @@ Ideals IdealWindow::ideals(const StepModel& m) const {
       case IdealRule::kSlotMean: return slots > 0 ? slot_total / slots : 0.0;
       case IdealRule::kMean: break;
     }
-    return robust_mean(sum, count, m.rank_stage, config_, &excluded);
+    std::vector<char> dropped;
+    const double mean = robust_mean(sum, count, m.rank_stage, config_, &excluded, &dropped);
+    return is_delay ? mean : mean * step_level(key, sum, count, dropped);
   };
   out.duration.assign(m.ideal_keys.size(), 0.0);
   for (size_t k = 0; k < m.ideal_keys.size(); ++k) out.duration[k] = aggregate(m.ideal_keys[k], false);

@@ -49,6 +49,9 @@ class IdealWindow {
   size_t size() const { return steps_.size(); }
 
  private:
+  double step_level(const std::string& key, const std::vector<double>& window_sum,
+                    const std::vector<double>& window_count,
+                    const std::vector<char>& dropped) const;
   IdealConfig config_;
   std::deque<StepSamples> steps_;
 };

@@ -1,0 +1,136 @@
+// Outputs: the per-step log line (exact format), the periodic summary with its heatmap, the
+// JSONL file and the end-of-run report files.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+
+#include "straggler_probe/online/analyzer.h"
+#include "synthetic_job.h"
+
+namespace sp::online {
+namespace {
+
+TEST(OnlineOutput, LogLineFormat) {
+  StepVerdict v;
+  v.step = 120;
+  v.analyzed = true;
+  v.time_s = 2.2134;
+  v.ideal_s = 1.8431;
+  v.S = 1.2009;
+  v.cause = Cause::kStageImbalance;
+  v.worst = "stage:3";
+  v.worst_S = 1.234;
+  v.top_op = "forward-compute";
+  v.launch_share = 0.0123;
+  v.evidence = "fixing stage 3 recovers 80% (M_S=0.80)";
+  EXPECT_EQ(format_log_line(v),
+            "straggler_probe step=120 time=2.213s ideal=1.843s S=1.20 cause=stage-imbalance "
+            "worst=stage:3 S_w=1.23 top_op=forward-compute host=1.2% "
+            "evidence=\"fixing stage 3 recovers 80% (M_S=0.80)\"");
+  v.cause = Cause::kNone;
+  v.worst.clear();
+  v.evidence = "say \"hi\"";
+  EXPECT_EQ(format_log_line(v),
+            "straggler_probe step=120 time=2.213s ideal=1.843s S=1.20 cause=none worst=- "
+            "S_w=1.23 top_op=forward-compute host=1.2% evidence=\"say \\\"hi\\\"\"");
+  StepVerdict s;
+  s.step = 7;
+  s.skip_reason = "incomplete: no summary from rank(s) 3";
+  EXPECT_EQ(format_log_line(s),
+            "straggler_probe step=7 skipped reason=\"incomplete: no summary from rank(s) 3\"");
+}
+
+std::string temp_dir(const std::string& name) {
+  const auto dir = std::filesystem::path(::testing::TempDir()) / ("sp_online_" + name);
+  std::filesystem::remove_all(dir);
+  return dir.string();
+}
+
+TEST(OnlineOutput, LinesSummaryJsonlAndReport) {
+  testing::SyntheticJob job;
+  job.dp = 2;
+  job.pp = 2;
+  job.microbatches = 2;
+  job.rank_speed = {1, 1, 1, 1.3};
+  const testing::SyntheticRun run = testing::run_synthetic(job, 12);
+  const std::string dir = temp_dir("outputs");
+  std::vector<std::string> lines;
+  OnlineConfig cfg;
+  cfg.world_size = 4;
+  cfg.output_dir = dir;
+  cfg.summary_interval = 5;
+  cfg.log_sink = [&lines](const std::string& l) { lines.push_back(l); };
+  OnlineAnalyzer a(cfg);
+  for (const auto& step : run.steps) {
+    for (const auto& s : step) (void)a.add(s);
+  }
+  (void)a.finish();
+
+  // 12 step lines + 2 summaries, in order.
+  ASSERT_EQ(lines.size(), 14u);
+  const std::regex line_re(
+      R"(straggler_probe step=\d+ time=\d+\.\d{3}s ideal=\d+\.\d{3}s S=\d+\.\d{2} cause=[a-z-]+ )"
+      R"(worst=(rank|stage):\d+ S_w=\d+\.\d{2} top_op=[a-z-]+ host=\d+\.\d% evidence=".*")");
+  int summaries = 0;
+  for (const std::string& l : lines) {
+    if (l.rfind("straggler_probe summary", 0) == 0) {
+      ++summaries;
+      EXPECT_NE(l.find("stage0"), std::string::npos) << l;
+      EXPECT_NE(l.find("stage1"), std::string::npos) << l;
+      EXPECT_NE(l.find("dp1"), std::string::npos) << l;
+      // The slow worker (stage 1, dp 1) is the starred cell: last cell of the last row.
+      EXPECT_EQ(l.substr(l.size() - 2), "*\n") << l;
+    } else {
+      EXPECT_TRUE(std::regex_match(l, line_re)) << l;
+    }
+  }
+  EXPECT_EQ(summaries, 2);
+  EXPECT_EQ(a.summary_text().rfind("straggler_probe summary", 0), 0u);
+
+  std::ifstream jsonl(std::filesystem::path(dir) / "straggler_probe_steps.jsonl");
+  std::string row;
+  int rows = 0;
+  while (std::getline(jsonl, row)) {
+    const auto j = nlohmann::json::parse(row);
+    EXPECT_EQ(j.at("step").get<int>(), rows);
+    EXPECT_TRUE(j.at("analyzed").get<bool>());
+    EXPECT_EQ(j.at("worker_S").size(), 4u);
+    EXPECT_TRUE(j.at("op_S").contains("forward-compute"));
+    ++rows;
+  }
+  EXPECT_EQ(rows, 12);
+
+  const std::string report_dir = dir + "/report";
+  const Status st = a.write_report(report_dir);
+  ASSERT_TRUE(st.ok) << st.message;
+  std::ifstream rf(report_dir + "/report.json");
+  const auto report = nlohmann::json::parse(rf);
+  EXPECT_EQ(report.at("steps_analyzed").get<int>(), 12);
+  EXPECT_EQ(report.at("mean_worker_S").at("rows_by_stage").size(), 2u);
+  EXPECT_EQ(report.at("stats").at("steps_skipped").get<int>(), 0);
+  std::ifstream tf(report_dir + "/timeline.json");
+  const auto timeline = nlohmann::json::parse(tf);
+  size_t slices = 0;
+  for (const auto& e : timeline.at("traceEvents")) slices += e.at("ph") == "X";
+  EXPECT_GT(slices, 0u);
+  std::ifstream hf(report_dir + "/heatmap.svg");
+  std::stringstream svg;
+  svg << hf.rdbuf();
+  EXPECT_NE(svg.str().find("<svg"), std::string::npos);
+}
+
+TEST(OnlineOutput, ReportToAnUnwritablePlaceIsAnErrorStatus) {
+  OnlineConfig cfg;
+  cfg.world_size = 1;
+  OnlineAnalyzer a(cfg);
+  const Status st = a.write_report("/proc/definitely/not/here");
+  EXPECT_FALSE(st.ok);
+  EXPECT_FALSE(st.message.empty());
+}
+
+}  // namespace
+}  // namespace sp::online

@@ -1,0 +1,141 @@
+// The op model built from summaries: host-chain segmentation, DDP waits, nested GC pauses,
+// matching of collectives and p2p, launch delays.
+#include <gtest/gtest.h>
+
+#include "step_model.h"
+#include "synthetic_job.h"
+
+namespace sp::online {
+namespace {
+
+constexpr uint64_t kMs = 1'000'000;
+constexpr uint64_t kT0 = 1'000'000'000'000ULL;
+
+sp_event ev(uint32_t kind, uint64_t start_ms, uint64_t end_ms, int mb = -1) {
+  sp_event e{};
+  e.start_ns = kT0 + start_ms * kMs;
+  e.end_ns = kT0 + end_ms * kMs;
+  e.kind = kind;
+  e.microbatch = mb;
+  e.peer = -1;
+  return e;
+}
+
+sp_event coll(uint64_t start_ms, uint64_t end_ms, uint64_t seq, int size) {
+  sp_event e = ev(SP_OP_COLLECTIVE, start_ms, end_ms);
+  e.coll = SP_COLL_ALL_REDUCE;
+  e.group_id = 7;
+  e.seq = seq;
+  e.group_size = size;
+  e.bytes = 4096;
+  return e;
+}
+
+probe::StepSummary summary(int rank, int world, std::vector<sp_event> ops) {
+  probe::StepSummary s;
+  s.rank = rank;
+  s.world_size = world;
+  s.step = 3;
+  s.step_start_ns = kT0;
+  s.ops = std::move(ops);
+  s.names = {""};
+  return s;
+}
+
+const LogicalOp* find_op(const StepModel& m, int rank, uint32_t kind) {
+  for (const LogicalOp& op : m.ops) {
+    if (op.rank == rank && op.kind == kind) return &op;
+  }
+  return nullptr;
+}
+
+std::optional<StepModel> build(const std::vector<probe::StepSummary>& ss, std::string* err) {
+  std::vector<const probe::StepSummary*> ptrs;
+  for (const auto& s : ss) ptrs.push_back(&s);
+  return build_step_model(ptrs, ModelOptions{}, err);
+}
+
+TEST(OnlineStepModel, BackwardWaitingForItsBucketsIsNotCompute) {
+  // Rank 0 computes backward 10..30 ms and launches the all-reduce at 30; rank 1 launches it at
+  // 50, so it ends at 55 and rank 0's backward (which waits for it) ends at 56.
+  std::vector<probe::StepSummary> ss = {
+      summary(0, 2, {ev(SP_OP_FORWARD, 0, 10, 0), ev(SP_OP_BACKWARD, 10, 56, 0), coll(30, 55, 1, 2)}),
+      summary(1, 2, {ev(SP_OP_FORWARD, 0, 20, 0), ev(SP_OP_BACKWARD, 20, 56, 0), coll(50, 55, 1, 2)}),
+  };
+  std::string err;
+  auto m = build(ss, &err);
+  ASSERT_TRUE(m) << err;
+  // Own backward time: 20 ms of compute + 1 ms after the wait on rank 0; 30 + 1 on rank 1.
+  EXPECT_NEAR(find_op(*m, 0, SP_OP_BACKWARD)->own, 0.021, 1e-9);
+  EXPECT_NEAR(find_op(*m, 1, SP_OP_BACKWARD)->own, 0.031, 1e-9);
+  // Transfer = end - latest start = 5 ms on both.
+  EXPECT_NEAR(find_op(*m, 0, SP_OP_COLLECTIVE)->own, 0.005, 1e-9);
+  EXPECT_NEAR(find_op(*m, 1, SP_OP_COLLECTIVE)->own, 0.005, 1e-9);
+  ASSERT_EQ(m->groups.size(), 1u);
+  EXPECT_EQ(m->clamped, 0u);
+  for (const Node& n : m->nodes) EXPECT_GE(n.launch_delay, 0.0);
+}
+
+TEST(OnlineStepModel, NestedGcPauseIsItsOwnOp) {
+  std::vector<probe::StepSummary> ss = {
+      summary(0, 1, {ev(SP_OP_FORWARD, 0, 50, 0), ev(SP_OP_GC, 10, 40), ev(SP_OP_BACKWARD, 51, 70, 0)}),
+  };
+  std::string err;
+  auto m = build(ss, &err);
+  ASSERT_TRUE(m) << err;
+  EXPECT_NEAR(find_op(*m, 0, SP_OP_FORWARD)->own, 0.020, 1e-9);
+  EXPECT_NEAR(find_op(*m, 0, SP_OP_GC)->own, 0.030, 1e-9);
+  EXPECT_NEAR(m->time_s, 0.070, 1e-9);
+  // Launch delay of backward: 1 ms after forward.
+  const LogicalOp* bwd = find_op(*m, 0, SP_OP_BACKWARD);
+  EXPECT_NEAR(m->nodes[static_cast<size_t>(bwd->first_node)].launch_delay, 0.001, 1e-9);
+}
+
+TEST(OnlineStepModel, P2pPairsAreMatchedInOrderAndNamedByDirection) {
+  testing::SyntheticJob job;
+  job.dp = 1;
+  job.pp = 2;
+  job.microbatches = 3;
+  const testing::SyntheticRun run = testing::run_synthetic(job, 1);
+  std::vector<const probe::StepSummary*> ptrs;
+  for (const auto& s : run.steps[0]) ptrs.push_back(&s);
+  std::string err;
+  auto m = build_step_model(ptrs, ModelOptions{}, &err);
+  ASSERT_TRUE(m) << err;
+  EXPECT_EQ(m->groups.size(), 6u);  // 3 activations forward + 3 gradients backward
+  std::vector<std::string> names = m->type_names;
+  for (const char* t : {"forward-send", "forward-recv", "backward-send", "backward-recv"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), t), names.end()) << t;
+  }
+  EXPECT_EQ(m->pp_size, 2);
+  EXPECT_NEAR(m->time_s, run.step_time_s[0], 1e-6);
+}
+
+TEST(OnlineStepModel, LaunchDelaysAreNonNegativeOnASyntheticDdpJob) {
+  testing::SyntheticJob job;
+  job.microbatches = 2;
+  job.rank_speed = {1.0, 1.0, 1.3, 1.0};
+  const testing::SyntheticRun run = testing::run_synthetic(job, 2);
+  std::vector<const probe::StepSummary*> ptrs;
+  for (const auto& s : run.steps[1]) ptrs.push_back(&s);
+  std::string err;
+  auto m = build_step_model(ptrs, ModelOptions{}, &err);
+  ASSERT_TRUE(m) << err;
+  EXPECT_EQ(m->clamped, 0u);
+  EXPECT_EQ(m->groups.size(), 2u);
+  // Fast ranks' backward own time excludes waiting for rank 2's buckets.
+  auto last_backward = [&](int rank) {
+    const LogicalOp* found = nullptr;
+    for (const LogicalOp& op : m->ops) {
+      if (op.rank == rank && op.kind == SP_OP_BACKWARD && op.microbatch == 1) found = &op;
+    }
+    return found;
+  };
+  ASSERT_NE(last_backward(0), nullptr);
+  ASSERT_NE(last_backward(2), nullptr);
+  EXPECT_NEAR(last_backward(0)->own, job.backward_s + job.finalize_s, 1e-6);
+  EXPECT_NEAR(last_backward(2)->own, 1.3 * job.backward_s + job.finalize_s, 1e-6);
+}
+
+}  // namespace
+}  // namespace sp::online
