@@ -74,7 +74,9 @@ void write_heatmap_svg(const HeatmapInput& in, std::ostream& out) {
   const double cell = std::clamp(std::min(1400.0 / nx, 600.0 / ny), 4.0, 48.0);
   const bool annotate = have_values && cell >= 30;
   const double left = 70, top = 110, grid_w = cell * nx, grid_h = cell * ny;
-  const double width = std::max(left + grid_w + 30, 420.0), height = top + grid_h + 60;
+  // Wide enough for the title too (about 9.5 px per character of 16 px bold text).
+  const double title_w = 9.5 * static_cast<double>(in.trial_name.size() + 45);
+  const double width = std::max({left + grid_w + 30, left + title_w, 420.0}), height = top + grid_h + 60;
 
   double vmax = 1.5;
   if (have_values) {

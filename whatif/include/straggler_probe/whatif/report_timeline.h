@@ -31,11 +31,15 @@ struct TimelineInput {
 //   and one per rank for the ideal (pid = world_size + rank, "rank R (ideal)"), sorted so
 //   each rank's ideal sits right under its real one;
 // - threads are the streams an op runs on: compute, pp send, pp recv, dp comm, sync comm
-//   (kTimelineStreams below, tid = index);
+//   (kTimelineStreams below, tid = index); an op overlapping an earlier one on its stream
+//   (traces have such, and Perfetto needs slices on a thread to nest) goes to an extra
+//   "<stream> (overlap N)" thread, tid = stream + 5 * N, sorted right under its stream;
+// - times are whole nanoseconds (ts and dur printed in microseconds with 3 decimals), so
+//   ops that touch stay touching;
 // - steps are laid end to end in step order, each shifted so its first op starts where the
 //   previous step's window (real or ideal, whichever is longer) ended plus a 10% gap, and the
 //   real and ideal copies of a step share one shift so they line up;
-// - "X" events with ts/dur in microseconds, name = op type, args {step, seq, mb, mc}.
+// - "X" events, name = op type, cat = stream, args {step, seq, mb, mc} (mb, mc only when >= 0).
 // Returns the number of "X" events written.
 size_t write_timeline_json(const TimelineInput& in, std::ostream& out);
 

@@ -1,0 +1,175 @@
+// The analyze subcommand: the whole offline pipeline, from trace file to the five outputs and
+// the printed summary.
+#include "analyze_command.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "exit_codes.h"
+#include "parquet_bridge.h"
+#include "step_selection.h"
+#include "straggler_probe/whatif/analyzer.h"
+#include "straggler_probe/whatif/report_heatmap.h"
+#include "straggler_probe/whatif/report_summary.h"
+#include "straggler_probe/whatif/report_timeline.h"
+#include "straggler_probe/whatif/result_json.h"
+#include "straggler_probe/whatif/trace_loader.h"
+
+namespace sp::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace sp::whatif;
+
+TraceTable load_trace(const std::string& path, const JobMeta& meta) {
+  if (is_parquet_file(path)) {
+    const ConvertedTrace csv = convert_parquet_to_csv(path);
+    // Errors then name the Parquet file; the converter keeps row order, so line = row + 2.
+    return parse_trace_csv(read_file_maybe_gzip(csv.csv_path()), path + " (as CSV)", meta);
+  }
+  return load_trace_csv(path, meta);
+}
+
+// Checks --steps against the trace: unknown steps are reported (not silently dropped), and a
+// selection with none of the trace's steps is an error.
+std::optional<std::vector<int64_t>> select_steps(const AnalyzeArgs& args, const TraceTable& trace) {
+  if (args.steps.empty()) return std::nullopt;
+  const std::vector<int64_t> wanted = parse_step_selection(args.steps);
+  const std::set<int64_t> present(trace.step.begin(), trace.step.end());
+  std::vector<int64_t> kept, missing;
+  for (const int64_t s : wanted) (present.count(s) ? kept : missing).push_back(s);
+  if (kept.empty()) {
+    throw BadInput("--steps: none of the selected steps is in the trace (it has steps " +
+                   std::to_string(*present.begin()) + " to " + std::to_string(*present.rbegin()) + ")");
+  }
+  if (!missing.empty()) {
+    std::string list;
+    for (size_t i = 0; i < missing.size() && i < 20; ++i) list += (i ? ", " : "") + std::to_string(missing[i]);
+    if (missing.size() > 20) list += ", ...";
+    spdlog::warn("--steps: {} selected step(s) not in the trace, ignored: {}", missing.size(), list);
+  }
+  return kept;
+}
+
+std::ofstream open_output(const fs::path& p) {
+  std::ofstream out(p, std::ios::binary);
+  if (!out) throw std::runtime_error("cannot write " + p.string());
+  return out;
+}
+
+void write_timeline(const fs::path& path, const TraceTable& trace, const JobMeta& meta, const AnalysisResult& r) {
+  TimelineInput in;
+  in.trace = &trace;
+  in.meta = &meta;
+  in.real_start = r.row_real_start;
+  in.real_end = r.row_real_end;
+  in.ideal_start = r.row_ideal_start;
+  in.ideal_end = r.row_ideal_end;
+  in.steps = r.steps;
+  std::ofstream out = open_output(path);
+  write_timeline_json(in, out);
+  if (!out.flush()) throw std::runtime_error("cannot write " + path.string());
+}
+
+void write_heatmap(const fs::path& path, const AnalysisResult& r) {
+  HeatmapInput in{r.job_meta.trial_name, r.blocking_slowdown, r.dp_size, r.pp_size, r.worker_slowdown};
+  std::ofstream out = open_output(path);
+  write_heatmap_svg(in, out);
+  if (!out.flush()) throw std::runtime_error("cannot write " + path.string());
+}
+
+std::vector<GroupSlowdown> groups_of(const std::optional<Decomposition>& d) {
+  std::vector<GroupSlowdown> out;
+  if (d) {
+    for (const auto& g : d->overall) out.push_back({g.key, g.value});
+  }
+  return out;
+}
+
+SummaryInput summary_input(const AnalysisResult& r, const SlowdownExplanation& ms,
+                           const std::optional<SlowdownExplanation>& mw) {
+  SummaryInput s;
+  s.trial_name = r.job_meta.trial_name;
+  s.steps = r.steps.size();
+  s.slowdown = r.blocking_slowdown;
+  s.launch_slowdown = r.launch_slowdown;
+  s.pp_size = r.pp_size;
+  s.by_stage = groups_of(r.blocking_by_stage);
+  s.by_dp_rank = groups_of(r.blocking_by_dp_rank);
+  s.by_optype = groups_of(r.blocking_by_optype);
+  if (!r.worker_slowdown.empty()) {
+    const auto it = std::max_element(r.worker_slowdown.begin(), r.worker_slowdown.end());
+    const auto w = static_cast<int>(it - r.worker_slowdown.begin());
+    s.worst_worker_stage = w / r.dp_size;
+    s.worst_worker_dp = w % r.dp_size;
+    s.worst_worker_slowdown = *it;
+  }
+  s.m_s = ms.rem;
+  if (mw) s.m_w = mw->rem;
+  return s;
+}
+
+}  // namespace
+
+CLI::App* add_analyze_command(CLI::App& app, AnalyzeArgs& args) {
+  CLI::App* cmd = app.add_subcommand("analyze", "What-if analysis of one job's trace");
+  cmd->add_option("--trace", args.trace, "Trace: CSV, gzip'd CSV or Parquet (detected by content)")->required();
+  cmd->add_option("--meta", args.meta, "The job's meta.yaml")->required();
+  cmd->add_option("--out", args.out, "Output directory (created if missing)")->required();
+  cmd->add_option("--steps", args.steps, "Analyse only these steps, e.g. --steps 12 20-23")->expected(1, -1);
+  cmd->add_option("--threshold", args.threshold, "Attribute a slowdown only when at least this large")
+      ->default_val(1.03);
+  return cmd;
+}
+
+int run_analyze(const AnalyzeArgs& args) {
+  if (!std::isfinite(args.threshold) || args.threshold <= 0) {
+    throw BadInput("--threshold: must be a positive number, got " + std::to_string(args.threshold));
+  }
+  const JobMeta meta = load_meta(args.meta);
+  const TraceTable trace = load_trace(args.trace, meta);
+  AnalyzeOptions options;
+  options.steps = select_steps(args, trace);
+  options.decompose_threshold = args.threshold;
+
+  const fs::path out_dir(args.out);
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec || !fs::is_directory(out_dir)) {
+    throw BadInput("--out: cannot create directory " + args.out + (ec ? ": " + ec.message() : ""));
+  }
+
+  Analysis analysis(trace, meta, options);
+  const AnalysisResult& r = analysis.result();
+  const SlowdownExplanation ms = analysis.compute_ms();
+  const std::optional<SlowdownExplanation> mw = analysis.compute_mw();
+
+  write_json_file(result_to_json(r), (out_dir / "result.json").string(), 2);
+  write_json_file(ms_to_json(ms), (out_dir / "ms.json").string(), 4);
+  if (mw) {
+    write_json_file(mw_to_json(*mw), (out_dir / "mw.json").string(), 4);
+  } else {
+    // The artifact writes no M_W when S_w is undefined; say so rather than leave a stale file.
+    fs::remove(out_dir / "mw.json", ec);
+    spdlog::warn("M_W not computed: the slowdown is below --threshold {}, so there is no per-worker attribution",
+                 args.threshold);
+  }
+  write_timeline(out_dir / "timeline.json", trace, meta, r);
+  write_heatmap(out_dir / "heatmap.svg", r);
+
+  std::fputs(format_summary(summary_input(r, ms, mw)).c_str(), stdout);
+  std::printf("  outputs           %s/{result.json, ms.json,%s timeline.json, heatmap.svg}\n", args.out.c_str(),
+              mw ? " mw.json," : "");
+  return kExitOk;
+}
+
+}  // namespace sp::cli
