@@ -129,12 +129,37 @@ void decompose_all(Analysis::State& st, bool launch, const std::vector<int64_t>&
   const size_t L = m.lanes.num_lanes();
   const auto dp = static_cast<size_t>(m.dp_size);
 
-  // By op type (keys in sorted order, as pandas groups them).
+  // By op type. The artifact renames the p2p types (forward/backward-pp-comm) with a mapping
+  // over its categorical column: when the renamed categories stay distinct (no pipeline p2p,
+  // e.g. pp = 1), the column stays categorical and pandas groups by every category in category
+  // order (the type names sorted, then "first-op", which the blocking variant leaves empty:
+  // its slowdown is the ideal's own). Otherwise the column becomes plain strings, grouped in
+  // sorted order, observed groups only.
   std::vector<std::string> keys;
   for (size_t v = 0; v < N; ++v) keys.push_back(optype_key(m, v, launch));
-  std::vector<std::string> distinct = keys;
+  std::vector<OpType> present(m.node_optype.begin(), m.node_optype.end());
+  std::sort(present.begin(), present.end(), [](OpType a, OpType b) {
+    return op_type_name(a) < op_type_name(b);
+  });
+  present.erase(std::unique(present.begin(), present.end()), present.end());
+  std::vector<std::string> renamed;
+  for (OpType t : present) {
+    renamed.push_back(is_p2p(t) ? (t == OpType::kForwardSend || t == OpType::kForwardRecv
+                                       ? "forward-pp-comm"
+                                       : "backward-pp-comm")
+                                : std::string(op_type_name(t)));
+  }
+  std::vector<std::string> distinct = renamed;
   std::sort(distinct.begin(), distinct.end());
-  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  const bool categorical = std::adjacent_find(distinct.begin(), distinct.end()) == distinct.end();
+  if (categorical) {
+    distinct = renamed;  // category order
+    distinct.push_back("first-op");
+  } else {
+    distinct = keys;
+    std::sort(distinct.begin(), distinct.end());
+    distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  }
   std::vector<Group> by_optype;
   for (const auto& k : distinct) {
     Group g{k, std::vector<uint8_t>(N, 0), {}};
