@@ -5,6 +5,7 @@
 
 #include "activation.h"
 #include "cuda_runtime_api.h"
+#include "nccl_emit.h"
 #include "nccl_op_names.h"
 #include "real_nccl.h"
 #include "straggler_probe/gpu/cupti_capture.h"
@@ -235,7 +236,7 @@ void Interposer::finish(const OpIdentity& id, Call& call, ncclResult_t result) {
   if (timer != nullptr && call.timing != nullptr) {
     timer->end(call.timing, id.stream, ev);
   } else {
-    gpu::emit_event(ev);
+    emit_nccl_event(ev);
   }
   counters_.recorded.fetch_add(1, std::memory_order_relaxed);
 
@@ -283,6 +284,11 @@ InterposerStats Interposer::stats() const {
   s.graph_captured = counters_.graph_captured.load();
   s.in_progress = counters_.in_progress.load();
   s.steps_marked = counters_.steps_marked.load();
+  if (StreamTimer* t = timer_fast_.load()) {
+    const StreamTimerStats ts = t->stats();
+    s.cuda_event_timed = ts.timed;
+    s.cuda_event_fallbacks = ts.untimed_full + ts.record_failures;
+  }
   return s;
 }
 

@@ -33,6 +33,8 @@ struct InterposerStats {
   uint64_t graph_captured = 0;    // skipped: stream capturing into a CUDA graph
   uint64_t in_progress = 0;       // non-blocking communicator: host-timed
   uint64_t steps_marked = 0;
+  uint64_t cuda_event_timed = 0;      // GPU-timed through the stream timer
+  uint64_t cuda_event_fallbacks = 0;  // timer present, timing not possible: host times
 };
 
 class Interposer {

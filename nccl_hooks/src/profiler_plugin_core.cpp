@@ -8,6 +8,7 @@
 #include "activation.h"
 #include "comm_registry.h"
 #include "interposer.h"
+#include "nccl_emit.h"
 #include "nccl_op_names.h"
 #include "straggler_probe/gpu/cupti_capture.h"
 #include "straggler_probe/gpu/event_sink.h"
@@ -144,7 +145,7 @@ void emit_and_free(OpHandle* h, bool swept) {
     }
   }
   gpu::tag_step(ev, h->step_label);
-  if (h->ctx->record) gpu::emit_event(ev);
+  if (h->ctx->record) emit_nccl_event(ev);
   p.ops_emitted.fetch_add(1, std::memory_order_relaxed);
   if (swept) p.ops_swept.fetch_add(1, std::memory_order_relaxed);
   free_op(h);

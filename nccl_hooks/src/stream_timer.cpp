@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "nccl_emit.h"
 #include "straggler_probe/gpu/event_sink.h"
 
 namespace sp::nccl {
@@ -141,7 +142,7 @@ void StreamTimer::end(Pending* p, void* stream, const sp_event& ev) {
   p->ev = ev;
   p->end_event = take_event();
   if (p->end_event == nullptr || rt_.event_record(p->end_event, stream) != kCudaSuccess) {
-    gpu::emit_event(ev);  // host times, as given
+    emit_nccl_event(ev);  // host times, as given
     cancel(p);
     std::lock_guard<std::mutex> lock(mutex_);
     ++stats_.record_failures;
@@ -187,7 +188,7 @@ size_t StreamTimer::poll() {
       std::lock_guard<std::mutex> lock(mutex_);
       ++stats_.timed;
     }  // else: an error on the stream; the host times already in ev stand
-    gpu::emit_event(ev);
+    emit_nccl_event(ev);
     done.push_back(p);
   }
   if (!done.empty()) {

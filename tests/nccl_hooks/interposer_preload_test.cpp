@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "fake_runtime.h"
+#include "straggler_probe/gpu/nccl_c_api.h"
 #include "nccl_api_decls.h"
 
 namespace {
@@ -267,6 +268,27 @@ TEST_F(InterposerPreload, RtldLocalConsumersAreInterposedToo) {
   const auto ev = recorded();
   ASSERT_EQ(ev.size(), 1u);
   EXPECT_EQ(ev[0].bytes, 77u * 4);
+}
+
+TEST_F(InterposerPreload, CountersAndRecentOperationsAreExported) {
+  auto stats = probe_fn<int (*)(sp_nccl_stats*)>("sp_nccl_get_stats");
+  auto recent = probe_fn<size_t (*)(sp_event*, size_t)>("sp_nccl_recent_ops");
+  ASSERT_NE(stats, nullptr);
+  ASSERT_NE(recent, nullptr);
+  sp_nccl_stats before{};
+  before.struct_size = sizeof(before);
+  ASSERT_EQ(stats(&before), SP_OK);
+  float a[3] = {};
+  ASSERT_EQ(ncclReduce(a, a, 3, kFloat32, kSum, 1, comm_, stream_), 0);
+  sp_nccl_stats after{};
+  after.struct_size = sizeof(after);
+  ASSERT_EQ(stats(&after), SP_OK);
+  EXPECT_EQ(after.recorded, before.recorded + 1);
+  EXPECT_EQ(after.plugin_active, 0u);
+  sp_event ops[64];
+  const size_t n = recent(ops, 64);
+  ASSERT_GE(n, 1u);
+  EXPECT_EQ(ops[n < 64 ? n - 1 : 63].coll, static_cast<uint32_t>(SP_COLL_REDUCE));
 }
 
 TEST(InterposerPreloadProcess, ARankStartsTheRuntimeOnce) {

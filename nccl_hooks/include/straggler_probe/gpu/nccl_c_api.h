@@ -1,0 +1,41 @@
+/* C entry points of the NCCL layer, exported by libstraggler_probe.so: counters and the last
+ * recorded operations, for diagnostics, the Python package and the GPU checks (tests/gpu). */
+#ifndef STRAGGLER_PROBE_GPU_NCCL_C_API_H_
+#define STRAGGLER_PROBE_GPU_NCCL_C_API_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "straggler_probe/probe.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct sp_nccl_stats {
+  uint32_t struct_size;         /* sizeof(sp_nccl_stats) */
+  uint32_t plugin_active;       /* the NCCL profiler plugin records (the interposer steps aside) */
+  uint64_t recorded;            /* interposer: operations recorded (a folded group counts once) */
+  uint64_t folded_groups;
+  uint64_t passthrough;         /* interposer: calls forwarded without recording */
+  uint64_t failed_calls;
+  uint64_t graph_captured;      /* skipped: stream capturing into a CUDA graph */
+  uint64_t in_progress;         /* non-blocking communicator: host-timed */
+  uint64_t steps_marked;        /* step boundaries found from the operation sequence */
+  uint64_t cuda_event_timed;    /* interposer operations timed with CUDA events */
+  uint64_t cuda_event_fallbacks;/* timing not possible: host times */
+  uint64_t plugin_contexts;
+  uint64_t plugin_ops;          /* plugin: operations emitted */
+  uint64_t plugin_ops_gpu_timed;/* plugin: with KernelCh GPU times */
+  uint64_t plugin_ops_swept;    /* plugin: channels never all reported */
+} sp_nccl_stats;
+
+SP_API int sp_nccl_get_stats(sp_nccl_stats* out);
+/* The last (up to 64) NCCL operations recorded, oldest first; returns how many exist. */
+SP_API size_t sp_nccl_recent_ops(sp_event* out, size_t capacity);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STRAGGLER_PROBE_GPU_NCCL_C_API_H_ */
