@@ -144,5 +144,23 @@ TEST(TraceCsv, QuotesGarbageOnOneLine) {
             "t.csv:2: column 'optype': unknown op type '\\x01\\x7f" + std::string(38, 'a') + "...'");
 }
 
+// The bundled reference traces load completely, values exact (row counts: the source Parquet's).
+TEST(TraceCsv, LoadsTheReferenceTraces) {
+  for (const auto& [name, rows] : {std::pair<std::string, size_t>{"ST", 6784}, {"SE", 107328}}) {
+    const std::string dir = std::string(SP_TEST_DATA_DIR) + "/" + name;
+    const JobMeta meta = load_meta(dir + "/meta.yaml");
+    const TraceTable t = load_trace_csv(dir + "/trace.csv.gz", meta);
+    EXPECT_EQ(t.size(), rows) << name;
+    EXPECT_EQ(meta.trial_name, name);
+  }
+  const std::string st = std::string(SP_TEST_DATA_DIR) + "/ST";
+  const TraceTable t = load_trace_csv(st + "/trace.csv.gz", load_meta(st + "/meta.yaml"));
+  // First row: 0,0,0,23,backward-compute,0.84867167472839355,0.13867968320846558,0,0,0,0
+  EXPECT_EQ(t.step[0], 23);
+  EXPECT_EQ(t.optype[0], OpType::kBackwardCompute);
+  EXPECT_EQ(t.start_ts[0], static_cast<double>(0.84867167472839355f));
+  EXPECT_EQ(t.duration[0], static_cast<double>(0.13867968320846558f));
+}
+
 }  // namespace
 }  // namespace sp::whatif
