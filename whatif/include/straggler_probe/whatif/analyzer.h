@@ -22,7 +22,9 @@ namespace sp::whatif {
 struct AnalyzeOptions {
   // Analyse only these steps (those absent from the trace are ignored, as the artifact does;
   // none present is an error). The dependency model, transfer times and launch delays are
-  // still derived from the whole trace.
+  // still derived from the whole trace. Give them in command-line order with ranges expanded
+  // ("12 20-23" -> 12, 20, 21, 22, 23): the artifact lists per-step attributions in the
+  // iteration order of the Python set it builds from them, which depends on that order.
   std::optional<std::vector<int64_t>> steps;
   // Attribute a slowdown only when it is at least this large (else the attribution is null).
   double decompose_threshold = 1.03;
