@@ -12,7 +12,6 @@
 #include "logging.h"
 #include "probe_state.h"
 #include "recorder.h"
-#include "straggler_probe/runtime.h"
 
 using sp::probe::Probe;
 using sp::probe::probe_instance;
@@ -188,6 +187,14 @@ SP_API int sp_pop_summary(void* buf, size_t capacity, size_t* size, int32_t time
   });
 }
 
+SP_API int sp_set_summary_callback(sp_summary_callback callback, void* user) {
+  if (sp::probe::in_forked_child()) return SP_ERR_DISABLED;
+  return guarded("sp_set_summary_callback", static_cast<int>(SP_ERR_INTERNAL), [&]() -> int {
+    sp::probe::store_summary_callback({callback, user});
+    return SP_OK;
+  });
+}
+
 SP_API int sp_get_stats(sp_stats* out) {
   if (out == nullptr) return SP_ERR_INVALID;
   return guarded("sp_get_stats", static_cast<int>(SP_ERR_INTERNAL),
@@ -204,32 +211,3 @@ SP_API const char* sp_last_warning(void) {
 }
 
 }  // extern "C"
-
-namespace sp::probe {
-
-PopStatus pop_summary(StepSummary* out, std::chrono::milliseconds timeout) noexcept {
-  try {
-    Probe* p = probe_instance();
-    if (p == nullptr || out == nullptr || in_forked_child()) return PopStatus::kDisabled;
-    switch (p->summaries.pop(out, timeout)) {
-      case SummaryQueue::PopStatus::kOk: return PopStatus::kOk;
-      case SummaryQueue::PopStatus::kTimeout: return PopStatus::kTimeout;
-      default: return PopStatus::kDisabled;
-    }
-  } catch (const std::exception& e) {
-    step_aside("pop_summary", e.what());
-  } catch (...) {
-    step_aside("pop_summary", "unknown exception");
-  }
-  return PopStatus::kDisabled;
-}
-
-void set_summary_callback(SummaryCallback callback) noexcept {
-  try {
-    store_summary_callback(std::move(callback));
-  } catch (...) {
-    step_aside("set_summary_callback", "exception");
-  }
-}
-
-}  // namespace sp::probe

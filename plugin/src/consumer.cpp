@@ -186,10 +186,9 @@ void Consumer::emit(StepSummary&& summary) {
 
   QueuedSummary item;
   item.encoded = encode_summary(summary);
-  const std::function<void(const StepSummary&)> callback = load_summary_callback();
-  if (callback) {
+  if (const SummaryCallbackSlot callback = load_summary_callback(); callback.fn != nullptr) {
     try {
-      callback(summary);
+      callback.fn(item.encoded.data(), item.encoded.size(), callback.user);
     } catch (const std::exception& e) {
       log::warn_once("summary_callback",
                      fmt::format("the summary callback threw ({}); it is still called for later "

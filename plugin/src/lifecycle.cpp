@@ -70,10 +70,12 @@ bool stop_consumer(Probe& p, std::chrono::milliseconds timeout) {
 
 Probe::Probe() = default;
 
+void Probe::wake_consumer() { wake_cv.notify_all(); }
+
 namespace {
 struct CallbackHolder {
   std::mutex mutex;
-  std::function<void(const StepSummary&)> callback;
+  SummaryCallbackSlot callback;
 };
 CallbackHolder& callback_holder() {
   static CallbackHolder* const holder = new CallbackHolder();  // never destroyed: see Probe
@@ -81,19 +83,17 @@ CallbackHolder& callback_holder() {
 }
 }  // namespace
 
-void store_summary_callback(std::function<void(const StepSummary&)> callback) {
+void store_summary_callback(SummaryCallbackSlot callback) {
   CallbackHolder& h = callback_holder();
   std::lock_guard lock(h.mutex);
-  h.callback = std::move(callback);
+  h.callback = callback;
 }
 
-std::function<void(const StepSummary&)> load_summary_callback() {
+SummaryCallbackSlot load_summary_callback() {
   CallbackHolder& h = callback_holder();
   std::lock_guard lock(h.mutex);
   return h.callback;
 }
-
-void Probe::wake_consumer() { wake_cv.notify_all(); }
 
 Probe* probe_instance() noexcept { return g_probe.load(std::memory_order_acquire); }
 

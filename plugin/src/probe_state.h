@@ -98,8 +98,13 @@ bool in_forked_child() noexcept;
 // the consumer wind down on its own. Never waits; callable from any thread.
 void step_aside(const char* where, const char* what) noexcept;
 
-// The summary callback (runtime.h). Kept apart from Probe so it can be set before sp_init.
-void store_summary_callback(std::function<void(const StepSummary&)> callback);
-std::function<void(const StepSummary&)> load_summary_callback();
+// The summary callback (sp_set_summary_callback). Kept apart from Probe so that it can be set
+// before sp_init.
+struct SummaryCallbackSlot {
+  sp_summary_callback fn = nullptr;
+  void* user = nullptr;
+};
+void store_summary_callback(SummaryCallbackSlot callback);
+SummaryCallbackSlot load_summary_callback();
 
 }  // namespace sp::probe

@@ -387,6 +387,51 @@ TEST_F(CApi, SummaryCallbackSeesEveryStepAndMayThrow) {
   EXPECT_NE(std::string(sp_last_warning()).find("callback threw"), std::string::npos);
 }
 
+struct EncodedCalls {
+  std::atomic<int> calls{0};
+  std::atomic<int64_t> last_step{-1};
+};
+
+void count_encoded(const void* data, size_t size, void* user) {
+  auto* calls = static_cast<EncodedCalls*>(user);
+  StepSummary s;
+  std::string error;
+  if (decode_summary(std::string_view(static_cast<const char*>(data), size), &s, &error)) {
+    calls->last_step = s.step;
+  }
+  ++calls->calls;
+}
+
+TEST_F(CApi, CCallbackGetsTheEncodedSummaryBeforeItIsQueued) {
+  EncodedCalls calls;
+  ASSERT_EQ(sp_set_summary_callback(&count_encoded, &calls), SP_OK);  // before sp_init is fine
+  start();
+  ASSERT_EQ(sp_mark_step(21), SP_OK);
+  ASSERT_EQ(sp_flush(), SP_OK);
+  StepSummary s;
+  ASSERT_EQ(pop_summary(&s, 5000ms), PopStatus::kOk);
+  EXPECT_EQ(calls.calls.load(), 1);
+  EXPECT_EQ(calls.last_step.load(), 21);
+  ASSERT_EQ(sp_set_summary_callback(nullptr, nullptr), SP_OK);
+  ASSERT_EQ(sp_mark_step(22), SP_OK);
+  ASSERT_EQ(sp_flush(), SP_OK);
+  ASSERT_EQ(pop_summary(&s, 5000ms), PopStatus::kOk);
+  EXPECT_EQ(calls.calls.load(), 1);
+}
+
+TEST_F(CApi, PopGrowsItsBufferForLargeSummaries) {
+  start([](sp_config& c) { c.ring_capacity = 1u << 16; });
+  for (int i = 0; i < 5000; ++i) {  // 5000 x 80 bytes: larger than the first pop buffer
+    sp_event e = event_now(SP_OP_KERNEL);
+    ASSERT_EQ(sp_record(&e), SP_OK);
+  }
+  ASSERT_EQ(sp_mark_step(0), SP_OK);
+  ASSERT_EQ(sp_flush(), SP_OK);
+  StepSummary s;
+  ASSERT_EQ(pop_summary(&s, 5000ms), PopStatus::kOk);
+  EXPECT_EQ(s.ops.size(), 5000u);
+}
+
 TEST_F(CApi, BadEnvironmentValueKeepsTheProbeOffWithOneWarning) {
   setenv("STRAGGLER_PROBE_RING_CAPACITY", "abc", 1);
   const sp_config cfg = test_config();

@@ -167,6 +167,13 @@ SP_API int sp_set_clock_offset(int64_t offset_ns);
  * still be popped after it. Call from the transport thread, never the training thread. */
 SP_API int sp_pop_summary(void* buf, size_t capacity, size_t* size, int32_t timeout_ms);
 
+/* Called on the consumer thread with every finished summary, encoded as sp_pop_summary returns
+ * it, just before it is queued. The bytes are valid during the call only. It must return
+ * quickly (the consumer drains the rings between steps) and must not call sp_shutdown. NULL
+ * removes it. It may be set before sp_init and stays set across sp_shutdown / sp_init. */
+typedef void (*sp_summary_callback)(const void* data, size_t size, void* user);
+SP_API int sp_set_summary_callback(sp_summary_callback callback, void* user);
+
 SP_API int sp_get_stats(sp_stats* out);
 
 /* The last warning the probe logged (for tests and the Python layer); never NULL. */
