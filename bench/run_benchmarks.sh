@@ -8,7 +8,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${SP_BENCH_BUILD_DIR:-$root/build-bench}
 jobs=${SP_BENCH_JOBS:-2}
 
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DSP_BUILD_TESTS=OFF \
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
   -DSP_BUILD_PYTHON=OFF >/dev/null
 cmake --build "$build" -j"$jobs" --target sp_bench_analysis sp_gen_trace >/dev/null
 
