@@ -1,14 +1,17 @@
 // The Megatron-style step program of every traced worker: what it issues, in which order, and
 // which operations wait for which. This is where the synthetic traces get their shape.
 //
-// Streams per worker: the main stream (compute, pipeline send/recv, post-backward collectives,
-// optimizer), where each operation is issued after the previous one finished, as Megatron's
-// blocking calls behave; and a data-parallel stream for the parameter all-gathers (and, with
-// overlap, the per-chunk gradient reduce-scatters) that runs beside it.
+// Streams per worker: the main stream (compute, post-backward collectives, optimizer, and in
+// plain 1F1B the blocking pipeline send/recv), where each operation is issued after the
+// previous one finished, as Megatron's blocking calls behave; a data-parallel stream for the
+// parameter all-gathers (and, with overlap, the per-chunk gradient reduce-scatters) beside it;
+// in the interleaved schedule, one stream per kind of asynchronous send/recv.
 //
 // The order of records is chosen so the analysis's pairing rules hold: the i-th forward-recv of
-// a stage comes right before its i-th forward compute, each send right after the compute whose
-// output it carries, and the k-th real send of a stage meets the k-th real recv of its peer.
+// a stage comes before its i-th forward compute (and after the one before), each send right
+// after the compute whose output it carries, and the k-th real send of a stage meets the k-th
+// real recv of its peer. Transfers are paired by the tensor they carry; the tests check that
+// this pairing and the analysis's count-based one agree.
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -133,25 +136,25 @@ class ScheduleWriter {
     auto fwd = [](int m) { return ComputeRef{true, 0, m}; };
     auto bwd = [](int m) { return ComputeRef{false, 0, m}; };
     for (int i = 0; i < warmup; ++i) {
-      batch({recv_for(fwd(i))}, false);
+      batch({recv_for(fwd(i))});
       compute(fwd(i));
-      batch({send_of(fwd(i))}, false);
+      batch({send_of(fwd(i))});
     }
-    if (steady > 0) batch({recv_for(fwd(warmup))}, false);
+    if (steady > 0) batch({recv_for(fwd(warmup))});
     for (int i = 0; i < steady; ++i) {
       compute(fwd(warmup + i));
-      batch({send_of(fwd(warmup + i)), recv_for(bwd(i))}, false);
+      batch({send_of(fwd(warmup + i)), recv_for(bwd(i))});
       compute(bwd(i));
       if (i == steady - 1) {
-        batch({send_of(bwd(i))}, false);
+        batch({send_of(bwd(i))});
       } else {
-        batch({send_of(bwd(i)), recv_for(fwd(warmup + i + 1))}, false);
+        batch({send_of(bwd(i)), recv_for(fwd(warmup + i + 1))});
       }
     }
     for (int i = steady; i < mb_; ++i) {
-      batch({recv_for(bwd(i))}, false);
+      batch({recv_for(bwd(i))});
       compute(bwd(i));
-      batch({send_of(bwd(i))}, false);
+      batch({send_of(bwd(i))});
     }
   }
 
@@ -270,13 +273,12 @@ class ScheduleWriter {
     builder_.join(reduce_scatter_[static_cast<size_t>(stage_ * vpp_ + chunk)], node);
   }
 
-  // One blocking batched p2p call on the main stream; endpoints without a peer are recorded
-  // only when keep_noops is set. Nothing is issued when no endpoint remains.
-  void batch(const std::vector<Endpoint>& endpoints, bool keep_noops) {
+  // One blocking batched p2p call on the main stream. Calls without a peer are not made (1F1B
+  // skips them), so nothing is issued when no endpoint has a peer.
+  void batch(const std::vector<Endpoint>& endpoints) {
     const bool any = std::any_of(endpoints.begin(), endpoints.end(),
-                                 [&](const Endpoint& e) { return keep_noops || !e.noop; });
-    if (!any) return;
-    add_endpoints(main_node(Work::kP2pBatch), endpoints, keep_noops);
+                                 [](const Endpoint& e) { return !e.noop; });
+    if (any) add_endpoints(main_node(Work::kP2pBatch), endpoints, false);
   }
 
   void add_endpoints(uint32_t node, const std::vector<Endpoint>& endpoints, bool keep_noops) {
