@@ -183,12 +183,16 @@ void init_rows(AnalysisResult& r, size_t num_rows) {
 void fill_ideal_rows(AnalysisResult& r, const LaneModel& analysed,
                      const std::vector<double>& ideal_start, const std::vector<double>& ideal_end) {
   const size_t num_rows = r.row_analysed.size();
+  const int64_t* cell_row = analysed.cell_row.data();
+  double* out_start = r.row_ideal_start.data();
+  double* out_end = r.row_ideal_end.data();
+  uint8_t* out_analysed = r.row_analysed.data();
   for (size_t c = 0; c < analysed.cell_row.size(); ++c) {
-    const int64_t row = analysed.cell_row[c];
-    if (row < 0 || static_cast<size_t>(row) >= num_rows) continue;
-    r.row_ideal_start[static_cast<size_t>(row)] = ideal_start[c];
-    r.row_ideal_end[static_cast<size_t>(row)] = ideal_end[c];
-    r.row_analysed[static_cast<size_t>(row)] = 1;
+    const auto row = static_cast<size_t>(cell_row[c]);
+    if (row >= num_rows) continue;  // also -1: not from a trace row
+    out_start[row] = ideal_start[c];
+    out_end[row] = ideal_end[c];
+    out_analysed[row] = 1;
   }
 }
 
@@ -201,12 +205,14 @@ void fill_real_rows(AnalysisResult& r, const TraceTable& t) {
     float& m = step_min[index(t.step[i])];
     m = std::min(m, static_cast<float>(t.start_ts[i]));
   }
+  double* out_start = r.row_real_start.data();
+  double* out_end = r.row_real_end.data();
   for (size_t i = 0; i < t.size(); ++i) {
     const float origin = step_min[index(t.step[i])];
     const auto start = static_cast<float>(t.start_ts[i]);
     const float end = start + static_cast<float>(t.duration[i]);
-    r.row_real_start[i] = static_cast<double>(start - origin);
-    r.row_real_end[i] = static_cast<double>(end - origin);
+    out_start[i] = static_cast<double>(start - origin);
+    out_end[i] = static_cast<double>(end - origin);
   }
 }
 

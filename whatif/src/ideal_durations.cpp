@@ -76,13 +76,18 @@ void compute_ideal_work(const LaneModel& model, const std::vector<uint8_t>& is_c
       if (means[static_cast<size_t>(ti)].count()) duration_ideal[static_cast<size_t>(ti)] = means[static_cast<size_t>(ti)].mean();
       continue;
     }
-    values.clear();
-    for (size_t v = 0; v < N; ++v) {
-      if (model.node_optype[v] != t) continue;
-      values.insert(values.end(), dur_nodelay.begin() + static_cast<std::ptrdiff_t>(v * L),
-                    dur_nodelay.begin() + static_cast<std::ptrdiff_t>((v + 1) * L));
+    // The median duration only matters for nodes the simulator times by duration.
+    bool any_compute_node = false;
+    for (size_t v = 0; v < N; ++v) any_compute_node |= model.node_optype[v] == t && !is_comm[v];
+    if (any_compute_node) {
+      values.clear();
+      for (size_t v = 0; v < N; ++v) {
+        if (model.node_optype[v] != t) continue;
+        values.insert(values.end(), dur_nodelay.begin() + static_cast<std::ptrdiff_t>(v * L),
+                      dur_nodelay.begin() + static_cast<std::ptrdiff_t>((v + 1) * L));
+      }
+      duration_ideal[static_cast<size_t>(ti)] = median(values);
     }
-    duration_ideal[static_cast<size_t>(ti)] = median(values);
     values.clear();
     for (size_t v = 0; v < N; ++v) {
       if (model.node_optype[v] != t) continue;
