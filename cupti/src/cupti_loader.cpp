@@ -66,8 +66,14 @@ void bind_all(void* h, CuptiApi& api) {
   bind(h, "cuptiActivityFlushPeriod", api.flush_period);
 }
 
-LoadedCupti finish(void* handle, int major, bool was_loaded) {
+LoadedCupti finish(void* handle, int major, bool was_loaded, bool require_driver) {
   LoadedCupti out;
+  std::string why;
+  if (require_driver && !cuda_driver_available(&why)) {
+    // Not one call into CUPTI: some releases crash without a driver (cupti_loader.h).
+    out.error = "no CUDA driver (" + why + ")";
+    return out;
+  }
   out.handle = handle;
   out.major = major;
   out.was_loaded = was_loaded;
@@ -93,6 +99,17 @@ LoaderOptions loader_options_from_env() {
     o.allow_load = false;
   }
   return o;
+}
+
+bool cuda_driver_available(std::string* why) {
+  if (void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD | RTLD_LOCAL); h != nullptr) {
+    dlclose(h);
+    return true;
+  }
+  if (dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL) != nullptr) return true;  // kept loaded
+  const char* e = dlerror();
+  if (why != nullptr) *why = e != nullptr ? e : "libcuda.so.1 cannot be loaded";
+  return false;
 }
 
 int resident_cupti_major() {
@@ -138,13 +155,13 @@ LoadedCupti load_cupti(const LoaderOptions& opts) {
                   "; refusing to mix majors";
       return out;
     }
-    return finish(h, major, false);
+    return finish(h, major, false, opts.require_driver);
   }
 
   // 1. A CUPTI already in the process (torch loaded it): always prefer it.
   for (int major : opts.majors) {
     if (void* h = dlopen_noload(soname("libcupti", major)); h != nullptr) {
-      return finish(h, major, true);
+      return finish(h, major, true, opts.require_driver);
     }
   }
   if (resident != 0) {
@@ -193,7 +210,7 @@ LoadedCupti load_cupti(const LoaderOptions& opts) {
     out.error = "cannot load " + name + " (not on the library path)";
     return out;
   }
-  return finish(h, cudart, false);
+  return finish(h, cudart, false, opts.require_driver);
 }
 
 std::string result_string(const CuptiApi& api, CuptiResult r) {

@@ -65,6 +65,11 @@ struct LoaderOptions {
   // Whether we may load CUPTI ourselves when the process has none. Always matched to the CUDA
   // runtime major already loaded; never a major different from one already present.
   bool allow_load = true;
+  // Refuse CUPTI when the CUDA driver (libcuda.so.1) cannot be loaded, before calling into it:
+  // some CUPTI releases (the CUDA 13.2 pip wheel's, seen here) crash on their first call, even
+  // cuptiGetVersion, when there is no driver. Tests of record walking turn it off for a CUPTI
+  // known to work without a driver.
+  bool require_driver = true;
 };
 
 // Options from the environment (STRAGGLER_PROBE_CUPTI_LIB, STRAGGLER_PROBE_CUPTI_LOAD=0).
@@ -72,6 +77,10 @@ LoaderOptions loader_options_from_env();
 
 // Loads CUPTI. Never throws; on failure `error` says why (one line).
 LoadedCupti load_cupti(const LoaderOptions& opts);
+
+// Whether libcuda.so.1 is in the process or can be loaded (it is then kept loaded: the CUDA
+// runtime of this process loads it anyway). On failure *why says what the loader said.
+bool cuda_driver_available(std::string* why);
 
 // The CUPTI major already resident in the process (RTLD_NOLOAD probe), 0 if none.
 int resident_cupti_major();

@@ -47,6 +47,11 @@ for mode in norank rank; do
   if [ -n "$VENV_PY" ] && [ -x "$VENV_PY" ] && "$VENV_PY" -c 'import torch' 2>/dev/null; then
     run "python + torch" $mode "8.0" "$VENV_PY" -c \
       'import torch; x = torch.ones(4) * 2; print(float(x.sum())); print(torch.cuda.is_available())'
+    # torch has loaded CUPTI: starting GPU capture must refuse it before any CUPTI call (some
+    # CUPTI releases crash without a driver) and say so once. (Asked for explicitly, so it may
+    # speak even outside a rank: run in rank mode only.)
+    [ "$mode" = rank ] && run "python + torch, GPU capture asked for" $mode "start 1" env SP_LIB="$LIB" "$VENV_PY" -c \
+      'import os, ctypes, torch; l = ctypes.CDLL(os.environ["SP_LIB"]); print("start", l.sp_cupti_start()); l.sp_cupti_region_push(1, 0, 0); l.sp_cupti_region_pop()'
   fi
 done
 exit $failures
