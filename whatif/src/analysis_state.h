@@ -43,7 +43,7 @@ void compute_ideal_work(const LaneModel& model, const std::vector<uint8_t>& is_c
 // Attribution by dp rank, stage and op type. `launch` selects the launch-delay variant.
 void decompose_all(Analysis::State& st, bool launch, const std::vector<int64_t>& target_steps);
 
-// The artifact's explain_slowdown for the cells selected by `overlay_mask` (node-major bytes).
+// The artifact's explain_slowdown for the cells selected by `cell_mask` (per cell, node-major).
 SlowdownExplanation explain_slowdown(Analysis::State& st, const std::vector<uint8_t>& cell_mask);
 
 // Iteration order of the Python set the artifact builds for --step (its per-step attributions

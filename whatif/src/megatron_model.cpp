@@ -166,9 +166,18 @@ LaneModel build_megatron_model(const TraceTable& t, const JobMeta& meta) {
   model.lanes.lanes_per_step = dp;
   const size_t L = model.lanes.num_lanes();
   const size_t cells = num_ops * L;
-  std::vector<float> raw_start(cells), raw_end(cells);
-  model.duration.assign(cells, 0.0f);
-  model.cell_row.assign(cells, -1);
+  // Rows arrive in trace order (a worker's rows of a step together), cells are node-major: a
+  // direct scatter would miss the cache on every row. So rows go first to packed records in
+  // lane-major order ([lane][op]: a worker-step's rows land close together), which are then
+  // transposed tile by tile into the node-major columns.
+  struct PackedCell {
+    float start, end, dur;
+    uint32_t row_plus_one;  // 0: no row yet
+  };
+  if (n >= std::numeric_limits<uint32_t>::max()) {
+    throw ModelError("the trace has " + std::to_string(n) + " rows; at most 4294967294 are supported");
+  }
+  std::vector<PackedCell> packed(cells, PackedCell{0, 0, 0, 0});
   std::vector<float> step_min(steps.size(), std::numeric_limits<float>::infinity());
   for (size_t r = 0; r < n; ++r) {
     const size_t si = step_index(t.step[r]);
@@ -181,26 +190,40 @@ LaneModel build_megatron_model(const TraceTable& t, const JobMeta& meta) {
                        ", the template of the dependency model; every replica and step must run "
                        "the same ops");
     }
-    const size_t c = model.cell(op, si * static_cast<size_t>(dp) + static_cast<size_t>(t.dp_rank[r]));
-    if (model.cell_row[c] >= 0) {
+    const size_t lane = si * static_cast<size_t>(dp) + static_cast<size_t>(t.dp_rank[r]);
+    PackedCell& p = packed[lane * num_ops + static_cast<size_t>(op)];
+    if (p.row_plus_one != 0) {
       throw ModelError("op " + m.name(op) + " occurs twice on " + row_where(t, r));
     }
-    model.cell_row[c] = static_cast<int64_t>(r);
-    raw_start[c] = tv.start[r];
-    raw_end[c] = tv.end[r];
-    model.duration[c] = tv.dur[r];
+    p = PackedCell{tv.start[r], tv.end[r], tv.dur[r], static_cast<uint32_t>(r + 1)};
   }
-  for (size_t c = 0; c < cells; ++c) {
-    if (model.cell_row[c] < 0) {
-      const size_t op = c / L, lane = c % L;
-      const auto d = static_cast<int32_t>(lane % static_cast<size_t>(dp));
-      throw ModelError("op " + m.name(static_cast<int32_t>(op)) + " is missing on rank " +
-                       std::to_string(model.rank_of(m.stage[op], d)) + " (dp rank " +
-                       std::to_string(d) + ") in step " +
-                       std::to_string(steps[lane / static_cast<size_t>(dp)]) +
-                       "; every replica and step must run the same ops");
+  std::vector<float> raw_start(cells), raw_end(cells);
+  model.duration.resize(cells);
+  model.cell_row.resize(cells);
+  constexpr size_t kTile = 16;  // ops per tile: 16 sequential write streams
+  for (size_t v0 = 0; v0 < num_ops; v0 += kTile) {
+    const size_t v1 = std::min(num_ops, v0 + kTile);
+    for (size_t lane = 0; lane < L; ++lane) {
+      const PackedCell* src = packed.data() + lane * num_ops;
+      for (size_t v = v0; v < v1; ++v) {
+        const PackedCell& p = src[v];
+        if (p.row_plus_one == 0) {
+          const auto d = static_cast<int32_t>(lane % static_cast<size_t>(dp));
+          throw ModelError("op " + m.name(static_cast<int32_t>(v)) + " is missing on rank " +
+                           std::to_string(model.rank_of(m.stage[v], d)) + " (dp rank " +
+                           std::to_string(d) + ") in step " +
+                           std::to_string(steps[lane / static_cast<size_t>(dp)]) +
+                           "; every replica and step must run the same ops");
+        }
+        const size_t c = v * L + lane;
+        raw_start[c] = p.start;
+        raw_end[c] = p.end;
+        model.duration[c] = p.dur;
+        model.cell_row[c] = static_cast<int64_t>(p.row_plus_one) - 1;
+      }
     }
   }
+  packed = {};
 
   compute_transfer_durations(graph, model.lanes, raw_start, raw_end, model.transfer);
   compute_launch_delays(graph, model.lanes, raw_start, raw_end, step_min, model.launch_delay);
