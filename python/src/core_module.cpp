@@ -81,13 +81,14 @@ sp::pyext::FaultInjection parse_fault(const std::string& fault) {
 // store: a capsule from straggler_probe._c10d.wrap_store (C++ store, no GIL in the transport),
 // a Python store object (the GIL is taken per call), or None (single rank: in-process store).
 void start_pipeline(py::object store, int rank, int world_size, const std::string& prefix,
-                    int max_lag, double step_timeout_s, double analysis_timeout_s,
+                    int max_lag, int64_t first_step, double step_timeout_s, double analysis_timeout_s,
                     const std::string& out_dir, bool log_lines, const std::string& fault) {
   sp::pyext::PipelineOptions o;
   o.transport.rank = rank;
   o.transport.world_size = world_size;
   o.transport.prefix = prefix;
   o.transport.max_lag = max_lag;
+  o.transport.first_step = first_step;
   o.transport.step_timeout = std::chrono::milliseconds(static_cast<int64_t>(step_timeout_s * 1e3));
   o.analysis.world_size = world_size;
   o.analysis.max_lag = max_lag;
@@ -191,7 +192,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("last_warning", [] { return std::string(sp_last_warning()); });
 
   m.def("start_pipeline", &start_pipeline, py::arg("store"), py::arg("rank"),
-        py::arg("world_size"), py::arg("prefix"), py::arg("max_lag"), py::arg("step_timeout_s"),
+        py::arg("world_size"), py::arg("prefix"), py::arg("max_lag"), py::arg("first_step"), py::arg("step_timeout_s"),
         py::arg("analysis_timeout_s"), py::arg("out_dir"), py::arg("log_lines"),
         py::arg("fault"));
   m.def("stop_pipeline", &stop_pipeline, py::arg("drain_s"));

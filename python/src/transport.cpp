@@ -72,7 +72,10 @@ class Sender final : public StoppableLoop {
         EncodedSummary s;
         std::string error;
         switch (source_.pop(stopping() ? 0 : 50, &s, &error)) {
-          case SummarySource::Status::kOk: held = std::move(s); break;
+          case SummarySource::Status::kOk:
+            if (s.step < o_.first_step) continue;  // warm-up: not analysed, not sent
+            held = std::move(s);
+            break;
           case SummarySource::Status::kEmpty:
             if (stopping()) source_closed = true;  // drained: nothing more will come
             continue;
@@ -144,7 +147,7 @@ class Sender final : public StoppableLoop {
   std::function<void(const std::string&)> on_remote_stop_;
   std::function<void(const std::string&)> warn_;
   SummarySource source_;
-  int64_t ack_ = -1;  // nothing acknowledged yet: steps 0..max_lag may go
+  int64_t ack_ = -1;  // until rank 0's first ack: steps up to max_lag - 1 may go
   bool warned_ = false;
 };
 
@@ -159,7 +162,7 @@ class Collector final : public StoppableLoop {
       : o_(std::move(o)), store_(std::move(store)), counters_(std::move(counters)),
         deliver_(std::move(deliver)), watchdog_(std::move(watchdog)), warn_(std::move(warn)),
         publish_stop_(std::move(publish_stop)),
-        cursor_(static_cast<size_t>(o_.world_size), 0),
+        cursor_(static_cast<size_t>(o_.world_size), o_.first_step),
         next_head_check_(static_cast<size_t>(o_.world_size), Clock::now()) {
     thread_.start([this] { run(); });
   }
@@ -173,6 +176,7 @@ class Collector final : public StoppableLoop {
 
   void run() {
     std::string error;
+    ack_ = o_.first_step - 1;
     store_->set(ack_key(o_), std::to_string(ack_), &error);
     while (true) {
       if (publish_stop_->load()) {

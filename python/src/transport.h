@@ -31,6 +31,7 @@ struct TransportOptions {
   int world_size = 1;
   std::string prefix = "straggler_probe/0/";
   int max_lag = 8;
+  int64_t first_step = 0;  // steps before it (warm-up, and the set-up step -1) are not sent
   std::chrono::milliseconds step_timeout{60000};
   std::chrono::milliseconds poll{5};
 };

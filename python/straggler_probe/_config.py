@@ -78,6 +78,9 @@ FIELDS: dict[str, _Field] = {
     "transport": _Field(_parse_choice("auto", "c10d", "python", "none"), "auto",
                         "How summaries reach rank 0: c10d (C++ thread on the job's store), python "
                         "(daemon thread on the same store), none (each rank keeps its own), auto (c10d, else python)."),
+    "warmup_steps": _Field(_parse_int(0), 2,
+                           "First training steps left out of the analysis (one-off costs: allocator "
+                           "warm-up, DDP bucket rebuild, compilation)."),
     "max_lag": _Field(_parse_int(1), 8, "Steps rank 0 may fall behind before whole steps are skipped."),
     "analysis_timeout": _Field(_parse_float(0.1), 30.0,
                                "Seconds one step's analysis may take on rank 0 before the probe steps aside."),
@@ -107,6 +110,7 @@ class Config:
     pp_stage: int | None = None
     steps: str = "auto"
     transport: str = "auto"
+    warmup_steps: int = 2
     max_lag: int = 8
     analysis_timeout: float = 30.0
     step_timeout: float = 60.0
@@ -159,7 +163,7 @@ def _from_kwarg(name: str, field: _Field, value: Any) -> Any:
 # Variables other components of straggler_probe read themselves (the runtime, the analysis):
 # prefixes, so that their sections of docs/CONFIG.md can grow without touching this file.
 _FOREIGN_ENV_PREFIXES = ("LOG", "RING", "MAX_THREADS", "WINDOW", "SUMMARY", "THRESHOLD", "CUPTI",
-                         "NCCL", "PRELOAD", "HEATMAP", "REPORT", "JSONL", "ONLINE", "WARMUP")
+                         "NCCL", "PRELOAD", "HEATMAP", "REPORT", "JSONL", "ONLINE", "CLI")
 
 
 def unknown_env(environ: Mapping[str, str] | None = None) -> list[str]:

@@ -30,6 +30,7 @@ class Recorder:
         self._failed = False
         self._last_compute = 0       # FORWARD or BACKWARD: which micro-batch a send follows
         self._pending_recv: list[tuple] = []  # receives wait for the compute they feed
+        self._training = False       # set at the first data wait / forward / backward / optimizer
         self.on_first_forward: Callable[[], None] | None = None  # optimizer hooks learn from it
         self.on_step_marked: Callable[[], None] | None = None
 
@@ -67,6 +68,14 @@ class Recorder:
     def failed(self) -> bool:
         return self._failed
 
+    def training_activity(self) -> None:
+        """The first sign of training closes the set-up period (init, model and DDP construction)
+        as step -1, so that step 0 starts where training starts. Step -1 is never analysed."""
+        if not self._training:
+            self._training = True
+            if self.step == 0:
+                self.core.mark_step(-1)
+
     # ---- forward --------------------------------------------------------------------------
     def forward_begin(self) -> bool:
         """A top-level module's forward starts; returns whether it is being recorded."""
@@ -76,6 +85,7 @@ class Recorder:
         if self._fwd_depth > 1:
             return True  # nested top-level modules (a loss module inside a wrapper): one region
         if self._fwd is None:
+            self.training_activity()
             if self.fwd_mb == 0 and self.on_first_forward is not None:
                 self.on_first_forward()
             self._flush_recv(self.fwd_mb)
@@ -105,6 +115,7 @@ class Recorder:
 
     # ---- backward -------------------------------------------------------------------------
     def backward_begin(self) -> Any:
+        self.training_activity()
         self.close_forward()
         self._flush_recv(self.bwd_mb)
         self.in_backward = True
@@ -119,6 +130,7 @@ class Recorder:
 
     # ---- optimizer and steps --------------------------------------------------------------
     def optimizer_begin(self) -> Any:
+        self.training_activity()
         self.close_forward()
         return self.timer.stamp()
 

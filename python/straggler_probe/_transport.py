@@ -49,6 +49,7 @@ def start(core: Any, cfg: Config, rank: int, world: int, dist: Any, session: int
         store, how = None, "local"
     core.start_pipeline(store, rank=rank, world_size=world,
                         prefix=f"straggler_probe/{session}/", max_lag=cfg.max_lag,
+                        first_step=cfg.warmup_steps,
                         step_timeout_s=cfg.step_timeout, analysis_timeout_s=cfg.analysis_timeout,
                         out_dir=cfg.out_dir, log_lines=cfg.log_lines, fault=cfg.fault_inject)
     return how

@@ -39,6 +39,7 @@ class DataLoaderHooks:
         def __next__(it: Any) -> Any:
             if rec.failed or threading.get_ident() != rec.train_thread:
                 return orig(it)
+            rec.training_activity()
             start = now_ns()
             batch = orig(it)  # StopIteration passes through unrecorded: no batch was waited for
             end = now_ns()

@@ -1,0 +1,60 @@
+"""Single-process checks of the package's pieces: configuration, sequence lengths, topology."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from straggler_probe._config import ConfigError, load_config, unknown_env
+from straggler_probe._topology import infer_dp_pp
+from straggler_probe.hooks import seqlens
+
+
+def test_defaults_and_env_and_kwargs():
+    cfg = load_config({}, environ={})
+    assert cfg.steps == "auto" and cfg.max_lag == 8 and cfg.gc
+    cfg = load_config({}, environ={"STRAGGLER_PROBE_MAX_LAG": "3", "STRAGGLER_PROBE_GC": "off"})
+    assert cfg.max_lag == 3 and not cfg.gc
+    cfg = load_config({"max_lag": 5}, environ={"STRAGGLER_PROBE_MAX_LAG": "3"})
+    assert cfg.max_lag == 5  # keywords win
+
+
+@pytest.mark.parametrize("name,value", [("STRAGGLER_PROBE_MAX_LAG", "zero"),
+                                        ("STRAGGLER_PROBE_MAX_LAG", "0"),
+                                        ("STRAGGLER_PROBE_GC", "maybe"),
+                                        ("STRAGGLER_PROBE_TRANSPORT", "mpi"),
+                                        ("STRAGGLER_PROBE_ANALYSIS_TIMEOUT", "nan")])
+def test_bad_env_value_is_one_clear_error(name, value):
+    with pytest.raises(ConfigError) as err:
+        load_config({}, environ={name: value})
+    assert name in str(err.value) and repr(value) in str(err.value)
+
+
+def test_bad_keyword():
+    with pytest.raises(ConfigError, match="unknown keyword"):
+        load_config({"max_lags": 3}, environ={})
+    with pytest.raises(ConfigError, match=r"init\(steps='sometimes'\)"):
+        load_config({"steps": "sometimes"}, environ={})
+
+
+def test_misspelt_env_is_reported():
+    assert unknown_env({"STRAGGLER_PROBE_MAXLAG": "3", "STRAGGLER_PROBE_GC": "1"}) == \
+        ["STRAGGLER_PROBE_MAXLAG"]
+
+
+def test_seq_lens_from_cu_seqlens_and_mask():
+    assert seqlens.from_mapping({"cu_seqlens": torch.tensor([0, 5, 12, 12, 20])}) == [5, 7, 8]
+    mask = torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0]])
+    assert seqlens.from_call((), {"attention_mask": mask}) == [3, 2]
+    assert seqlens.from_call(({"attention_mask": mask},), {}) == [3, 2]
+    additive = torch.tensor([[0.0, -1e9], [0.0, 0.0]])  # float: not a 0/1 mask, not read
+    assert seqlens.from_mapping({"attention_mask": additive}) is None
+    assert seqlens.from_mapping({"input_ids": torch.zeros(2, 3)}) is None
+
+
+def test_topology_inference():
+    # stage-major: stages hold [0,1], [2,3]
+    assert infer_dp_pp([2, 3], 3, 4) == (1, 1)
+    # dp-major: stage s holds s, s+2
+    assert infer_dp_pp([1, 3], 3, 4) == (1, 1)
+    assert infer_dp_pp([0, 1, 2, 3], 2, 4) == (2, 0)
+    assert infer_dp_pp([0, 3], 3, 4) is None  # not a layout we can read: unknown, not guessed
