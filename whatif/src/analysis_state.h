@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -35,10 +36,10 @@ struct Analysis::State {
 };
 
 // The ideal work of every cell: per op type, the mean (compute) or median (communication) over
-// all cells of the no-delay timeline, with the artifact's dtypes. `dur_nodelay` is end - start
-// of every cell in the no-delay timeline.
+// all cells of the no-delay timeline (`start`, `end` per cell), with the artifact's dtypes.
 void compute_ideal_work(const LaneModel& model, const std::vector<uint8_t>& is_comm,
-                        const std::vector<double>& dur_nodelay, std::vector<double>& work_ideal);
+                        std::span<const double> start, std::span<const double> end,
+                        std::vector<double>& work_ideal);
 
 // Attribution by dp rank, stage and op type. `launch` selects the launch-delay variant.
 void decompose_all(Analysis::State& st, bool launch, const std::vector<int64_t>& target_steps);

@@ -98,11 +98,14 @@ Analysis::State::State(LaneModel m, AnalyzeOptions opts)
       span_nodelay[s] = res.span_end[s] - res.span_start[s];
       sim_nodelay[s] = res.step_end[s];
     }
-    std::vector<double> dur(cells);
-    for (size_t c = 0; c < cells; ++c) dur[c] = res.end[c] - res.start[c];
     work_nodelay.resize(cells);
-    for (size_t c = 0; c < cells; ++c) work_nodelay[c] = is_comm[c / L] ? work_base[c] : dur[c];
-    compute_ideal_work(model, is_comm, dur, work_ideal);
+    for (size_t v = 0; v < N; ++v) {
+      for (size_t c = v * L; c < (v + 1) * L; ++c) {
+        work_nodelay[c] = is_comm[v] ? work_base[c] : res.end[c] - res.start[c];
+      }
+    }
+    // 3. The ideal durations come from this timeline.
+    compute_ideal_work(model, is_comm, res.start, res.end, work_ideal);
   }
   std::vector<double> base64(base32.begin(), base32.end());
   r.step_t_base = ascending(model.steps, base64);
@@ -124,8 +127,7 @@ Analysis::State::State(LaneModel m, AnalyzeOptions opts)
       span_ideal[s] = res.span_end[s] - res.span_start[s];
       sim_ideal[s] = res.step_end[s];
     }
-    ideal_start.assign(res.start.begin(), res.start.end());
-    ideal_end.assign(res.end.begin(), res.end.end());
+    sim.release_cells(ideal_start, ideal_end);
     // Later replays start from the ideal timeline's own durations.
     for (size_t c = 0; c < cells; ++c) {
       if (!is_comm[c / L]) work_ideal[c] = ideal_end[c] - ideal_start[c];

@@ -29,7 +29,10 @@ double median(std::vector<double>& v) {
 }  // namespace
 
 void compute_ideal_work(const LaneModel& model, const std::vector<uint8_t>& is_comm,
-                        const std::vector<double>& dur_nodelay, std::vector<double>& work_ideal) {
+                        std::span<const double> start, std::span<const double> end,
+                        std::vector<double>& work_ideal) {
+  // The artifact's duration column after the no-delay replay: end - start.
+  const auto dur_nodelay = [&](size_t c) { return end[c] - start[c]; };
   const size_t N = model.graph.num_nodes();
   const size_t L = model.lanes.num_lanes();
   const auto dp = static_cast<size_t>(model.dp_size);
@@ -62,7 +65,7 @@ void compute_ideal_work(const LaneModel& model, const std::vector<uint8_t>& is_c
       for (NodeId v : stage_nodes[static_cast<size_t>(s)]) {
         const auto t = model.node_optype[static_cast<size_t>(v)];
         if (is_comm_for_ideal(t)) continue;
-        means[static_cast<size_t>(t)].add(dur_nodelay[static_cast<size_t>(v) * L + lane]);
+        means[static_cast<size_t>(t)].add(dur_nodelay(static_cast<size_t>(v) * L + lane));
       }
     }
   }
@@ -83,8 +86,7 @@ void compute_ideal_work(const LaneModel& model, const std::vector<uint8_t>& is_c
       values.clear();
       for (size_t v = 0; v < N; ++v) {
         if (model.node_optype[v] != t) continue;
-        values.insert(values.end(), dur_nodelay.begin() + static_cast<std::ptrdiff_t>(v * L),
-                      dur_nodelay.begin() + static_cast<std::ptrdiff_t>((v + 1) * L));
+        for (size_t c = v * L; c < (v + 1) * L; ++c) values.push_back(dur_nodelay(c));
       }
       duration_ideal[static_cast<size_t>(ti)] = median(values);
     }

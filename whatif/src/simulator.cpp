@@ -4,6 +4,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "graph_units.h"
 
@@ -189,6 +190,13 @@ SimResult Simulator::run(const SimInput& in) {
     r.span_end = span_end_;
   }
   return r;
+}
+
+void Simulator::release_cells(std::vector<double>& start, std::vector<double>& end) {
+  start = std::move(start_);
+  end = std::move(end_);
+  start_ = {};
+  end_ = {};
 }
 
 void Simulator::run_block(const SimInput& in) {

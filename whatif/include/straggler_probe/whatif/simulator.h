@@ -80,6 +80,10 @@ class Simulator {
   // Throws std::invalid_argument when an input has the wrong size.
   SimResult run(const SimInput& in);
 
+  // Hands the per-cell start and end times of the last run with want_cells over to the caller
+  // (no copy); the next such run allocates new buffers.
+  void release_cells(std::vector<double>& start, std::vector<double>& end);
+
  private:
   // The replay runs block by block: a few whole steps at a time (steps are independent), so
   // that the block's end times stay in cache.
