@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <exception>
 #include <string>
-#include <string_view>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_sinks.h>
@@ -49,8 +48,16 @@ int main(int argc, char** argv) {
     AnalyzeArgs analyze_args;
     CLI::App* analyze = add_analyze_command(app, analyze_args);
     // CLI11 reports an unknown command as "A subcommand is required"; name it instead.
-    if (argc > 1 && argv[1][0] != '-' && std::string_view(argv[1]) != "analyze") {
-      return fail(kExitBadInput, std::string("unknown command '") + argv[1] + "' (commands: analyze; see --help)");
+    if (argc > 1 && argv[1][0] != '-') {
+      std::string known;
+      bool found = false;
+      for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+        known += (known.empty() ? "" : ", ") + sub->get_name();
+        found = found || sub->get_name() == argv[1];
+      }
+      if (!found) {
+        return fail(kExitBadInput, std::string("unknown command '") + argv[1] + "' (commands: " + known + "; see --help)");
+      }
     }
     try {
       app.parse(argc, argv);
