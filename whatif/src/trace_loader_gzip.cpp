@@ -22,6 +22,11 @@ std::string read_raw(const std::string& path) {
   std::unique_ptr<std::FILE, FileCloser> f(std::fopen(path.c_str(), "rb"));
   if (!f) throw TraceError(path, 0, "", std::string("cannot open: ") + std::strerror(errno));
   std::string data;
+  // One allocation for regular files; pipes and the like (size unknown) just grow.
+  if (std::fseek(f.get(), 0, SEEK_END) == 0) {
+    if (const long size = std::ftell(f.get()); size > 0) data.reserve(static_cast<size_t>(size));
+    std::rewind(f.get());
+  }
   char buf[1 << 16];
   size_t n = 0;
   while ((n = std::fread(buf, 1, sizeof buf, f.get())) > 0) data.append(buf, n);
