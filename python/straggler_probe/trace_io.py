@@ -91,7 +91,8 @@ def read_parquet_columns(path: str) -> dict[str, list]:
     for name in SCHEMA:
         if name not in names:
             raise TraceInputError(f"{path}: column '{name}': missing from the file")
-    extra = [n for n in names if n not in SCHEMA]
+    # pandas' saved index ("__index_level_0__") is bookkeeping, not data: not worth a warning.
+    extra = [n for n in names if n not in SCHEMA and not n.startswith("__index_level_")]
     if extra:
         print(f"warning: {path}: ignoring columns outside the trace schema: {', '.join(extra)}",
               file=sys.stderr)

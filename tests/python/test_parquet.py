@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 pa = pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip install -r requirements.txt)")
+import numpy as np  # noqa: E402  (pyarrow requires it)
 import pyarrow.csv as pa_csv  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
@@ -61,6 +62,21 @@ def test_conversion_is_exact(tmp_path):
         fa, fb = a.split(","), b.split(",")
         assert fa[:5] + fa[7:] == fb[:5] + fb[7:]
         assert float(fa[5]) == float(fb[5]) and float(fa[6]) == float(fb[6])  # bit-exact times
+
+
+def test_nulls_in_optional_ids_become_minus_one(tmp_path):
+    cols = {name: pa.array([3, 4], pa.int64()) for name in trace_io.SCHEMA}
+    cols["optype"] = pa.array(["gc", "forward-compute"]).dictionary_encode()  # categorical, as pandas writes it
+    cols["start_ts"] = pa.array([0.5, 0.1], pa.float32())
+    cols["duration"] = pa.array([0.25, 0.1], pa.float32())
+    cols["mc"] = pa.array([None, 1], pa.int64())
+    cols["mb_id"] = pa.array([None, 2.0], pa.float64())  # pandas stores nullable ints as float
+    cols["__index_level_0__"] = pa.array([0, 1])
+    pq.write_table(pa.table(cols), tmp_path / "t.parquet")
+    assert trace_io.parquet_to_csv(str(tmp_path / "t.parquet"), str(tmp_path / "t.csv")) == 2
+    lines = (tmp_path / "t.csv").read_text().splitlines()
+    assert lines[1] == "3,3,3,3,gc,0.5,0.25,3,-1,-1,3"
+    assert lines[2] == "4,4,4,4,forward-compute,%.17g,%.17g,4,1,2,4" % (np.float32(0.1), np.float32(0.1))
 
 
 def test_parquet_and_csv_give_the_same_analysis(tmp_path):
