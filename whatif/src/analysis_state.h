@@ -47,6 +47,16 @@ void decompose_all(Analysis::State& st, bool launch, const std::vector<int64_t>&
 // The artifact's explain_slowdown for the cells selected by `cell_mask` (per cell, node-major).
 SlowdownExplanation explain_slowdown(Analysis::State& st, const std::vector<uint8_t>& cell_mask);
 
+// Per-row times (row_times.cpp): NaN-initialised arrays for `num_rows` rows; the real times
+// from the trace (or from the model's cells); the ideal times of the analysed cells.
+void init_row_times(AnalysisResult& r, size_t num_rows);
+void fill_real_row_times(AnalysisResult& r, const TraceTable& trace);
+void fill_real_row_times(AnalysisResult& r, const LaneModel& model);
+void fill_ideal_row_times(AnalysisResult& r, const LaneModel& analysed,
+                          const std::vector<double>& ideal_start, const std::vector<double>& ideal_end);
+// Number of trace rows a model's cells refer to.
+size_t trace_rows_of(const LaneModel& model);
+
 // Iteration order of the Python set the artifact builds for --step (its per-step attributions
 // follow it).
 std::vector<int64_t> python_step_set_order(const std::vector<int64_t>& requested,

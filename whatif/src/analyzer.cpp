@@ -15,7 +15,6 @@
 
 #include "analysis_state.h"
 #include "pandas_numerics.h"
-#include "step_index.h"
 
 namespace sp::whatif {
 namespace {
@@ -170,88 +169,22 @@ Analysis::State::State(LaneModel m, AnalyzeOptions opts)
   }
 }
 
-namespace {
-
-void init_rows(AnalysisResult& r, size_t num_rows) {
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  r.row_real_start.assign(num_rows, nan);
-  r.row_real_end.assign(num_rows, nan);
-  r.row_ideal_start.assign(num_rows, nan);
-  r.row_ideal_end.assign(num_rows, nan);
-  r.row_analysed.assign(num_rows, 0);
-}
-
-// The ideal times of the analysed cells, scattered to their trace rows.
-void fill_ideal_rows(AnalysisResult& r, const LaneModel& analysed,
-                     const std::vector<double>& ideal_start, const std::vector<double>& ideal_end) {
-  const size_t num_rows = r.row_analysed.size();
-  const int64_t* cell_row = analysed.cell_row.data();
-  double* out_start = r.row_ideal_start.data();
-  double* out_end = r.row_ideal_end.data();
-  uint8_t* out_analysed = r.row_analysed.data();
-  for (size_t c = 0; c < analysed.cell_row.size(); ++c) {
-    const auto row = static_cast<size_t>(cell_row[c]);
-    if (row >= num_rows) continue;  // also -1: not from a trace row
-    out_start[row] = ideal_start[c];
-    out_end[row] = ideal_end[c];
-    out_analysed[row] = 1;
-  }
-}
-
-// Real times relative to the step's first start, straight from the trace (float32, as the
-// model computes them).
-void fill_real_rows(AnalysisResult& r, const TraceTable& t) {
-  const StepIndex index(t.step);
-  std::vector<float> step_min(index.steps().size(), std::numeric_limits<float>::infinity());
-  for (size_t i = 0; i < t.size(); ++i) {
-    float& m = step_min[index(t.step[i])];
-    m = std::min(m, static_cast<float>(t.start_ts[i]));
-  }
-  double* out_start = r.row_real_start.data();
-  double* out_end = r.row_real_end.data();
-  for (size_t i = 0; i < t.size(); ++i) {
-    const float origin = step_min[index(t.step[i])];
-    const auto start = static_cast<float>(t.start_ts[i]);
-    const float end = start + static_cast<float>(t.duration[i]);
-    out_start[i] = static_cast<double>(start - origin);
-    out_end[i] = static_cast<double>(end - origin);
-  }
-}
-
-void fill_real_rows(AnalysisResult& r, const LaneModel& m) {
-  const size_t num_rows = r.row_analysed.size();
-  for (size_t c = 0; c < m.cell_row.size(); ++c) {
-    const int64_t row = m.cell_row[c];
-    if (row < 0 || static_cast<size_t>(row) >= num_rows) continue;
-    r.row_real_start[static_cast<size_t>(row)] = static_cast<double>(m.real_start[c]);
-    r.row_real_end[static_cast<size_t>(row)] = static_cast<double>(m.real_end[c]);
-  }
-}
-
-size_t rows_of(const LaneModel& m) {
-  int64_t mx = -1;
-  for (int64_t r : m.cell_row) mx = std::max(mx, r);
-  return static_cast<size_t>(mx + 1);
-}
-
-}  // namespace
-
 Analysis::Analysis(const TraceTable& trace, const JobMeta& meta, AnalyzeOptions options) {
   LaneModel model = build_megatron_model(trace, meta);
   if (options.steps) model = restrict_steps(std::move(model), options);
   state_ = std::make_unique<State>(std::move(model), options);
   State& st = *state_;
   st.result.job_meta = meta;
-  init_rows(st.result, trace.size());
-  fill_real_rows(st.result, trace);
-  fill_ideal_rows(st.result, st.model, st.ideal_start, st.ideal_end);
+  init_row_times(st.result, trace.size());
+  fill_real_row_times(st.result, trace);
+  fill_ideal_row_times(st.result, st.model, st.ideal_start, st.ideal_end);
 }
 
 Analysis::Analysis(LaneModel model, const JobMeta& meta, AnalyzeOptions options) {
-  const size_t rows = rows_of(model);
+  const size_t rows = trace_rows_of(model);
   AnalysisResult partial;
-  init_rows(partial, rows);
-  fill_real_rows(partial, model);
+  init_row_times(partial, rows);
+  fill_real_row_times(partial, model);
   if (options.steps) model = restrict_steps(std::move(model), options);
   state_ = std::make_unique<State>(std::move(model), options);
   State& st = *state_;
@@ -261,7 +194,7 @@ Analysis::Analysis(LaneModel model, const JobMeta& meta, AnalyzeOptions options)
   st.result.row_ideal_start = std::move(partial.row_ideal_start);
   st.result.row_ideal_end = std::move(partial.row_ideal_end);
   st.result.row_analysed = std::move(partial.row_analysed);
-  fill_ideal_rows(st.result, st.model, st.ideal_start, st.ideal_end);
+  fill_ideal_row_times(st.result, st.model, st.ideal_start, st.ideal_end);
 }
 
 Analysis::~Analysis() = default;
@@ -270,58 +203,6 @@ Analysis& Analysis::operator=(Analysis&&) noexcept = default;
 
 const AnalysisResult& Analysis::result() const { return state_->result; }
 const LaneModel& Analysis::model() const { return state_->model; }
-
-SlowdownExplanation Analysis::compute_ms() {
-  State& st = *state_;
-  const LaneModel& m = st.model;
-  const size_t L = st.num_lanes;
-  const int32_t last = m.pp_size - 1;
-  std::vector<uint8_t> mask(m.num_cells(), 0);
-  for (size_t v = 0; v < m.graph.num_nodes(); ++v) {
-    if (m.node_stage[v] == last) std::fill_n(mask.begin() + static_cast<std::ptrdiff_t>(v * L), L, 1);
-  }
-  SlowdownExplanation e = explain_slowdown(st, mask);
-  e.fixed_stages = {last};
-  return e;
-}
-
-std::optional<SlowdownExplanation> Analysis::compute_mw() {
-  State& st = *state_;
-  const AnalysisResult& r = st.result;
-  if (r.worker_slowdown.empty()) return std::nullopt;
-  const LaneModel& m = st.model;
-  const size_t L = st.num_lanes;
-  const auto dp = static_cast<size_t>(m.dp_size);
-  // The top ceil(3% of the traced workers) by S_w; ties go to the lower rank.
-  struct Worker {
-    int32_t rank, stage, dp_rank;
-    double score;
-  };
-  std::vector<Worker> workers;
-  for (int32_t s = 0; s < m.pp_size; ++s) {
-    for (int32_t d = 0; d < m.dp_size; ++d) {
-      workers.push_back({m.rank_of(s, d), s, d, r.worker_slowdown[static_cast<size_t>(s) * dp + static_cast<size_t>(d)]});
-    }
-  }
-  std::sort(workers.begin(), workers.end(), [](const Worker& a, const Worker& b) {
-    if (a.score != b.score) return a.score > b.score;
-    return a.rank < b.rank;
-  });
-  const size_t n = (workers.size() * 3 + 99) / 100;
-  std::vector<uint8_t> mask(m.num_cells(), 0);
-  SlowdownExplanation top;
-  for (size_t i = 0; i < n; ++i) {
-    const Worker& w = workers[i];
-    top.fixed_ranks.push_back(w.rank);
-    for (size_t v = 0; v < m.graph.num_nodes(); ++v) {
-      if (m.node_stage[v] != w.stage) continue;
-      for (size_t l = static_cast<size_t>(w.dp_rank); l < L; l += dp) mask[v * L + l] = 1;
-    }
-  }
-  SlowdownExplanation e = explain_slowdown(st, mask);
-  e.fixed_ranks = top.fixed_ranks;
-  return e;
-}
 
 AnalysisResult analyze(const TraceTable& trace, const JobMeta& meta, const AnalyzeOptions& options) {
   return Analysis(trace, meta, options).result();
