@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
@@ -39,25 +40,16 @@ TraceTable load_trace(const std::string& path, const JobMeta& meta) {
   return load_trace_csv(path, meta);
 }
 
-// Checks --steps against the trace: unknown steps are reported (not silently dropped), and a
-// selection with none of the trace's steps is an error.
+// --steps against the trace's steps (nullopt: all).
 std::optional<std::vector<int64_t>> select_steps(const AnalyzeArgs& args, const TraceTable& trace) {
   if (args.steps.empty()) return std::nullopt;
-  const std::vector<int64_t> wanted = parse_step_selection(args.steps);
-  const std::set<int64_t> present(trace.step.begin(), trace.step.end());
-  std::vector<int64_t> kept, missing;
-  for (const int64_t s : wanted) (present.count(s) ? kept : missing).push_back(s);
-  if (kept.empty()) {
-    throw BadInput("--steps: none of the selected steps is in the trace (it has steps " +
-                   std::to_string(*present.begin()) + " to " + std::to_string(*present.rbegin()) + ")");
-  }
-  if (!missing.empty()) {
-    std::string list;
-    for (size_t i = 0; i < missing.size() && i < 20; ++i) list += (i ? ", " : "") + std::to_string(missing[i]);
-    if (missing.size() > 20) list += ", ...";
-    spdlog::warn("--steps: {} selected step(s) not in the trace, ignored: {}", missing.size(), list);
-  }
-  return kept;
+  return pick_steps("--steps", args.steps, std::set<int64_t>(trace.step.begin(), trace.step.end()));
+}
+
+// --timeline-steps against the analysed steps, else the default (all that fit).
+std::vector<int64_t> select_timeline_steps(const AnalyzeArgs& args, const TraceTable& trace, const AnalysisResult& r) {
+  if (args.timeline_steps.empty()) return default_timeline_steps(trace, r.steps);
+  return pick_steps("--timeline-steps", args.timeline_steps, std::set<int64_t>(r.steps.begin(), r.steps.end()));
 }
 
 std::ofstream open_output(const fs::path& p) {
@@ -66,7 +58,8 @@ std::ofstream open_output(const fs::path& p) {
   return out;
 }
 
-void write_timeline(const fs::path& path, const TraceTable& trace, const JobMeta& meta, const AnalysisResult& r) {
+void write_timeline(const fs::path& path, const TraceTable& trace, const JobMeta& meta, const AnalysisResult& r,
+                    std::vector<int64_t> steps) {
   TimelineInput in;
   in.trace = &trace;
   in.meta = &meta;
@@ -74,7 +67,7 @@ void write_timeline(const fs::path& path, const TraceTable& trace, const JobMeta
   in.real_end = r.row_real_end;
   in.ideal_start = r.row_ideal_start;
   in.ideal_end = r.row_ideal_end;
-  in.steps = r.steps;
+  in.steps = std::move(steps);
   std::ofstream out = open_output(path);
   write_timeline_json(in, out);
   if (!out.flush()) throw std::runtime_error("cannot write " + path.string());
@@ -126,6 +119,9 @@ CLI::App* add_analyze_command(CLI::App& app, AnalyzeArgs& args) {
   cmd->add_option("--meta", args.meta, "The job's meta.yaml")->required();
   cmd->add_option("--out", args.out, "Output directory (created if missing)")->required();
   cmd->add_option("--steps", args.steps, "Analyse only these steps, e.g. --steps 12 20-23")->expected(1, -1);
+  cmd->add_option("--timeline-steps", args.timeline_steps,
+                  "Steps drawn in timeline.json (default: the analysed steps, up to 1M events)")
+      ->expected(1, -1);
   cmd->add_option("--threshold", args.threshold, "Attribute a slowdown only when at least this large")
       ->default_val(1.03);
   return cmd;
@@ -163,7 +159,7 @@ int run_analyze(const AnalyzeArgs& args) {
     spdlog::warn("M_W not computed: the slowdown is below --threshold {}, so there is no per-worker attribution",
                  args.threshold);
   }
-  write_timeline(out_dir / "timeline.json", trace, meta, r);
+  write_timeline(out_dir / "timeline.json", trace, meta, r, select_timeline_steps(args, trace, r));
   write_heatmap(out_dir / "heatmap.svg", r);
 
   std::fputs(format_summary(summary_input(r, ms, mw)).c_str(), stdout);

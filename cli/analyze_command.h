@@ -15,7 +15,8 @@ struct AnalyzeArgs {
   std::string trace;   // CSV, gzip'd CSV or Parquet (detected by content)
   std::string meta;    // meta.yaml
   std::string out;     // output directory (created if missing)
-  std::vector<std::string> steps;  // raw --steps tokens
+  std::vector<std::string> steps;           // raw --steps tokens
+  std::vector<std::string> timeline_steps;  // raw --timeline-steps tokens
   double threshold = 1.03;
 };
 

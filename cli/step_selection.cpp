@@ -1,9 +1,12 @@
-// Parsing of the --steps option.
+// Parsing and checking of step selections.
 #include "step_selection.h"
 
 #include <algorithm>
 #include <charconv>
+#include <map>
 #include <string_view>
+
+#include <spdlog/spdlog.h>
 
 #include "exit_codes.h"
 
@@ -18,6 +21,13 @@ bool parse_step(std::string_view s, int64_t& v) {
 // A range wider than this is surely a typo (no trace has a million steps) and would make a
 // huge list.
 constexpr int64_t kMaxRange = 1'000'000;
+
+std::string step_list(const std::vector<int64_t>& steps) {
+  std::string list;
+  for (size_t i = 0; i < steps.size() && i < 20; ++i) list += (i ? ", " : "") + std::to_string(steps[i]);
+  if (steps.size() > 20) list += ", ...";
+  return list;
+}
 
 }  // namespace
 
@@ -45,6 +55,48 @@ std::vector<int64_t> parse_step_selection(const std::vector<std::string>& tokens
   std::sort(steps.begin(), steps.end());
   steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
   return steps;
+}
+
+std::vector<int64_t> pick_steps(const std::string& option, const std::vector<std::string>& tokens,
+                                const std::set<int64_t>& available) {
+  std::vector<int64_t> wanted;
+  try {
+    wanted = parse_step_selection(tokens);
+  } catch (const BadInput& e) {
+    // Name the option actually given.
+    throw BadInput(option + std::string(e.what()).substr(std::string("--steps").size()));
+  }
+  std::vector<int64_t> kept, missing;
+  for (const int64_t s : wanted) (available.count(s) ? kept : missing).push_back(s);
+  if (kept.empty()) {
+    throw BadInput(option + ": none of the selected steps is available (steps " + std::to_string(*available.begin()) +
+                   " to " + std::to_string(*available.rbegin()) + " are)");
+  }
+  if (!missing.empty()) {
+    spdlog::warn("{}: {} selected step(s) not available, ignored: {}", option, missing.size(), step_list(missing));
+  }
+  return kept;
+}
+
+std::vector<int64_t> default_timeline_steps(const whatif::TraceTable& trace, const std::vector<int64_t>& analysed) {
+  std::map<int64_t, size_t> rows;
+  for (const int64_t s : analysed) rows[s] = 0;
+  for (const int64_t s : trace.step) {
+    if (const auto it = rows.find(s); it != rows.end()) ++it->second;
+  }
+  std::vector<int64_t> kept;
+  size_t events = 0;
+  for (const auto& [step, n] : rows) {
+    if (!kept.empty() && events + 2 * n > kMaxTimelineEvents) break;
+    events += 2 * n;
+    kept.push_back(step);
+  }
+  if (kept.size() < analysed.size()) {
+    spdlog::warn("timeline.json shows the first {} of {} analysed steps ({} to {}) to stay within {} events; "
+                 "choose others with --timeline-steps",
+                 kept.size(), analysed.size(), kept.front(), kept.back(), kMaxTimelineEvents);
+  }
+  return kept;
 }
 
 }  // namespace sp::cli

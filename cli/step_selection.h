@@ -1,14 +1,30 @@
-// --steps: "12 20-23" (or "12,20-23") to a sorted list of step numbers.
+// Step selection for --steps and --timeline-steps.
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "straggler_probe/whatif/trace_table.h"
+
 namespace sp::cli {
 
-// Each token is a step or an inclusive range a-b (a <= b); tokens may also be comma-separated.
-// Throws BadInput naming the bad token. The result is sorted and has no repeats.
+// "12 20-23" (or "12,20-23") to a sorted list of step numbers: each token is a step or an
+// inclusive range a-b (a <= b). Throws BadInput naming the bad token. Sorted, no repeats.
 std::vector<int64_t> parse_step_selection(const std::vector<std::string>& tokens);
+
+// The selected steps that are `available`, in order. Selected steps that are not available
+// are reported as a warning (never silently dropped); none available is BadInput. `option`
+// names the option in messages.
+std::vector<int64_t> pick_steps(const std::string& option, const std::vector<std::string>& tokens,
+                                const std::set<int64_t>& available);
+
+// A timeline beyond about a million events is slow to write and too big for Perfetto's UI.
+inline constexpr size_t kMaxTimelineEvents = 1'000'000;
+
+// Default --timeline-steps: the first analysed steps whose rows, drawn twice (real and
+// ideal), stay within kMaxTimelineEvents; at least one step. Warns when steps are left out.
+std::vector<int64_t> default_timeline_steps(const whatif::TraceTable& trace, const std::vector<int64_t>& analysed);
 
 }  // namespace sp::cli
