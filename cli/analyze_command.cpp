@@ -99,6 +99,11 @@ SummaryInput summary_input(const AnalysisResult& r, const SlowdownExplanation& m
   s.by_stage = groups_of(r.blocking_by_stage);
   s.by_dp_rank = groups_of(r.blocking_by_dp_rank);
   s.by_optype = groups_of(r.blocking_by_optype);
+  if (r.blocking_by_dp_rank) {
+    for (const auto& step : r.blocking_by_dp_rank->per_step) {
+      if (!step.groups.empty()) s.per_step_worst_dp_rank.push_back(step.groups.front().key);
+    }
+  }
   if (!r.worker_slowdown.empty()) {
     const auto it = std::max_element(r.worker_slowdown.begin(), r.worker_slowdown.end());
     const auto w = static_cast<int>(it - r.worker_slowdown.begin());

@@ -49,6 +49,24 @@ TEST(Verdict, SequenceLengthImbalance) {
             "the last stage adds to it (M_S=0.69)");
 }
 
+// Few data-parallel ranks: one of them can explain over half the slowdown by chance, but the
+// worst rank changes from step to step.
+TEST(Verdict, MovingWorstRankIsStillImbalance) {
+  SummaryInput in = se_like();
+  in.by_dp_rank = {{"1", 1.6}, {"4", 1.5}};  // rank 1 explains 1.6-1 / 0.5374 > 100%
+  in.per_step_worst_dp_rank = {"7", "6", "4", "1", "1", "4"};
+  EXPECT_EQ(derive_verdict(in).rfind("stragglers are spread across workers and steps", 0), 0u) << derive_verdict(in);
+}
+
+TEST(Verdict, ConsistentlySlowDpRank) {
+  SummaryInput in = se_like();
+  in.by_dp_rank = {{"3", 1.4}, {"4", 1.05}};  // 74% of the slowdown
+  in.per_step_worst_dp_rank = {"3", "3", "3", "1", "3"};
+  EXPECT_EQ(derive_verdict(in),
+            "dp rank 3 is the bottleneck in most steps (it explains 74% of the slowdown): suspect its machines or "
+            "their network");
+}
+
 TEST(Verdict, FewWorkers) {
   SummaryInput in = se_like();
   in.m_w = 0.93;
@@ -67,7 +85,7 @@ TEST(Verdict, Communication) {
   SummaryInput in = se_like();
   in.m_s = 0.1;
   in.by_optype = {{"grads-reduce-scatter", 1.3}, {"forward-compute", 1.05}};
-  in.by_dp_rank = {{"3", 1.4}};
+  in.by_dp_rank = {{"3", 1.2}};  // explains 37%: no single rank to blame
   EXPECT_EQ(derive_verdict(in),
             "communication is the main contributor: grads-reduce-scatter (S_t=1.300), suspect the network");
 }

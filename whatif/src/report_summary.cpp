@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <string>
 
 #include "straggler_probe/whatif/op_type.h"
@@ -30,6 +31,15 @@ bool is_compute_name(const std::string& name) {
   return t && is_compute(*t);
 }
 
+// Share of the steps in which the most frequent per-step worst dp rank is the worst (1 when
+// one rank is always to blame, about 1/dp when the blame moves at random); 0 if unknown.
+double worst_rank_consistency(const std::vector<std::string>& per_step) {
+  std::map<std::string, size_t> count;
+  size_t best = 0;
+  for (const auto& r : per_step) best = std::max(best, ++count[r]);
+  return per_step.empty() ? 0 : static_cast<double>(best) / static_cast<double>(per_step.size());
+}
+
 }  // namespace
 
 // The rules, in order (first match wins):
@@ -39,10 +49,13 @@ bool is_compute_name(const std::string& name) {
 //    machines are to blame (the paper's individual-worker class); name the worst one.
 // 3. M_S >= 0.8 and no other stage alone explains more than 20%: the last stage carries the
 //    slowdown (stage partitioning imbalance: loss/output layer on the last stage).
-// 4. Slowdown mostly in compute, no dp rank explaining half of it: slow workers change from
-//    step to step, the signature of uneven sequence lengths across micro-batches (the
+// 4. Slowdown mostly in compute, and no dp rank is consistently to blame (none explains half
+//    of it, or the worst dp rank changes from step to step: the most frequent one is worst in
+//    under half the steps): the signature of uneven sequence lengths across micro-batches (the
 //    paper's SE case). When M_S is also notable (>= 0.3) the last stage is mentioned too.
-// 5. Otherwise name the biggest contributor by op type, flagging communication (network).
+// 5. One dp rank explains half the slowdown and is the worst in most steps: a slow machine
+//    (or its network) in that data-parallel replica, spread over its stages.
+// 6. Otherwise name the biggest contributor by op type, flagging communication (network).
 std::string derive_verdict(const SummaryInput& in) {
   const double s = in.slowdown;
   if (s < kNoStragglingBelow) {
@@ -66,11 +79,17 @@ std::string derive_verdict(const SummaryInput& in) {
   const GroupSlowdown* top_op = worst(in.by_optype);
   const GroupSlowdown* top_dp = worst(in.by_dp_rank);
   const bool compute_bound = top_op && is_compute_name(top_op->name);
-  if (compute_bound && (!top_dp || share(top_dp->slowdown, s) < 0.5)) {
+  const bool one_rank_to_blame = top_dp && share(top_dp->slowdown, s) >= 0.5 &&
+                                 (in.per_step_worst_dp_rank.empty() || worst_rank_consistency(in.per_step_worst_dp_rank) >= 0.5);
+  if (compute_bound && !one_rank_to_blame) {
     std::string v = "stragglers are spread across workers and steps: suspect sequence-length imbalance";
     if (in.m_w) v += " (M_W=" + num(*in.m_w, 2) + ")";
     if (in.m_s && *in.m_s >= 0.3) v += "; the last stage adds to it (M_S=" + num(*in.m_s, 2) + ")";
     return v;
+  }
+  if (one_rank_to_blame) {
+    return "dp rank " + top_dp->name + " is the bottleneck in most steps (it explains " +
+           num(100 * share(top_dp->slowdown, s), 0) + "% of the slowdown): suspect its machines or their network";
   }
   if (top_op) {
     const bool comm = !is_compute_name(top_op->name) && top_op->name != "optimizer" && top_op->name != "gc";

@@ -24,6 +24,10 @@ struct SummaryInput {
   std::vector<GroupSlowdown> by_stage;
   std::vector<GroupSlowdown> by_dp_rank;
   std::vector<GroupSlowdown> by_optype;
+  // The worst dp rank of each analysed step (from the per-step attribution), in step order;
+  // empty when not computed. Whether it stays the same tells a slow machine from imbalance
+  // that moves around.
+  std::vector<std::string> per_step_worst_dp_rank;
   // The worst single worker by S_w, if known.
   std::optional<int> worst_worker_dp;
   std::optional<int> worst_worker_stage;
