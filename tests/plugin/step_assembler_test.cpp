@@ -154,6 +154,24 @@ TEST(StepAssembler, TooManyPendingStepsCloseEarly) {
   EXPECT_EQ(a.pending_steps(), 2u);
 }
 
+TEST(StepAssembler, TooManyPendingEventsCloseTheOldestStepsEarly) {
+  StepAssembler::Limits limits;
+  limits.max_events_per_step = 4;  // so at most 16 events wait in all
+  StepAssembler a(limits, 0);
+  Collector c;
+  for (int64_t s = 0; s < 5; ++s) {
+    const uint64_t base = static_cast<uint64_t>(1000 * s);
+    for (uint64_t i = 1; i <= 4; ++i) a.add_event(ev(base + i, base + i + 1));
+    a.add_mark({s, base + 999});
+  }
+  a.close_ready(0, /*grace=*/1000000, false, c.emit());
+  ASSERT_EQ(c.steps.size(), 1u);  // 20 pending > 16: the oldest step goes early, complete
+  EXPECT_EQ(c.steps[0].step, 0);
+  EXPECT_EQ(c.steps[0].ops.size(), 4u);
+  EXPECT_EQ(a.pending_steps(), 4u);
+  EXPECT_EQ(a.discarded(), 0u);
+}
+
 TEST(StepAssembler, RingDropsAndAnnotationsLandInTheStepTheyHappenedIn) {
   StepAssembler a({}, 0);
   Collector c;

@@ -88,7 +88,8 @@ typedef struct sp_event {
   /* Which step the event belongs to. 0 (the default, `reserved` in ABI 1 callers): the step whose
    * marks enclose start_ns. Otherwise the label passed to sp_mark_step, plus one: producers whose
    * events run past the mark (GPU work launched in step N that executes after mark N) or arrive
-   * late (CUPTI buffers) pin them to the step that launched them. Labels must then increase. */
+   * late (CUPTI buffers) pin them to the step that launched them. Tagging needs labels >= 0 that
+   * increase from mark to mark. */
   union {
     uint64_t reserved;
     uint64_t step_plus_one;
