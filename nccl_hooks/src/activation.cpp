@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "straggler_probe/gpu/cupti_capture.h"
+#include "summary_file_writer.h"
 #include "straggler_probe/gpu/event_sink.h"
 #include "straggler_probe/gpu/gpu_log.h"
 
@@ -50,6 +51,9 @@ const Activation& activate() {
       a->marker = StepMarker{};
     }
     gpu::runtime_init_from_env();
+    // Without Python nobody else drains the step summaries: per-rank files, if asked for.
+    std::string why;
+    start_summary_file_writer(a->env.rank, &why);
     gpu::CuptiCapture::instance().start();
     gpu::info("GPU capture active in rank " + std::to_string(a->env.rank) + "/" +
               std::to_string(a->env.world_size) + " (" + a->env.source + ")");

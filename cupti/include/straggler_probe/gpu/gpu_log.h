@@ -27,6 +27,7 @@ enum class WarnOnce : uint32_t {
   kStepMarkerInvalid,
   kRankEnvInvalid,
   kCudaTimerUnavailable,
+  kSummaryFile,
   kCount
 };
 

@@ -1,0 +1,71 @@
+// The per-rank summary file of a preloaded non-Python NCCL program (nccl_program.cpp under the
+// real libstraggler_probe.so with STRAGGLER_PROBE_OUT_DIR): steps were found from the operation
+// sequence without Python, and each step's summary holds the NCCL operations with their identity.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "straggler_probe/step_summary.h"
+
+namespace {
+
+std::vector<sp::probe::StepSummary> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<sp::probe::StepSummary> out;
+  size_t pos = 0;
+  while (pos + 4 <= bytes.size()) {
+    const uint32_t len = bytes[pos] | (bytes[pos + 1] << 8) | (bytes[pos + 2] << 16) |
+                         (static_cast<uint32_t>(bytes[pos + 3]) << 24);
+    pos += 4;
+    if (pos + len > bytes.size()) break;
+    sp::probe::StepSummary s;
+    std::string error;
+    const std::string_view view(reinterpret_cast<const char*>(bytes.data() + pos), len);
+    EXPECT_TRUE(sp::probe::decode_summary(view, &s, &error)) << error;
+    out.push_back(std::move(s));
+    pos += len;
+  }
+  EXPECT_EQ(pos, bytes.size()) << "no trailing partial record";
+  return out;
+}
+
+TEST(SummaryFile, StepsFoundWithoutPythonHoldTheNcclOperations) {
+  const char* dir = std::getenv("SP_TEST_OUT_DIR");
+  ASSERT_NE(dir, nullptr);
+  const auto steps = read_file(std::string(dir) + "/rank0.spsum");
+  // 50 steps of (all-reduce, send/recv group): the period is found after 24 operations.
+  ASSERT_GE(steps.size(), 30u);
+  uint64_t group_id = 0;
+  size_t colls = 0, groups = 0;
+  for (const auto& s : steps) {
+    EXPECT_EQ(s.rank, 0);
+    EXPECT_EQ(s.world_size, 1);
+    for (const auto& op : s.ops) {
+      if (op.kind != SP_OP_COLLECTIVE) continue;
+      if (group_id == 0) group_id = op.group_id;
+      EXPECT_EQ(op.group_id, group_id) << "one communicator";
+      if (op.coll == SP_COLL_ALL_REDUCE) {
+        EXPECT_EQ(op.bytes, 256u);
+        ++colls;
+      } else if (op.coll == SP_COLL_NONE) {
+        EXPECT_EQ(op.bytes, 64u) << "send + recv folded into one group operation";
+        ++groups;
+      }
+    }
+  }
+  EXPECT_NE(group_id, 0u);
+  EXPECT_GE(colls, 30u);
+  EXPECT_EQ(colls, groups);
+  // Every analysed step holds the same pattern: one all-reduce and one group.
+  size_t regular = 0;
+  for (size_t i = 1; i + 1 < steps.size(); ++i) regular += steps[i].ops.size() == 2;
+  EXPECT_GE(regular, steps.size() - 4);
+}
+
+}  // namespace
