@@ -82,7 +82,8 @@ sp::pyext::FaultInjection parse_fault(const std::string& fault) {
 // a Python store object (the GIL is taken per call), or None (single rank: in-process store).
 void start_pipeline(py::object store, int rank, int world_size, const std::string& prefix,
                     int max_lag, int64_t first_step, double step_timeout_s, double analysis_timeout_s,
-                    const std::string& out_dir, bool log_lines, const std::string& fault) {
+                    const std::string& out_dir, bool log_lines, const std::string& fault,
+                    bool discard) {
   sp::pyext::PipelineOptions o;
   o.transport.rank = rank;
   o.transport.world_size = world_size;
@@ -96,6 +97,7 @@ void start_pipeline(py::object store, int rank, int world_size, const std::strin
   o.analysis.log_lines = log_lines;
   o.analysis.fault = parse_fault(fault);
   o.analysis_timeout = std::chrono::milliseconds(static_cast<int64_t>(analysis_timeout_s * 1e3));
+  o.discard = discard;
 
   sp_kv_store* kv = nullptr;
   if (PyCapsule_CheckExact(store.ptr())) {
@@ -194,7 +196,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("start_pipeline", &start_pipeline, py::arg("store"), py::arg("rank"),
         py::arg("world_size"), py::arg("prefix"), py::arg("max_lag"), py::arg("first_step"), py::arg("step_timeout_s"),
         py::arg("analysis_timeout_s"), py::arg("out_dir"), py::arg("log_lines"),
-        py::arg("fault"));
+        py::arg("fault"), py::arg("discard") = false);
   m.def("stop_pipeline", &stop_pipeline, py::arg("drain_s"));
   m.def("pipeline_status", &pipeline_status);
 }

@@ -32,6 +32,10 @@ Pipeline::Pipeline(PipelineOptions options, sp_kv_store* store)
     : options_(std::move(options)),
       store_(std::make_shared<KvClient>(store != nullptr ? store : make_local_kv_store())) {
   auto warn = [](const std::string& line) { warn_line(line); };
+  if (options_.discard) {
+    transport_ = start_discarder(counters_);
+    return;
+  }
   if (options_.transport.rank != 0) {
     transport_ = start_sender(
         options_.transport, store_, counters_,
@@ -112,6 +116,7 @@ std::map<std::string, double> Pipeline::stats() const {
   put("bad_summaries", counters_->bad_summaries);
   put("store_errors", counters_->store_errors);
   put("held_back_ms", counters_->held_back_ms);
+  put("summaries_discarded", counters_->summaries_discarded);
   if (worker_) {
     const auto& c = worker_->counters();
     put("steps_analyzed", c.steps_analyzed);

@@ -20,6 +20,7 @@ struct PipelineOptions {
   TransportOptions transport;
   AnalysisOptions analysis;
   std::chrono::milliseconds analysis_timeout{30000};
+  bool discard = false;  // transport=none: no store, no analysis; summaries are dropped
 };
 
 enum class PipelineState { kRunning, kStopped, kSteppedAside, kStoppedByRank0 };

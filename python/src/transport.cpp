@@ -363,7 +363,38 @@ class Collector final : public StoppableLoop {
   bool warned_ = false;
 };
 
+// ---- transport=none ------------------------------------------------------------------------------
+
+class Discarder final : public StoppableLoop {
+ public:
+  explicit Discarder(std::shared_ptr<TransportCounters> counters) : counters_(std::move(counters)) {
+    thread_.start([this] { run(); });
+  }
+
+ private:
+  void run() {
+    while (!past_deadline()) {
+      EncodedSummary s;
+      std::string error;
+      const auto status = source_.pop(stopping() ? 0 : 50, &s, &error);
+      if (status == SummarySource::Status::kOk) {
+        counters_->summaries_discarded++;
+      } else if (status == SummarySource::Status::kClosed ||
+                 (status == SummarySource::Status::kEmpty && stopping())) {
+        return;
+      }
+    }
+  }
+
+  std::shared_ptr<TransportCounters> counters_;
+  SummarySource source_;
+};
+
 }  // namespace
+
+std::unique_ptr<TransportThread> start_discarder(std::shared_ptr<TransportCounters> counters) {
+  return std::make_unique<Discarder>(std::move(counters));
+}
 
 std::string data_key(const TransportOptions& o, int64_t step, int rank) {
   return o.prefix + "s/" + std::to_string(step) + "/" + std::to_string(rank);

@@ -46,6 +46,7 @@ struct TransportCounters {
   std::atomic<uint64_t> bad_summaries{0};
   std::atomic<uint64_t> store_errors{0};
   std::atomic<uint64_t> held_back_ms{0};       // time a sender waited for rank 0's ack
+  std::atomic<uint64_t> summaries_discarded{0};  // transport=none
 };
 
 // One step with every rank's summary (index = rank), or the ranks that never sent theirs.
@@ -73,6 +74,10 @@ std::unique_ptr<TransportThread> start_sender(
     std::shared_ptr<TransportCounters> counters,
     std::function<void(const std::string&)> on_remote_stop,
     std::function<void(const std::string&)> warn);
+
+// transport=none: pops this rank's summaries and drops them (counted), so that the runtime's
+// queue does not overflow and warn about a transport nobody asked for.
+std::unique_ptr<TransportThread> start_discarder(std::shared_ptr<TransportCounters> counters);
 
 // Rank 0: collects its own and the others' summaries into StepBatches, in step order.
 // `deliver` must not block. `is_stalled` lets the collector's loop act as the analysis watchdog.

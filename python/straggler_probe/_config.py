@@ -77,7 +77,8 @@ FIELDS: dict[str, _Field] = {
                     "auto: a step ends at each optimizer.step(); manual: only at straggler_probe.step()."),
     "transport": _Field(_parse_choice("auto", "c10d", "python", "none"), "auto",
                         "How summaries reach rank 0: c10d (C++ thread on the job's store), python "
-                        "(daemon thread on the same store), none (each rank keeps its own), auto (c10d, else python)."),
+                        "(daemon thread on the same store), none (record only: summaries are dropped, nothing is "
+                        "analysed), auto (c10d, else python)."),
     "warmup_steps": _Field(_parse_int(0), 2,
                            "First training steps left out of the analysis (one-off costs: allocator "
                            "warm-up, DDP bucket rebuild, compilation)."),
@@ -162,8 +163,10 @@ def _from_kwarg(name: str, field: _Field, value: Any) -> Any:
 
 # Variables other components of straggler_probe read themselves (the runtime, the analysis):
 # prefixes, so that their sections of docs/CONFIG.md can grow without touching this file.
-_FOREIGN_ENV_PREFIXES = ("LOG", "RING", "MAX_THREADS", "WINDOW", "SUMMARY", "THRESHOLD", "CUPTI",
-                         "NCCL", "PRELOAD", "HEATMAP", "REPORT", "JSONL", "ONLINE", "CLI")
+_FOREIGN_ENV_PREFIXES = ("LOG", "VERBOSE", "RING", "MAX_THREADS", "MAX_EVENTS", "QUEUE",
+                         "STEP_GRACE", "STEP_MARKER", "DRAIN", "CUPTI", "NCCL", "PRELOAD", "PYTHON",
+                         "WINDOW", "SUMMARY", "THRESHOLD", "HEATMAP", "REPORT", "JSONL", "ONLINE",
+                         "CLI")
 
 
 def unknown_env(environ: Mapping[str, str] | None = None) -> list[str]:

@@ -121,9 +121,10 @@ class Probe:
             self.core.set_topology(found[0], found[1])
 
     def _maybe_start_transport(self) -> None:
-        if self.transport is not None or self.cfg.transport == "none":
+        if self.transport is not None:
             return
-        if self.world > 1 and (self.dist is None or not self.dist.is_initialized()):
+        if (self.world > 1 and self.cfg.transport != "none"
+                and (self.dist is None or not self.dist.is_initialized())):
             return
         try:
             self.transport = _transport.start(self.core, self.cfg, self.rank, self.world,

@@ -43,6 +43,12 @@ def make_store(cfg: Config, dist: Any) -> tuple[Any, str]:
 
 def start(core: Any, cfg: Config, rank: int, world: int, dist: Any, session: int) -> str:
     """Starts the pipeline; returns a word saying how the summaries travel."""
+    if cfg.transport == "none":
+        core.start_pipeline(None, rank=rank, world_size=world, prefix="", max_lag=cfg.max_lag,
+                            first_step=cfg.warmup_steps, step_timeout_s=cfg.step_timeout,
+                            analysis_timeout_s=cfg.analysis_timeout, out_dir="", log_lines=False,
+                            fault="none", discard=True)
+        return "none"
     if world > 1:
         store, how = make_store(cfg, dist)
     else:

@@ -58,3 +58,12 @@ def test_topology_inference():
     assert infer_dp_pp([1, 3], 3, 4) == (1, 1)
     assert infer_dp_pp([0, 1, 2, 3], 2, 4) == (2, 0)
     assert infer_dp_pp([0, 3], 3, 4) is None  # not a layout we can read: unknown, not guessed
+
+
+def test_every_option_is_documented():
+    from pathlib import Path
+
+    from straggler_probe._config import FIELDS, env_name
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "CONFIG.md").read_text()
+    missing = [env_name(n) for n in FIELDS if f"`{env_name(n)}`" not in doc]
+    assert not missing, f"options missing from docs/CONFIG.md: {missing}"
