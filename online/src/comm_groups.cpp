@@ -25,7 +25,15 @@ std::string rank_list(const std::vector<int>& ranks) {
   return out;
 }
 
-bool match_collectives(StepModel* m, const std::vector<CommRecord>& comm, std::string* error) {
+// Collectives whose members all finish when the data is complete everywhere. (A broadcast root
+// or a reduce's non-root may finish early, as a p2p sender can.)
+bool symmetric(uint32_t coll) {
+  return coll == SP_COLL_ALL_REDUCE || coll == SP_COLL_ALL_GATHER ||
+         coll == SP_COLL_REDUCE_SCATTER || coll == SP_COLL_ALL_TO_ALL || coll == SP_COLL_BARRIER;
+}
+
+bool match_collectives(StepModel* m, const std::vector<CommRecord>& comm, std::string* error,
+                       std::vector<char>* is_symmetric) {
   // (group, seq) -> members; group -> ranks that took part in it during this step.
   std::map<std::pair<uint64_t, uint64_t>, std::vector<const CommRecord*>> by_key;
   std::map<uint64_t, std::set<int>> group_ranks;
@@ -75,6 +83,7 @@ bool match_collectives(StepModel* m, const std::vector<CommRecord>& comm, std::s
     std::vector<int> group;
     for (const CommRecord* c : members) group.push_back(m->ops[c->logical].first_node);
     m->groups.push_back(std::move(group));
+    is_symmetric->push_back(symmetric(members.front()->ev->coll) ? 1 : 0);
   }
   return true;
 }
@@ -115,13 +124,24 @@ bool match_p2p(StepModel* m, const std::vector<CommRecord>& comm, std::string* e
 bool match_comm_groups(StepModel* m, const std::vector<CommRecord>& comm, double eps,
                        std::string* error) {
   m->groups.clear();
-  if (!match_collectives(m, comm, error) || !match_p2p(m, comm, error)) return false;
+  std::vector<char> is_symmetric;
+  if (!match_collectives(m, comm, error, &is_symmetric) || !match_p2p(m, comm, error)) return false;
   for (int g = 0; g < static_cast<int>(m->groups.size()); ++g) {
     double latest_start = -std::numeric_limits<double>::infinity();
-    for (int n : m->groups[g]) latest_start = std::max(latest_start, m->nodes[n].start);
+    double earliest_end = std::numeric_limits<double>::infinity();
+    for (int n : m->groups[g]) {
+      latest_start = std::max(latest_start, m->nodes[n].start);
+      earliest_end = std::min(earliest_end, m->nodes[n].end);
+    }
+    const bool together = static_cast<size_t>(g) < is_symmetric.size() && is_symmetric[g];
     for (int n : m->groups[g]) {
       Node& node = m->nodes[n];
       node.group = g;
+      // The members of an all-reduce finish together; a member that recorded its end later only
+      // noticed later (a completion callback waiting for its thread or the GIL). That lateness is
+      // the rank's own host delay: the op ends with the earliest member and whatever waited for
+      // it on this rank starts with a longer launch delay.
+      if (together && earliest_end >= latest_start) node.end = earliest_end;
       double transfer = node.end - latest_start;
       if (transfer < 0) {
         // Clock skew between hosts can put a peer's start after this op's end.

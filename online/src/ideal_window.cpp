@@ -106,7 +106,9 @@ void IdealWindow::push(StepSamples samples) {
 }
 
 // How much work per op this key took in the current step compared with the window, over the
-// workers the window keeps (persistent outliers stay out).
+// workers the window keeps (persistent outliers stay out). For compute and for launch delays,
+// which are per-worker quantities; not for transfers, which a whole group shares (a transfer
+// slower than usual for every member is exactly what the comm cause is about).
 //
 // Why: straggling is lagging behind one's peers in the same step. When every worker slows down
 // together (a busy host, a lower clock, longer batches for everyone), the window mean would call
@@ -114,12 +116,14 @@ void IdealWindow::push(StepSamples samples) {
 // step's own work spread evenly over the workers (the paper's re-balancing, per step), while the
 // window still decides who is persistently slow. Off with IdealConfig::follow_step_level = false
 // (the paper's fixed ideal over the window).
-double IdealWindow::step_level(const std::string& key, const std::vector<double>& window_sum,
+double IdealWindow::step_level(const std::string& key, bool is_delay,
+                               const std::vector<double>& window_sum,
                                const std::vector<double>& window_count,
                                const std::vector<char>& dropped) const {
   if (!config_.follow_step_level || steps_.size() < 2) return 1.0;
-  auto it = steps_.back().durations.find(key);
-  if (it == steps_.back().durations.end()) return 1.0;
+  const auto& map = is_delay ? steps_.back().delays : steps_.back().durations;
+  auto it = map.find(key);
+  if (it == map.end()) return 1.0;
   const KeyStats& now = it->second;
   double now_sum = 0, now_n = 0, win_sum = 0, win_n = 0;
   for (size_t r = 0; r < now.sum.size() && r < window_sum.size(); ++r) {
@@ -162,7 +166,7 @@ Ideals IdealWindow::ideals(const StepModel& m) const {
     }
     std::vector<char> dropped;
     const double mean = robust_mean(sum, count, m.rank_stage, config_, &excluded, &dropped);
-    return is_delay ? mean : mean * step_level(key, sum, count, dropped);
+    return mean * step_level(key, is_delay, sum, count, dropped);
   };
   out.duration.assign(m.ideal_keys.size(), 0.0);
   for (size_t k = 0; k < m.ideal_keys.size(); ++k) out.duration[k] = aggregate(m.ideal_keys[k], false);

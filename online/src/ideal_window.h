@@ -49,7 +49,7 @@ class IdealWindow {
   size_t size() const { return steps_.size(); }
 
  private:
-  double step_level(const std::string& key, const std::vector<double>& window_sum,
+  double step_level(const std::string& key, bool is_delay, const std::vector<double>& window_sum,
                     const std::vector<double>& window_count,
                     const std::vector<char>& dropped) const;
   IdealConfig config_;

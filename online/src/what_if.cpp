@@ -12,6 +12,8 @@ namespace {
 
 enum class Delay : uint8_t { kReal, kIdeal, kZero };
 
+constexpr size_t kLanesPerRun = 32;
+
 struct Lane {
   std::function<bool(const Node&)> real_work;  // keep the recorded duration of this node?
   std::function<Delay(const Node&)> delay;
@@ -144,7 +146,19 @@ WhatIfResult run_what_if(const StepModel& m, const Ideals& ideals, double top_fr
     }
   }
 
-  const LaneOutputs out = replayer.run(build_lanes(m, values, lanes), want_timeline);
+  // Replayed in batches of lanes, so that memory stays proportional to the graph, not to
+  // graph x (dp + pp) scenarios, in a large job. The first batch holds lanes 0..2, whose per-node
+  // times the timeline needs.
+  LaneOutputs out;
+  LaneOutputs first_batch;
+  for (size_t begin = 0; begin < lanes.size(); begin += kLanesPerRun) {
+    const size_t end = std::min(lanes.size(), begin + kLanesPerRun);
+    const std::vector<Lane> batch(lanes.begin() + static_cast<std::ptrdiff_t>(begin),
+                                  lanes.begin() + static_cast<std::ptrdiff_t>(end));
+    LaneOutputs o = replayer.run(build_lanes(m, values, batch), want_timeline && begin == 0);
+    out.step_time.insert(out.step_time.end(), o.step_time.begin(), o.step_time.end());
+    if (begin == 0) first_batch = std::move(o);
+  }
   WhatIfResult r;
   r.T_real = out.step_time[0];
   r.T_nodelay = out.step_time[1];
@@ -190,12 +204,12 @@ WhatIfResult run_what_if(const StepModel& m, const Ideals& ideals, double top_fr
   r.M_W = share(r.T_real, fix_w.step_time[0], r.T_ideal);
 
   if (want_timeline) {
-    const size_t lanes_n = lanes.size();
+    const size_t lanes_n = std::min(lanes.size(), kLanesPerRun);
     for (size_t i = 0; i < m.nodes.size(); ++i) {
-      r.real_start.push_back(out.start[i * lanes_n]);
-      r.real_end.push_back(out.end[i * lanes_n]);
-      r.ideal_start.push_back(out.start[i * lanes_n + 2]);
-      r.ideal_end.push_back(out.end[i * lanes_n + 2]);
+      r.real_start.push_back(first_batch.start[i * lanes_n]);
+      r.real_end.push_back(first_batch.end[i * lanes_n]);
+      r.ideal_start.push_back(first_batch.start[i * lanes_n + 2]);
+      r.ideal_end.push_back(first_batch.end[i * lanes_n + 2]);
     }
   }
   return r;

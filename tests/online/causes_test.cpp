@@ -177,6 +177,22 @@ TEST(OnlineCauses, SlowRankInAPipelineIsAWorkerNotAStage) {
   EXPECT_GE(hits, static_cast<int>(std::ceil(0.9 * (kSteps - kWarmup)))) << verdicts.back().evidence;
 }
 
+TEST(OnlineCauses, LargeJobIsReplayedInLaneBatches) {
+  SyntheticJob job;
+  job.dp = 48;
+  job.microbatches = 2;
+  job.jitter = 0.01;
+  job.rank_speed.assign(48, 1.0);
+  job.rank_speed[17] = 1.3;
+  const auto verdicts = analyze(run_synthetic(job, 6));
+  for (size_t i = 1; i < verdicts.size(); ++i) {
+    EXPECT_EQ(verdicts[i].cause, Cause::kWorker) << verdicts[i].evidence;
+    EXPECT_EQ(verdicts[i].worst, "rank:17");
+    EXPECT_EQ(verdicts[i].dp_S.size(), 48u);
+    EXPECT_LT(verdicts[i].fidelity_err, 1e-6);
+  }
+}
+
 TEST(OnlineCauses, ReplayReproducesTheMeasuredStepTimes) {
   SyntheticJob dp;
   dp.jitter = 0.02;

@@ -76,6 +76,24 @@ TEST(OnlineStepModel, BackwardWaitingForItsBucketsIsNotCompute) {
   for (const Node& n : m->nodes) EXPECT_GE(n.launch_delay, 0.0);
 }
 
+TEST(OnlineStepModel, LateNoticeOfAnAllReduceIsHostDelayNotTransfer) {
+  // Both ranks launch by 50 ms; rank 0 sees the result at 55, rank 1 only at 58 (its callback
+  // waited), then runs the optimizer from 58.5.
+  std::vector<probe::StepSummary> ss = {
+      summary(0, 2, {ev(SP_OP_BACKWARD, 0, 50, 0), coll(50, 55, 1, 2), ev(SP_OP_OPTIMIZER, 56, 60)}),
+      summary(1, 2, {ev(SP_OP_BACKWARD, 0, 50, 0), coll(50, 58, 1, 2), ev(SP_OP_OPTIMIZER, 59, 60)}),
+  };
+  ss[1].ops[1].start_ns -= kMs / 2;  // launched at 49.5
+  ss[1].ops[2].start_ns -= kMs / 2;  // optimizer from 58.5
+  std::string err;
+  auto m = build(ss, &err);
+  ASSERT_TRUE(m) << err;
+  EXPECT_NEAR(find_op(*m, 0, SP_OP_COLLECTIVE)->own, 0.005, 1e-9);
+  EXPECT_NEAR(find_op(*m, 1, SP_OP_COLLECTIVE)->own, 0.005, 1e-9);
+  const LogicalOp* opt = find_op(*m, 1, SP_OP_OPTIMIZER);
+  EXPECT_NEAR(m->nodes[static_cast<size_t>(opt->first_node)].launch_delay, 0.0035, 1e-9);
+}
+
 TEST(OnlineStepModel, NestedGcPauseIsItsOwnOp) {
   std::vector<probe::StepSummary> ss = {
       summary(0, 1, {ev(SP_OP_FORWARD, 0, 50, 0), ev(SP_OP_GC, 10, 40), ev(SP_OP_BACKWARD, 51, 70, 0)}),

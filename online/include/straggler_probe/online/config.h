@@ -33,8 +33,9 @@ struct IdealConfig {
   double outlier_rel_floor = 0.05;
   double outlier_abs_floor_s = 0.0005;  // below this nobody is an outlier (timer noise)
   int outlier_min_workers = 3;     // per stage; below this nobody is excluded
-  // Compute ideals follow this step's own work level (its mean over the workers the window
-  // keeps), so that a slowdown shared by everyone is not straggling (src/ideal_window.cpp).
+  // Compute and launch-delay ideals follow this step's own level (their mean over the workers
+  // the window keeps), so that a slowdown shared by everyone is not straggling
+  // (src/ideal_window.cpp).
   bool follow_step_level = true;
 };
 
