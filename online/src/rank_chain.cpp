@@ -113,13 +113,15 @@ std::vector<Piece> cut_at_launches(const std::vector<Piece>& pieces, std::vector
 }
 
 // The latest piece (not removed) that ends by time t: what an op launched at t depends on.
+// Pieces are in start order and do not overlap, so it is at or just before the last piece that
+// starts by t.
 int piece_ending_by(const std::vector<Piece>& pieces, double t, double eps) {
-  int best = -1;
-  for (int i = 0; i < static_cast<int>(pieces.size()); ++i) {
-    if (pieces[i].s > t + eps) break;
-    if (!pieces[i].removed && pieces[i].e <= t + eps) best = i;
+  auto it = std::upper_bound(pieces.begin(), pieces.end(), t + eps,
+                             [](double v, const Piece& p) { return v < p.s; });
+  for (int i = static_cast<int>(it - pieces.begin()) - 1; i >= 0; --i) {
+    if (!pieces[i].removed && pieces[i].e <= t + eps) return i;
   }
-  return best;
+  return -1;
 }
 
 // A host op that launched collectives and then ended after some of them finished waited for

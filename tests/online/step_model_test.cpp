@@ -129,6 +129,29 @@ TEST(OnlineStepModel, P2pPairsAreMatchedInOrderAndNamedByDirection) {
   EXPECT_NEAR(m->time_s, run.step_time_s[0], 1e-6);
 }
 
+TEST(OnlineStepModel, ClockOffsetsAreApplied) {
+  testing::SyntheticJob job;
+  job.microbatches = 2;
+  const testing::SyntheticRun run = testing::run_synthetic(job, 1);
+  std::vector<probe::StepSummary> shifted = run.steps[0];
+  // Rank 2's clock runs 7 ms ahead; its summary says so.
+  probe::StepSummary& s = shifted[2];
+  for (sp_event& e : s.ops) {
+    e.start_ns += 7 * kMs;
+    e.end_ns += 7 * kMs;
+  }
+  s.step_start_ns += 7 * kMs;
+  s.step_end_ns += 7 * kMs;
+  s.clock_offset_ns = -7 * static_cast<int64_t>(kMs);
+  std::string err;
+  auto a = build(run.steps[0], &err);
+  auto b = build(shifted, &err);
+  ASSERT_TRUE(a && b) << err;
+  EXPECT_NEAR(a->time_s, b->time_s, 1e-9);
+  ASSERT_EQ(a->ops.size(), b->ops.size());
+  for (size_t i = 0; i < a->ops.size(); ++i) EXPECT_NEAR(a->ops[i].own, b->ops[i].own, 1e-9);
+}
+
 TEST(OnlineStepModel, LaunchDelaysAreNonNegativeOnASyntheticDdpJob) {
   testing::SyntheticJob job;
   job.microbatches = 2;
