@@ -1,0 +1,104 @@
+"""straggler_probe autoload.
+
+libstraggler_probe.so, preloaded into a Python training rank (LD_PRELOAD, RANK and WORLD_SIZE
+set), puts this directory first on PYTHONPATH. An unmodified training script then gets the
+straggler_probe package: it starts when the script initialises torch.distributed, as if the script
+had called straggler_probe.init() itself. Processes that never initialise torch.distributed
+(spawned data-loader workers, tools) are left untouched apart from one import hook. Any failure is
+one warning and the script runs on. The interpreter's own sitecustomize, if any, still runs.
+
+Opt out with STRAGGLER_PROBE_PYTHON_AUTOLOAD=0. A script that calls straggler_probe.init() with
+arguments should do so before init_process_group (init() is idempotent: the first call wins).
+"""
+import os
+import sys
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_started = False
+
+
+def _warn(message):
+    sys.stderr.write("[straggler_probe] warning: " + message + "\n")
+
+
+def _start_probe():
+    global _started
+    if _started:
+        return
+    _started = True
+    try:
+        import straggler_probe
+        straggler_probe.init()
+    except Exception as err:  # the job must go on
+        _warn("the straggler_probe package did not start under LD_PRELOAD (%s: %s); the job runs "
+              "without per-step lines" % (type(err).__name__, err))
+
+
+def _patch(module):
+    original = getattr(module, "init_process_group", None)
+    if original is None or getattr(original, "_straggler_probe_autoload", False):
+        return
+    import functools
+
+    @functools.wraps(original)
+    def init_process_group(*args, **kwargs):
+        _start_probe()
+        return original(*args, **kwargs)
+
+    init_process_group._straggler_probe_autoload = True
+    module.init_process_group = init_process_group
+
+
+class _TorchDistributedFinder:
+    """Patches torch.distributed.init_process_group right after torch.distributed is imported."""
+
+    def find_spec(self, name, path, target=None):
+        if name != "torch.distributed":
+            return None
+        import importlib.machinery
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)  # once
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            try:
+                _patch(module)
+            except Exception as err:
+                _warn("autoload could not hook torch.distributed (%s)" % err)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def _chain_site_customize():
+    """Runs the sitecustomize this one shadows (the interpreter's or the environment's)."""
+    import importlib.machinery
+    import importlib.util
+    rest = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+
+def _install():
+    env = os.environ
+    if env.get("STRAGGLER_PROBE_PYTHON_AUTOLOAD", "1") == "0":
+        return
+    if "RANK" not in env or "WORLD_SIZE" not in env:
+        return
+    if "torch.distributed" in sys.modules:
+        _patch(sys.modules["torch.distributed"])
+    else:
+        sys.meta_path.insert(0, _TorchDistributedFinder())
+
+
+try:
+    _install()
+finally:
+    _chain_site_customize()
