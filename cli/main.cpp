@@ -13,6 +13,7 @@
 
 #include "analyze_command.h"
 #include "exit_codes.h"
+#include "lib_path.h"
 #include "straggler_probe/whatif/lane_model.h"
 #include "straggler_probe/whatif/op_graph.h"
 #include "straggler_probe/whatif/trace_table.h"
@@ -36,13 +37,16 @@ void setup_logging() {
 
 int main(int argc, char** argv) {
   using namespace sp::cli;
+  // LD_PRELOAD=$(straggler-probe --lib-path) torchrun ... : answered before any parsing.
+  if (argc == 2 && std::string_view(argv[1]) == "--lib-path") return print_lib_path();
   try {
     setup_logging();
     CLI::App app{"straggler-probe: find the stragglers in a large-model training trace (what-if analysis)",
                  "straggler-probe"};
     app.footer(
         "Example:\n  straggler-probe analyze --trace trace.csv.gz --meta meta.yaml --out report/ --steps 12 20-23\n"
-        "Exit codes: 0 success, 2 bad input (one line naming file, line and column), 1 internal failure.");
+        "Exit codes: 0 success, 2 bad input (one line naming file, line and column), 1 internal failure.\n"
+        "straggler-probe --lib-path prints where libstraggler_probe.so is (for LD_PRELOAD).");
     app.set_version_flag("--version", std::string("straggler-probe ") + SP_VERSION);
     app.require_subcommand(1);
     AnalyzeArgs analyze_args;
