@@ -6,6 +6,8 @@ straggler_probe package: it starts when the script initialises torch.distributed
 had called straggler_probe.init() itself. Processes that never initialise torch.distributed
 (spawned data-loader workers, tools) are left untouched apart from one import hook. Any failure is
 one warning and the script runs on. The interpreter's own sitecustomize, if any, still runs.
+torch.profiler sessions get CUPTI to themselves: the probe's GPU capture pauses for each one and
+resumes after it (sp_cupti_pause / sp_cupti_resume).
 
 Opt out with STRAGGLER_PROBE_PYTHON_AUTOLOAD=0. A script that calls straggler_probe.init() with
 arguments should do so before init_process_group (init() is idempotent: the first call wins).
@@ -49,26 +51,63 @@ def _patch(module):
     module.init_process_group = init_process_group
 
 
-class _TorchDistributedFinder:
-    """Patches torch.distributed.init_process_group right after torch.distributed is imported."""
+def _patch_profiler(module):
+    """torch.profiler takes CUPTI over: hand it over around each session (sp_cupti_pause/resume)."""
+    profile = getattr(module, "profile", None)
+    if profile is None or getattr(profile.start, "_straggler_probe_autoload", False):
+        return
+    import ctypes
+    import functools
+    lib = ctypes.CDLL(os.path.join(os.path.dirname(_HERE), "libstraggler_probe.so"))
+    lib.sp_cupti_pause.argtypes = [ctypes.c_char_p]
+    start, stop = profile.start, profile.stop
+
+    @functools.wraps(start)
+    def start_wrapper(self, *args, **kwargs):
+        lib.sp_cupti_pause(b"torch.profiler")
+        return start(self, *args, **kwargs)
+
+    @functools.wraps(stop)
+    def stop_wrapper(self, *args, **kwargs):
+        try:
+            return stop(self, *args, **kwargs)
+        finally:
+            lib.sp_cupti_resume()
+
+    start_wrapper._straggler_probe_autoload = True
+    profile.start, profile.stop = start_wrapper, stop_wrapper
+
+
+_PATCHES = {"torch.distributed": _patch, "torch.profiler": _patch_profiler}
+
+
+class _TorchFinder:
+    """Patches torch.distributed (init_process_group) and torch.profiler (profile.start/stop)
+    right after each is imported."""
+
+    def __init__(self):
+        self.pending = set(_PATCHES)
 
     def find_spec(self, name, path, target=None):
-        if name != "torch.distributed":
+        if name not in self.pending:
             return None
         import importlib.machinery
-        if self in sys.meta_path:
-            sys.meta_path.remove(self)  # once
+        self.pending.discard(name)
+        if not self.pending and self in sys.meta_path:
+            sys.meta_path.remove(self)
         spec = importlib.machinery.PathFinder.find_spec(name, path)
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
         run = spec.loader.exec_module
 
+        patch = _PATCHES[name]
+
         def exec_module(module):
             run(module)
             try:
-                _patch(module)
+                patch(module)
             except Exception as err:
-                _warn("autoload could not hook torch.distributed (%s)" % err)
+                _warn("autoload could not hook %s (%s)" % (name, err))
 
         spec.loader.exec_module = exec_module
         return spec
@@ -92,10 +131,13 @@ def _install():
         return
     if "RANK" not in env or "WORLD_SIZE" not in env:
         return
-    if "torch.distributed" in sys.modules:
-        _patch(sys.modules["torch.distributed"])
-    else:
-        sys.meta_path.insert(0, _TorchDistributedFinder())
+    finder = _TorchFinder()
+    for name, patch in _PATCHES.items():
+        if name in sys.modules:
+            finder.pending.discard(name)
+            patch(sys.modules[name])
+    if finder.pending:
+        sys.meta_path.insert(0, finder)
 
 
 try:

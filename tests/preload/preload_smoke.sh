@@ -50,6 +50,12 @@ for mode in norank rank; do
     # torch has loaded CUPTI: starting GPU capture must refuse it before any CUPTI call (some
     # CUPTI releases crash without a driver) and say so once. (Asked for explicitly, so it may
     # speak even outside a rank: run in rank mode only.)
+    # The autoload hands CUPTI to torch.profiler sessions (pause/resume around profile.start/stop).
+    [ "$mode" = rank ] && run "python + torch.profiler (autoload hook)" $mode "profiled 24.0 True" \
+      "$VENV_PY" -c 'import torch, torch.profiler as tp
+with tp.profile(activities=[tp.ProfilerActivity.CPU]):
+    x = torch.ones(8) * 3
+print("profiled", float(x.sum()), getattr(tp.profile.start, "_straggler_probe_autoload", False))'
     [ "$mode" = rank ] && run "python + torch, GPU capture asked for" $mode "start 1" env SP_LIB="$LIB" "$VENV_PY" -c \
       'import os, ctypes, torch; l = ctypes.CDLL(os.environ["SP_LIB"]); print("start", l.sp_cupti_start()); l.sp_cupti_region_push(1, 0, 0); l.sp_cupti_region_pop()'
   fi
