@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 echo "demo: building (Release) ..."
-./scripts/build.sh --target sp_python_core sp_python_c10d >/dev/null
+./scripts/build.sh --target sp_python_modules >/dev/null
 out=sp-out-demo
 rm -rf "$out"
 # One thread per rank: four ranks share this machine's cores.

@@ -111,7 +111,9 @@ struct AnalysisWorker::Impl {
   }
 
   void analyze(StepBatch&& batch) {
-    if (o.fault != FaultInjection::kNone &&
+    if (o.fault == FaultInjection::kSlow) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    } else if (o.fault != FaultInjection::kNone &&
         counters->steps_analyzed.load() >= static_cast<uint64_t>(o.fault_after_steps)) {
       inject_fault();
     }

@@ -22,7 +22,9 @@
 
 namespace sp::pyext {
 
-enum class FaultInjection { kNone, kThrow, kStall };
+// Test hooks (STRAGGLER_PROBE_FAULT_INJECT): throw or stall once some steps are analysed, or make
+// every step's analysis slow (250 ms) so that rank 0 falls behind the job.
+enum class FaultInjection { kNone, kThrow, kStall, kSlow };
 
 struct AnalysisOptions {
   int world_size = 1;

@@ -74,8 +74,9 @@ py::dict stats() {
 sp::pyext::FaultInjection parse_fault(const std::string& fault) {
   if (fault == "throw") return sp::pyext::FaultInjection::kThrow;
   if (fault == "stall") return sp::pyext::FaultInjection::kStall;
+  if (fault == "slow") return sp::pyext::FaultInjection::kSlow;
   if (fault == "none" || fault.empty()) return sp::pyext::FaultInjection::kNone;
-  throw py::value_error("fault_inject must be none, throw or stall, not '" + fault + "'");
+  throw py::value_error("fault_inject must be none, throw, stall or slow, not '" + fault + "'");
 }
 
 // store: a capsule from straggler_probe._c10d.wrap_store (C++ store, no GIL in the transport),

@@ -96,8 +96,9 @@ FIELDS: dict[str, _Field] = {
                        "auto: take sequence lengths from cu_seqlens / attention_mask in batches and forward kwargs."),
     "cuda_events": _Field(_parse_choice("auto", "on", "off"), "auto",
                           "Time regions with CUDA events on the stream (auto: when the model runs on CUDA)."),
-    "fault_inject": _Field(_parse_choice("none", "throw", "stall"), "none",
-                           "Test hook: make rank 0's analysis throw or stall to exercise the step-aside path."),
+    "fault_inject": _Field(_parse_choice("none", "throw", "stall", "slow"), "none",
+                           "Test hook: make rank 0's analysis throw or stall (the step-aside path), "
+                           "or take 250 ms per step (falling behind)."),
 }
 
 

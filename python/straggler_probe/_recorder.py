@@ -42,18 +42,6 @@ class Recorder:
             self._names[name] = nid
         return nid
 
-    def guard(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        """Wraps a hook body: a bug in the probe becomes one warning, never the job's exception."""
-        def guarded(*args: Any, **kwargs: Any) -> Any:
-            if self._failed:
-                return None
-            try:
-                return fn(*args, **kwargs)
-            except Exception as err:  # noqa: BLE001 - the training job must not see our failures
-                self.fail(f"{fn.__qualname__}: {type(err).__name__}: {err}")
-                return None
-        return guarded
-
     def fail(self, message: str) -> None:
         if not self._failed:
             self._failed = True

@@ -90,8 +90,10 @@ def main() -> None:
     else:
         step_times = run_data_parallel(spec, rank, world)
 
+    transport = straggler_probe.stats().get("transport")
     straggler_probe.shutdown()
-    result = {"rank": rank, "step_times": step_times, "stats": straggler_probe.stats()}
+    result = {"rank": rank, "step_times": step_times, "stats": straggler_probe.stats(),
+              "transport": transport}
     with open(os.path.join(spec["out"], f"rank{rank}.json"), "w") as f:
         json.dump(result, f)
     dist.destroy_process_group()
