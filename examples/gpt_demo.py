@@ -1,6 +1,9 @@
 """straggler_probe demo: a small GPT trained with DDP on 4 CPU ranks (gloo), one of them a
 straggler. Rank 0 prints straggler_probe's line for every step, then where the report is.
 
+Each rank's forward/backward is the GPT's real CPU compute plus an emulated accelerator's time
+(examples/straggler.py says why); the slow rank takes --slowdown longer for all of it.
+
     torchrun --standalone --nproc_per_node 4 examples/gpt_demo.py [--slow-rank 2] [--slowdown 0.3]
 
 or without torchrun: python examples/gpt_demo.py --spawn 4
@@ -27,6 +30,9 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--steps", type=int, default=60)
     p.add_argument("--slow-rank", type=int, default=2, help="-1: no straggler")
     p.add_argument("--slowdown", type=float, default=0.3, help="extra compute on the slow rank")
+    p.add_argument("--device-ms", type=float, default=15.0,
+                   help="emulated accelerator time per micro-batch forward (backward: 2x); "
+                        "see examples/straggler.py")
     p.add_argument("--busy", action="store_true",
                    help="the slow rank's extra time is CPU work (slows the others on few cores)")
     p.add_argument("--batch", type=int, default=8)
@@ -42,12 +48,12 @@ def train(args: argparse.Namespace) -> None:
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     torch.manual_seed(0)
-    model = torch.nn.parallel.DistributedDataParallel(TinyGPT())
+    rank_time = straggler.RankTime(args.device_ms, args.slowdown if rank == args.slow_rank else 0.0)
+    model = torch.nn.parallel.DistributedDataParallel(straggler.OnDevice(TinyGPT(), rank_time))
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
     data = torch.utils.data.DataLoader(SyntheticTokens(256, 64, seed=rank), batch_size=args.batch,
                                        shuffle=True, drop_last=True)
     straggler.BUSY = args.busy
-    injector = straggler.Injector(args.slowdown) if rank == args.slow_rank else None
     if rank == 0:
         print(f"demo: {dist.get_world_size()} ranks, {args.steps} steps, "
               + (f"rank {args.slow_rank} {args.slowdown:.0%} slower" if args.slow_rank >= 0
@@ -61,15 +67,12 @@ def train(args: argparse.Namespace) -> None:
             x, y = next(batches)
         t0 = time.perf_counter()
         loss = model(x, y)
-        if injector is not None:
-            loss = injector.apply(loss)
         t1 = time.perf_counter()
         loss.backward()
         t2 = time.perf_counter()
         opt.step()
         opt.zero_grad(set_to_none=True)
-        if injector is not None:
-            injector.observe(t1 - t0, t2 - t1)
+        rank_time.observe(t1 - t0, t2 - t1)
     if rank == 0:
         print(f"demo: final loss {loss.item():.3f}", flush=True)
     straggler_probe.shutdown()  # (also at exit) rank 0 prints the report's paths

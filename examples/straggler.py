@@ -1,10 +1,12 @@
-"""Injected straggler for the demo: makes one rank's compute a set fraction slower, inside its
-forward and backward, sized from the rank's own recent forward/backward times.
+"""Per-rank compute time for the demo: an emulated accelerator, and the injected straggler.
 
-The extra time is spent waiting, as on a slow accelerator: on a real cluster each rank computes
-on its own device, but here four ranks share two CPU cores, and extra *CPU* work on one rank would
-take cores from the others and slow them all (a different experiment). --busy spends it in real
-matrix products instead.
+On a real cluster every rank computes on its own accelerator while its host thread mostly waits.
+Here four ranks share two CPU cores, so their real CPU compute contends for the cores and the
+scheduler alone makes random ranks late by more than the 30% we inject. The demo therefore gives
+each rank an emulated accelerator: the model's real (small) CPU forward/backward, plus a fixed
+device time per micro-batch spent waiting (--device-ms; forward x1, backward x2). The straggler's
+extra time (--slowdown of everything it computes, sized from its own recent measurements) is
+spent the same way. --device-ms 0 --busy turns both off and burns real CPU instead.
 """
 from __future__ import annotations
 
@@ -12,12 +14,11 @@ import time
 
 import torch
 
+BUSY = False  # set by the demo's --busy: extra time is real CPU work
 
-BUSY = False  # set by the demo's --busy
 
-
-def spin(seconds: float) -> None:
-    """About `seconds` of wall time: waiting (a slow device) or real compute (BUSY)."""
+def spend(seconds: float) -> None:
+    """About `seconds` of wall time: waiting on the device, or real compute (BUSY)."""
     if seconds <= 0:
         return
     if not BUSY:
@@ -29,34 +30,55 @@ def spin(seconds: float) -> None:
         a = torch.tanh(a @ a)
 
 
-class ExtraWork(torch.autograd.Function):
+class DeviceTime(torch.autograd.Function):
+    """Identity on the loss whose forward and backward take the rank's device time."""
+
     @staticmethod
-    def forward(ctx, x, injector):  # noqa: ANN001
-        spin(injector.factor * injector.fwd_s)
-        ctx.injector = injector
+    def forward(ctx, x, rank_time):  # noqa: ANN001
+        spend(rank_time.forward_s())
+        ctx.rank_time = rank_time
         return x.view_as(x)
 
     @staticmethod
     def backward(ctx, grad):  # noqa: ANN001
-        spin(ctx.injector.factor * ctx.injector.bwd_s)
+        spend(ctx.rank_time.backward_s())
         return grad, None
 
 
-class Injector:
-    """Measures this rank's forward and backward (exponential average) and adds factor x that."""
+class RankTime:
+    """This rank's device time per micro-batch, and its slowdown (0 on healthy ranks)."""
 
-    def __init__(self, factor: float):
-        self.factor = factor
-        self.fwd_s = 0.0
-        self.bwd_s = 0.0
+    def __init__(self, device_ms: float, slowdown: float):
+        self.device_s = device_ms / 1e3
+        self.slowdown = slowdown
+        self.cpu_fwd_s = 0.0  # the model's measured CPU time (exponential average)
+        self.cpu_bwd_s = 0.0
+
+    def forward_s(self) -> float:
+        return self.device_s * (1 + self.slowdown) + self.slowdown * self.cpu_fwd_s
+
+    def backward_s(self) -> float:
+        return 2 * self.device_s * (1 + self.slowdown) + self.slowdown * self.cpu_bwd_s
 
     def observe(self, fwd_s: float, bwd_s: float) -> None:
-        # the measured times include the extra work: take it out again
-        fwd_s /= 1 + self.factor
-        bwd_s /= 1 + self.factor
-        a = 0.3 if self.fwd_s else 1.0
-        self.fwd_s += a * (fwd_s - self.fwd_s)
-        self.bwd_s += a * (bwd_s - self.bwd_s)
+        """Measured forward/backward wall times, from which the CPU part is recovered."""
+        cpu_fwd = max(0.0, fwd_s - self.forward_s())
+        cpu_bwd = max(0.0, bwd_s - self.backward_s())
+        a = 0.3 if self.cpu_fwd_s else 1.0
+        self.cpu_fwd_s += a * (cpu_fwd - self.cpu_fwd_s)
+        self.cpu_bwd_s += a * (cpu_bwd - self.cpu_bwd_s)
 
     def apply(self, loss: torch.Tensor) -> torch.Tensor:
-        return ExtraWork.apply(loss, self)
+        return DeviceTime.apply(loss, self)
+
+
+class OnDevice(torch.nn.Module):
+    """The model plus its device time, inside one forward (as a GPU kernel would be)."""
+
+    def __init__(self, model: torch.nn.Module, rank_time: RankTime):
+        super().__init__()
+        self.model = model
+        self.rank_time = rank_time
+
+    def forward(self, *args: torch.Tensor) -> torch.Tensor:
+        return self.rank_time.apply(self.model(*args))
