@@ -1,7 +1,9 @@
 // An NCCL program (against the fake libnccl.so.2) for runs under the real libstraggler_probe.so:
 // every call must still reach NCCL and return its result, and the process must exit cleanly.
+#include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 
 #include "nccl_api_decls.h"
 
@@ -17,6 +19,9 @@ int main() {
     ncclSend(buf, 8, kFloat32, 0, comm, nullptr);
     ncclRecv(buf, 8, kFloat32, 0, comm, nullptr);
     if (ncclGroupEnd() != 0) return 5;
+    // A real step lasts milliseconds. Back-to-back steps at microsecond pace outrun the summary
+    // writer on a loaded machine, and the probe then skips whole steps by design.
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   size_t n = 0;
   fake_nccl_log(&n);
