@@ -43,6 +43,7 @@ STREAM_ASYNC_COMM = 1  # collectives launched async (DDP buckets, async_op=True)
 STREAM_P2P_SEND = 2    # pipeline sends
 STREAM_P2P_RECV = 3    # pipeline receives
 STREAM_GC = 4          # GC pauses: they overlap whatever the thread was doing
+STREAM_HOST_WAIT = 5   # data waits when regions are CUDA-timed (host and GPU time differ)
 
 try:
     from . import _core  # type: ignore[attr-defined]

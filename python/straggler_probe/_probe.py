@@ -50,9 +50,13 @@ class Probe:
         if self._topology_explicit:
             self.core.set_topology(-1 if cfg.dp_rank is None else cfg.dp_rank,
                                    -1 if cfg.pp_stage is None else cfg.pp_stage)
-        self.timer = self._make_timer()
+        # Host timing until training starts: only then is it known whether the model runs on
+        # CUDA (and on which device), and creating CUDA events earlier would open a context on
+        # device 0 in every rank.
+        self.timer: Any = HostTimer(self.core.record)
         self.rec = Recorder(self.core, self.timer, auto_steps=cfg.steps == "auto")
         self.rec.on_step_marked = self._on_step_marked
+        self.rec.on_training_start = self._choose_timer
         try:
             self._install_hooks()
         except Exception:
@@ -61,12 +65,15 @@ class Probe:
         self._maybe_start_transport()
 
     # -- set-up ---------------------------------------------------------------------------------
-    def _make_timer(self) -> Any:
+    def _choose_timer(self) -> None:
+        """At the first sign of training: CUDA events if the job uses CUDA (it has initialised
+        it by now, e.g. by moving the model), else host time."""
+        cuda = self.torch.cuda
         use_cuda = self.cfg.cuda_events == "on" or (
-            self.cfg.cuda_events == "auto" and self.torch.cuda.is_available())
+            self.cfg.cuda_events == "auto" and cuda.is_available() and cuda.is_initialized())
         if use_cuda:
-            return CudaEventTimer(self.core.record, self.torch)
-        return HostTimer(self.core.record)
+            self.timer = CudaEventTimer(self.core.record, self.torch)
+            self.rec.timer = self.timer
 
     def _install_hooks(self) -> None:
         from .hooks.autograd import AutogradHooks
@@ -99,9 +106,8 @@ class Probe:
             self.gc = GcHooks(rec)
             self._uninstall.append(self.gc.install())
         if cfg.dataloader:
-            stream = N.STREAM_MAIN if not self.timer.is_cuda else N.STREAM_GC + 1
             on_batch = self._on_batch_seq_lens if (cfg.seq_lens == "auto" and self.modules) else None
-            self._uninstall.append(DataLoaderHooks(rec, torch, stream, on_batch).install())
+            self._uninstall.append(DataLoaderHooks(rec, torch, on_batch).install())
 
     def _on_batch_seq_lens(self, lengths: list[int]) -> None:
         self.modules.pending_seq_lens = lengths

@@ -32,6 +32,7 @@ class Recorder:
         self._pending_recv: list[tuple] = []  # receives wait for the compute they feed
         self._training = False       # set at the first data wait / forward / backward / optimizer
         self.on_first_forward: Callable[[], None] | None = None  # optimizer hooks learn from it
+        self.on_training_start: Callable[[], None] | None = None  # the probe picks its timer
         self.on_step_marked: Callable[[], None] | None = None
 
     # ---- plumbing ------------------------------------------------------------------------
@@ -63,6 +64,8 @@ class Recorder:
             self._training = True
             if self.step == 0:
                 self.core.mark_step(-1)
+            if self.on_training_start is not None:
+                self.on_training_start()
 
     # ---- forward --------------------------------------------------------------------------
     def forward_begin(self) -> bool:

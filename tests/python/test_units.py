@@ -67,3 +67,52 @@ def test_every_option_is_documented():
     doc = (Path(__file__).resolve().parents[2] / "docs" / "CONFIG.md").read_text()
     missing = [env_name(n) for n in FIELDS if f"`{env_name(n)}`" not in doc]
     assert not missing, f"options missing from docs/CONFIG.md: {missing}"
+
+
+class _FakeEvent:
+    """A CUDA event stand-in: 'records' the host time; the GPU is always done."""
+
+    def __init__(self, enable_timing: bool = False):
+        self.t = None
+
+    def record(self) -> None:
+        import time
+        self.t = time.time_ns()
+
+    def query(self) -> bool:
+        return self.t is not None
+
+    def synchronize(self) -> None:
+        pass
+
+    def elapsed_time(self, other: "_FakeEvent") -> float:
+        return (other.t - self.t) / 1e6
+
+
+class _FakeTorch:
+    class cuda:  # noqa: N801
+        Event = _FakeEvent
+
+
+def test_cuda_event_timer_resolves_off_thread_and_pins_the_step():
+    import time
+
+    from straggler_probe import _native as N
+    from straggler_probe._timing import CudaEventTimer
+
+    recorded = []
+    timer = CudaEventTimer(lambda *a: recorded.append(a), _FakeTorch)
+    start = timer.stamp()
+    time.sleep(0.01)
+    end = timer.stamp()
+    timer.submit(N.FORWARD, start, end, 3, 0, N.STREAM_MAIN, 7)
+    deadline = time.time() + 2
+    while not recorded and time.time() < deadline:
+        time.sleep(0.01)
+    timer.close()
+    assert len(recorded) == 1
+    kind, t0, t1, mb, _name, stream, *_rest, source, step_plus_one = recorded[0]
+    assert (kind, mb, stream, source, step_plus_one) == (N.FORWARD, 3, N.STREAM_MAIN,
+                                                         N.TIME_CUDA_EVENT, 8)
+    assert 9e6 <= t1 - t0 <= 50e6  # ~10 ms, on the host clock's axis
+    assert abs(t0 - start.t) < 2e6

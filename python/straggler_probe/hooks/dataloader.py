@@ -16,11 +16,10 @@ from . import seqlens
 
 
 class DataLoaderHooks:
-    def __init__(self, recorder: Any, torch_mod: Any, stream: int,
+    def __init__(self, recorder: Any, torch_mod: Any,
                  on_batch: Callable[[list[int]], None] | None):
         self.rec = recorder
         self.torch = torch_mod
-        self.stream = stream
         self.on_batch = on_batch
         self._cls: Any = None
         self._orig: Callable[..., Any] | None = None
@@ -32,7 +31,6 @@ class DataLoaderHooks:
             return lambda: None
         self._cls, self._orig = cls, orig
         rec = self.rec
-        stream = self.stream
         on_batch = self.on_batch
         name_id = rec.intern("dataloader-next")
 
@@ -44,6 +42,9 @@ class DataLoaderHooks:
             batch = orig(it)  # StopIteration passes through unrecorded: no batch was waited for
             end = now_ns()
             try:
+                # In the training thread's sequence on CPU; on its own stream when the other
+                # regions are GPU-timed, since a host wait and GPU work overlap in time.
+                stream = N.STREAM_HOST_WAIT if rec.timer.is_cuda else N.STREAM_MAIN
                 rec.data_wait(start, end, stream, name_id)
                 if on_batch is not None:
                     lengths = seqlens.from_mapping(batch)
