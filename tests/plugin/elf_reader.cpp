@@ -22,6 +22,48 @@ std::string string_at(const std::string& data, const Elf64_Shdr& strtab, size_t 
   return data.substr(begin, (end == std::string::npos ? data.size() : end) - begin);
 }
 
+// In a shared library the .init_array slots are filled by R_X86_64_RELATIVE relocations whose
+// addend is the function's address; .symtab names that address.
+void resolve_init_array(const std::string& data, const std::vector<Elf64_Shdr>& sections,
+                        ElfInfo* info) {
+  const Elf64_Shdr* init = nullptr;
+  const Elf64_Shdr* symtab = nullptr;
+  for (const Elf64_Shdr& sh : sections) {
+    if (sh.sh_type == SHT_INIT_ARRAY) init = &sh;
+    if (sh.sh_type == SHT_SYMTAB) symtab = &sh;
+  }
+  if (init == nullptr) return;
+  std::vector<uint64_t> targets;
+  for (const Elf64_Shdr& sh : sections) {
+    if (sh.sh_type != SHT_RELA) continue;
+    for (size_t off = sh.sh_offset; off + sizeof(Elf64_Rela) <= sh.sh_offset + sh.sh_size;
+         off += sizeof(Elf64_Rela)) {
+      Elf64_Rela rela{};
+      if (!read_at(data, off, &rela)) break;
+      if (rela.r_offset >= init->sh_addr && rela.r_offset < init->sh_addr + init->sh_size &&
+          ELF64_R_TYPE(rela.r_info) == R_X86_64_RELATIVE) {
+        targets.push_back(static_cast<uint64_t>(rela.r_addend));
+      }
+    }
+  }
+  for (uint64_t target : targets) {
+    std::string name = "?";
+    if (symtab != nullptr && symtab->sh_link < sections.size()) {
+      const Elf64_Shdr& strtab = sections[symtab->sh_link];
+      for (size_t off = symtab->sh_offset; off + sizeof(Elf64_Sym) <= symtab->sh_offset + symtab->sh_size;
+           off += sizeof(Elf64_Sym)) {
+        Elf64_Sym sym{};
+        if (!read_at(data, off, &sym)) break;
+        if (ELF64_ST_TYPE(sym.st_info) == STT_FUNC && sym.st_value == target) {
+          name = string_at(data, strtab, sym.st_name);
+          break;
+        }
+      }
+    }
+    info->init_array_functions.push_back(name);
+  }
+}
+
 }  // namespace
 
 std::optional<ElfInfo> read_elf(const std::string& path, std::string* error) {
@@ -77,6 +119,7 @@ std::optional<ElfInfo> read_elf(const std::string& path, std::string* error) {
       info.init_array_entries += sh.sh_size / sizeof(Elf64_Addr);
     }
   }
+  resolve_init_array(data, sections, &info);
   return info;
 }
 

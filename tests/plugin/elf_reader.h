@@ -1,5 +1,5 @@
 // Just enough of an ELF64 reader for the library checks: the dynamic symbol table (what the
-// library exports), its DT_NEEDED entries and the size of .init_array (static constructors).
+// library exports), its DT_NEEDED entries and what .init_array runs at load (constructors).
 // Parsing the file ourselves keeps the tests free of binutils.
 #pragma once
 
@@ -21,6 +21,9 @@ struct ElfInfo {
   std::vector<DynamicSymbol> dynamic_symbols;
   std::vector<std::string> needed;
   size_t init_array_entries = 0;
+  // The functions .init_array calls at load (from its relocations and .symtab); "?" when a
+  // target cannot be named (a stripped library).
+  std::vector<std::string> init_array_functions;
 };
 
 // nullopt and *error when the file cannot be read or is not a 64-bit little-endian ELF.

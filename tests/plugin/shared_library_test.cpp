@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "elf_reader.h"
 #include "straggler_probe/probe.h"
@@ -72,12 +73,33 @@ TEST(SharedLibrary, NeedsNoGpuFrameworkOrLoggingLibrary) {
   EXPECT_FALSE(elf.needed.empty()) << "expected at least libc";
 }
 
-TEST(SharedLibrary, RunsNoStaticConstructors) {
+// Load-time hooks other folders declared (sp_probe_add_to_library LOAD_TIME_HOOKS), one a line.
+std::vector<std::string> declared_load_time_hooks() {
+  std::ifstream in(SP_PROBE_LOAD_TIME_HOOKS);
+  std::vector<std::string> names;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty()) names.push_back(line);
+  }
+  return names;
+}
+
+TEST(SharedLibrary, RunsNoUndeclaredCodeAtLoad) {
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
   GTEST_SKIP() << "sanitizer instrumentation adds its own constructors";
 #endif
-  // The toolchain's own frame_dummy is the one entry allowed: our code does nothing at load.
-  EXPECT_LE(library_elf().init_array_entries, 1u);
+  // The toolchain's frame_dummy is always there; anything else must be a declared load-time
+  // hook (the runtime itself has none: its state is created by sp_init).
+  const ElfInfo elf = library_elf();
+  const std::vector<std::string> declared = declared_load_time_hooks();
+  EXPECT_EQ(elf.init_array_functions.size(), elf.init_array_entries);
+  for (const std::string& fn : elf.init_array_functions) {
+    if (fn == "frame_dummy") continue;
+    bool is_declared = false;
+    for (const std::string& d : declared) is_declared |= fn.find(d) != std::string::npos;
+    EXPECT_TRUE(is_declared) << "constructor " << fn << " runs at load but is not declared with "
+                             << "sp_probe_add_to_library(LOAD_TIME_HOOKS ...)";
+  }
 }
 
 TEST(SharedLibrary, PreloadedIntoAProgramThatNeverCallsItDoesNothing) {
