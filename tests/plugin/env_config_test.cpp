@@ -2,7 +2,9 @@
 // naming the variable for every bad value.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <map>
+#include <ostream>
 #include <string>
 
 #include "env_config.h"
@@ -98,6 +100,16 @@ struct BadValue {
   const char* value;
   const char* expected;  // substring of the error
 };
+
+// Stable, readable test names (ctest shows the printed parameter): VAR_value, other characters
+// as '_'.
+void PrintTo(const BadValue& b, std::ostream* os) {
+  std::string name = std::string(b.var) + "_" + b.value;
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  *os << name;
+}
 
 class EnvConfigBadValue : public ::testing::TestWithParam<BadValue> {};
 
