@@ -6,7 +6,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 echo "demo: building (Release) ..."
-./scripts/build.sh --target sp_python_modules >/dev/null
+mkdir -p build
+if ! ./scripts/build.sh --target sp_python_modules >build/demo-build.log 2>&1; then
+  tail -40 build/demo-build.log >&2
+  echo "demo: the build failed (full log: build/demo-build.log)" >&2
+  exit 1
+fi
 out=sp-out-demo
 rm -rf "$out"
 # One thread per rank: four ranks share this machine's cores.

@@ -75,8 +75,9 @@ sp::pyext::FaultInjection parse_fault(const std::string& fault) {
   if (fault == "throw") return sp::pyext::FaultInjection::kThrow;
   if (fault == "stall") return sp::pyext::FaultInjection::kStall;
   if (fault == "slow") return sp::pyext::FaultInjection::kSlow;
-  if (fault == "none" || fault.empty()) return sp::pyext::FaultInjection::kNone;
-  throw py::value_error("fault_inject must be none, throw, stall or slow, not '" + fault + "'");
+  // "record" is a fault of the Python recording (straggler_probe/_probe.py), not of the analysis.
+  if (fault == "none" || fault == "record" || fault.empty()) return sp::pyext::FaultInjection::kNone;
+  throw py::value_error("fault_inject must be none, throw, stall, slow or record, not '" + fault + "'");
 }
 
 // store: a capsule from straggler_probe._c10d.wrap_store (C++ store, no GIL in the transport),
@@ -137,9 +138,14 @@ std::string state_name(sp::pyext::PipelineState s) {
     case sp::pyext::PipelineState::kRunning: return "running";
     case sp::pyext::PipelineState::kStopped: return "stopped";
     case sp::pyext::PipelineState::kSteppedAside: return "stepped-aside";
-    case sp::pyext::PipelineState::kStoppedByRank0: return "stopped-by-rank0";
+    case sp::pyext::PipelineState::kStoppedRemotely: return "stopped-by-another-rank";
   }
   return "unknown";
+}
+
+void request_stop(const std::string& why) {
+  std::lock_guard<std::mutex> lock(g_pipeline_mutex);
+  if (g_pipeline) g_pipeline->request_stop(why);
 }
 
 py::dict status_of(const sp::pyext::Pipeline& p) {
@@ -200,4 +206,6 @@ PYBIND11_MODULE(_core, m) {
         py::arg("fault"), py::arg("discard") = false);
   m.def("stop_pipeline", &stop_pipeline, py::arg("drain_s"));
   m.def("pipeline_status", &pipeline_status);
+  m.def("request_stop", &request_stop, py::arg("why"),
+        "This rank's recording failed: ask every rank's probe to step aside (never blocks).");
 }

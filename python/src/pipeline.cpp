@@ -38,10 +38,10 @@ Pipeline::Pipeline(PipelineOptions options, sp_kv_store* store)
   }
   if (options_.transport.rank != 0) {
     transport_ = start_sender(
-        options_.transport, store_, counters_,
+        options_.transport, store_, counters_, stop_,
         [this](const std::string&) {
           // Rank 0 printed the one warning; here the probe just goes quiet.
-          state_.store(PipelineState::kStoppedByRank0);
+          state_.store(PipelineState::kStoppedRemotely);
         },
         warn);
     return;
@@ -59,7 +59,9 @@ Pipeline::Pipeline(PipelineOptions options, sp_kv_store* store)
                " ms on one step (stalled)");
         }
       },
-      warn, publish_stop_);
+      warn, stop_, [this](const std::string& why) {
+        fail("the probe stopped on another rank (" + why + ")");
+      });
 }
 
 Pipeline::~Pipeline() = default;
@@ -74,7 +76,20 @@ void Pipeline::fail(const std::string& message) {
   warn_line("straggler_probe: WARNING: " + message +
             "; the probe steps aside on every rank and training continues without it");
   if (worker_) worker_->abandon();
-  publish_stop_->store(true);  // the collector tells the other ranks, then ends
+  stop_->raise(message);  // the collector tells the other ranks (if it still runs), then ends
+}
+
+void Pipeline::request_stop(const std::string& why) {
+  if (options_.transport.rank == 0 || options_.discard) {
+    fail("this rank's recording failed (" + why + ")");
+    return;
+  }
+  state_.store(PipelineState::kSteppedAside);
+  {
+    std::lock_guard<std::mutex> lock(message_mutex_);
+    if (message_.empty()) message_ = why;
+  }
+  stop_->raise(why);  // the sender writes the stop key; rank 0 and the others step aside
 }
 
 void Pipeline::stop(std::chrono::milliseconds drain) {

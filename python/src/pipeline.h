@@ -23,7 +23,7 @@ struct PipelineOptions {
   bool discard = false;  // transport=none: no store, no analysis; summaries are dropped
 };
 
-enum class PipelineState { kRunning, kStopped, kSteppedAside, kStoppedByRank0 };
+enum class PipelineState { kRunning, kStopped, kSteppedAside, kStoppedRemotely };
 
 class Pipeline {
  public:
@@ -35,6 +35,9 @@ class Pipeline {
   // analysis and write the report (up to analysis_timeout). Threads that do not finish in time
   // are left behind with what they use (leaked on purpose): the job's exit never waits on us.
   void stop(std::chrono::milliseconds drain);
+
+  // This rank's probe failed (its recording): every rank's probe steps aside. Never blocks.
+  void request_stop(const std::string& why);
 
   PipelineState state() const { return state_.load(); }
   // True when stop() left a thread running: the owner must then never destroy this object.
@@ -48,7 +51,7 @@ class Pipeline {
   PipelineOptions options_;
   std::shared_ptr<KvClient> store_;
   std::shared_ptr<TransportCounters> counters_ = std::make_shared<TransportCounters>();
-  std::shared_ptr<std::atomic<bool>> publish_stop_ = std::make_shared<std::atomic<bool>>(false);
+  std::shared_ptr<StopRequest> stop_ = std::make_shared<StopRequest>();
   std::shared_ptr<AnalysisWorker> worker_;
   std::unique_ptr<TransportThread> transport_;
   std::atomic<PipelineState> state_{PipelineState::kRunning};

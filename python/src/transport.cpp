@@ -53,11 +53,12 @@ class StoppableLoop : public TransportThread {
 class Sender final : public StoppableLoop {
  public:
   Sender(TransportOptions o, std::shared_ptr<KvClient> store,
-         std::shared_ptr<TransportCounters> counters,
+         std::shared_ptr<TransportCounters> counters, std::shared_ptr<StopRequest> stop,
          std::function<void(const std::string&)> on_remote_stop,
          std::function<void(const std::string&)> warn)
       : o_(std::move(o)), store_(std::move(store)), counters_(std::move(counters)),
-        on_remote_stop_(std::move(on_remote_stop)), warn_(std::move(warn)) {
+        stop_(std::move(stop)), on_remote_stop_(std::move(on_remote_stop)),
+        warn_(std::move(warn)) {
     thread_.start([this] { run(); });
   }
 
@@ -67,6 +68,12 @@ class Sender final : public StoppableLoop {
     auto next_poll = Clock::now();
     bool source_closed = false;
     while (!past_deadline()) {
+      if (stop_->requested.load()) {  // this rank's probe failed: everyone steps aside
+        std::string error;
+        store_->set(stop_key(o_), "rank " + std::to_string(o_.rank) + ": " + stop_->reason(),
+                    &error);
+        return;
+      }
       if (!held) {
         if (source_closed) break;
         EncodedSummary s;
@@ -144,6 +151,7 @@ class Sender final : public StoppableLoop {
   TransportOptions o_;
   std::shared_ptr<KvClient> store_;
   std::shared_ptr<TransportCounters> counters_;
+  std::shared_ptr<StopRequest> stop_;
   std::function<void(const std::string&)> on_remote_stop_;
   std::function<void(const std::string&)> warn_;
   SummarySource source_;
@@ -158,10 +166,11 @@ class Collector final : public StoppableLoop {
   Collector(TransportOptions o, std::shared_ptr<KvClient> store,
             std::shared_ptr<TransportCounters> counters, std::function<void(StepBatch&&)> deliver,
             std::function<void()> watchdog, std::function<void(const std::string&)> warn,
-            std::shared_ptr<std::atomic<bool>> publish_stop)
+            std::shared_ptr<StopRequest> stop,
+            std::function<void(const std::string&)> on_remote_stop)
       : o_(std::move(o)), store_(std::move(store)), counters_(std::move(counters)),
         deliver_(std::move(deliver)), watchdog_(std::move(watchdog)), warn_(std::move(warn)),
-        publish_stop_(std::move(publish_stop)),
+        stop_(std::move(stop)), on_remote_stop_(std::move(on_remote_stop)),
         cursor_(static_cast<size_t>(o_.world_size), o_.first_step),
         next_head_check_(static_cast<size_t>(o_.world_size), Clock::now()) {
     thread_.start([this] { run(); });
@@ -178,10 +187,18 @@ class Collector final : public StoppableLoop {
     std::string error;
     ack_ = o_.first_step - 1;
     store_->set(ack_key(o_), std::to_string(ack_), &error);
+    auto next_stop_check = Clock::now();
     while (true) {
-      if (publish_stop_->load()) {
+      if (stop_->requested.load()) {
         publish_stop();
         return;
+      }
+      if (Clock::now() >= next_stop_check) {  // another rank's probe may have failed
+        next_stop_check = Clock::now() + std::chrono::milliseconds(100);
+        if (auto why = store_->try_get(stop_key(o_), &error)) {
+          on_remote_stop_(*why);
+          return;
+        }
       }
       watchdog_();
       bool progress = pull_own();
@@ -332,7 +349,7 @@ class Collector final : public StoppableLoop {
 
   void publish_stop() {
     std::string error;
-    store_->set(stop_key(o_), "rank-0 analysis stepped aside", &error);
+    store_->set(stop_key(o_), "rank 0: " + stop_->reason(), &error);
   }
 
   void store_error(const std::string& error) {
@@ -353,7 +370,8 @@ class Collector final : public StoppableLoop {
   std::function<void(StepBatch&&)> deliver_;
   std::function<void()> watchdog_;
   std::function<void(const std::string&)> warn_;
-  std::shared_ptr<std::atomic<bool>> publish_stop_;
+  std::shared_ptr<StopRequest> stop_;
+  std::function<void(const std::string&)> on_remote_stop_;
   SummarySource source_;
   std::vector<int64_t> cursor_;  // per rank: the next step expected from it
   std::vector<Clock::time_point> next_head_check_;
@@ -402,10 +420,10 @@ std::string data_key(const TransportOptions& o, int64_t step, int rank) {
 
 std::unique_ptr<TransportThread> start_sender(
     const TransportOptions& options, std::shared_ptr<KvClient> store,
-    std::shared_ptr<TransportCounters> counters,
+    std::shared_ptr<TransportCounters> counters, std::shared_ptr<StopRequest> stop,
     std::function<void(const std::string&)> on_remote_stop,
     std::function<void(const std::string&)> warn) {
-  return std::make_unique<Sender>(options, std::move(store), std::move(counters),
+  return std::make_unique<Sender>(options, std::move(store), std::move(counters), std::move(stop),
                                   std::move(on_remote_stop), std::move(warn));
 }
 
@@ -413,10 +431,10 @@ std::unique_ptr<TransportThread> start_collector(
     const TransportOptions& options, std::shared_ptr<KvClient> store,
     std::shared_ptr<TransportCounters> counters, std::function<void(StepBatch&&)> deliver,
     std::function<void()> watchdog, std::function<void(const std::string&)> warn,
-    std::shared_ptr<std::atomic<bool>> publish_stop) {
+    std::shared_ptr<StopRequest> stop, std::function<void(const std::string&)> on_remote_stop) {
   return std::make_unique<Collector>(options, std::move(store), std::move(counters),
                                      std::move(deliver), std::move(watchdog), std::move(warn),
-                                     std::move(publish_stop));
+                                     std::move(stop), std::move(on_remote_stop));
 }
 
 }  // namespace sp::pyext

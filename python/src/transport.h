@@ -49,6 +49,25 @@ struct TransportCounters {
   std::atomic<uint64_t> summaries_discarded{0};  // transport=none
 };
 
+// A request to make every rank's probe step aside, raised on any rank (rank 0's analysis failed,
+// or this rank's recording did) and carried by the store's `stop` key.
+struct StopRequest {
+  std::atomic<bool> requested{false};
+  std::mutex mutex;
+  std::string why;
+  void raise(const std::string& reason) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (why.empty()) why = reason;
+    }
+    requested.store(true);
+  }
+  std::string reason() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return why;
+  }
+};
+
 // One step with every rank's summary (index = rank), or the ranks that never sent theirs.
 struct StepBatch {
   int64_t step = 0;
@@ -69,9 +88,11 @@ class TransportThread {
 };
 
 // Ranks other than 0.
+// on_remote_stop: another rank asked everyone to step aside (the store's stop key). A local
+// request (stop->requested) is written to that key, then the sender ends.
 std::unique_ptr<TransportThread> start_sender(
     const TransportOptions& options, std::shared_ptr<KvClient> store,
-    std::shared_ptr<TransportCounters> counters,
+    std::shared_ptr<TransportCounters> counters, std::shared_ptr<StopRequest> stop,
     std::function<void(const std::string&)> on_remote_stop,
     std::function<void(const std::string&)> warn);
 
@@ -80,11 +101,13 @@ std::unique_ptr<TransportThread> start_sender(
 std::unique_ptr<TransportThread> start_discarder(std::shared_ptr<TransportCounters> counters);
 
 // Rank 0: collects its own and the others' summaries into StepBatches, in step order.
-// `deliver` must not block. `is_stalled` lets the collector's loop act as the analysis watchdog.
+// `deliver` must not block; `watchdog` runs every pass (the analysis watchdog). A local stop
+// request is published to the store's stop key, then the collector ends; a stop key written by
+// another rank is reported through on_remote_stop.
 std::unique_ptr<TransportThread> start_collector(
     const TransportOptions& options, std::shared_ptr<KvClient> store,
     std::shared_ptr<TransportCounters> counters, std::function<void(StepBatch&&)> deliver,
     std::function<void()> watchdog, std::function<void(const std::string&)> warn,
-    std::shared_ptr<std::atomic<bool>> publish_stop);
+    std::shared_ptr<StopRequest> stop, std::function<void(const std::string&)> on_remote_stop);
 
 }  // namespace sp::pyext

@@ -96,9 +96,10 @@ FIELDS: dict[str, _Field] = {
                        "auto: take sequence lengths from cu_seqlens / attention_mask in batches and forward kwargs."),
     "cuda_events": _Field(_parse_choice("auto", "on", "off"), "auto",
                           "Time regions with CUDA events on the stream (auto: when the model runs on CUDA)."),
-    "fault_inject": _Field(_parse_choice("none", "throw", "stall", "slow"), "none",
+    "fault_inject": _Field(_parse_choice("none", "throw", "stall", "slow", "record"), "none",
                            "Test hook: make rank 0's analysis throw or stall (the step-aside path), "
-                           "or take 250 ms per step (falling behind)."),
+                           "or take 250 ms per step (falling behind); record: rank 1's recording "
+                           "fails at step 5."),
 }
 
 

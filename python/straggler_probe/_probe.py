@@ -57,6 +57,7 @@ class Probe:
         self.rec = Recorder(self.core, self.timer, auto_steps=cfg.steps == "auto")
         self.rec.on_step_marked = self._on_step_marked
         self.rec.on_training_start = self._choose_timer
+        self.rec.on_fail = self.core.request_stop
         try:
             self._install_hooks()
         except Exception:
@@ -142,6 +143,8 @@ class Probe:
     # -- per step ---------------------------------------------------------------------------------
     def _on_step_marked(self) -> None:
         rec = self.rec
+        if self.cfg.fault_inject == "record" and self.rank == 1 and rec.step == 5:
+            raise RuntimeError("injected fault (STRAGGLER_PROBE_FAULT_INJECT=record)")
         if self.modules is not None:
             if rec.step == 1:
                 self.modules.end_discovery()  # top-level modules are known after one step
@@ -150,7 +153,7 @@ class Probe:
             self._maybe_start_transport()
         elif rec.step % self.STATUS_EVERY == 0:
             state = self.core.pipeline_status().get("state")
-            if state in ("stepped-aside", "stopped-by-rank0"):
+            if state in ("stepped-aside", "stopped-by-another-rank"):
                 self.step_aside(None)
 
     def manual_step(self) -> None:

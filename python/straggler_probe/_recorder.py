@@ -34,6 +34,7 @@ class Recorder:
         self.on_first_forward: Callable[[], None] | None = None  # optimizer hooks learn from it
         self.on_training_start: Callable[[], None] | None = None  # the probe picks its timer
         self.on_step_marked: Callable[[], None] | None = None
+        self.on_fail: Callable[[str], None] | None = None
 
     # ---- plumbing ------------------------------------------------------------------------
     def intern(self, name: str) -> int:
@@ -44,10 +45,18 @@ class Recorder:
         return nid
 
     def fail(self, message: str) -> None:
+        """A bug in the probe's own hooks: one warning, recording stops on this rank, and (through
+        on_fail) every rank's probe steps aside, since the analysis needs all ranks."""
         if not self._failed:
             self._failed = True
-            warnings.warn(f"straggler_probe: recording stopped after an internal error ({message})",
+            warnings.warn(f"straggler_probe: recording stopped after an internal error ({message}); "
+                          "the probe steps aside and training continues without it",
                           RuntimeWarning, stacklevel=3)
+            if self.on_fail is not None:
+                try:
+                    self.on_fail(message)
+                except Exception:  # noqa: BLE001 - already failing: nothing more to say
+                    pass
 
     def disable(self) -> None:
         """Stop recording without a warning (the probe stepped aside; someone already said why)."""

@@ -23,7 +23,7 @@ def test_analysis_failure_steps_aside(tmp_path, fault):
     for r in range(1, 4):
         assert "straggler_probe: WARNING" not in result.stderr[r]
         # the others heard it and stopped sending (or had finished by then)
-        assert result.ranks[r]["stats"]["pipeline"]["state"] in ("stopped-by-rank0", "stopped")
+        assert result.ranks[r]["stats"]["pipeline"]["state"] in ("stopped-by-another-rank", "stopped")
     # analysis stopped early: far fewer lines than steps
     assert len([l for l in result.lines if " S=" in l]) < 10
 
@@ -53,3 +53,16 @@ def test_python_store_transport(tmp_path):
     assert result.returncodes == [0, 0, 0, 0], result.explain()
     assert result.ranks[1]["transport"] == "python"
     assert result.ranks[0]["stats"]["pipeline"]["steps_analyzed"] == 10 - 2
+
+
+def test_recording_failure_on_one_rank_stops_the_probe_everywhere(tmp_path):
+    spec = dict(DP_SPEC, steps=30)
+    result = harness.run_job(spec, tmp_path, env={"STRAGGLER_PROBE_FAULT_INJECT": "record"})
+    assert result.returncodes == [0, 0, 0, 0], result.explain()
+    for r in range(4):
+        assert len(result.step_times(r)) == 30
+    assert "recording stopped after an internal error" in result.stderr[1]
+    warnings = [l for l in result.stderr[0].splitlines() if "straggler_probe: WARNING" in l]
+    assert len(warnings) == 1 and "rank 1" in warnings[0] and "another rank" in warnings[0], \
+        result.stderr[0]
+    assert result.ranks[0]["stats"]["pipeline"]["state"] == "stepped-aside"
