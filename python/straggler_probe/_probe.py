@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from . import _native as N
 from . import _topology, _transport
-from ._config import Config
+from ._config import Config, ConfigError
 from ._recorder import Recorder
 from ._timing import CudaEventTimer, HostTimer
 
@@ -45,7 +45,10 @@ class Probe:
         self.gc: Any = None
 
         status, message = self.core.init(self.rank, self.world, self.local_rank)
-        if status not in (0,):
+        if status != 0 and (status == 2 or "STRAGGLER_PROBE_" in message):
+            # one of the runtime's own settings (plugin/README.md) is wrong: it said which
+            raise ConfigError(f"straggler_probe: {message}")
+        if status != 0:
             raise RuntimeError(f"straggler_probe: the runtime did not start: {message}")
         if self._topology_explicit:
             self.core.set_topology(-1 if cfg.dp_rank is None else cfg.dp_rank,
@@ -54,7 +57,7 @@ class Probe:
         # CUDA (and on which device), and creating CUDA events earlier would open a context on
         # device 0 in every rank.
         self.timer: Any = HostTimer(self.core.record)
-        self.rec = Recorder(self.core, self.timer, auto_steps=cfg.steps == "auto")
+        self.rec = Recorder(self.core, self.timer)
         self.rec.on_step_marked = self._on_step_marked
         self.rec.on_training_start = self._choose_timer
         self.rec.on_fail = self.core.request_stop

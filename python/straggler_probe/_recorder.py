@@ -15,10 +15,9 @@ from . import _native as N
 
 
 class Recorder:
-    def __init__(self, core: Any, timer: Any, auto_steps: bool):
+    def __init__(self, core: Any, timer: Any):
         self.core = core
         self.timer = timer
-        self.auto_steps = auto_steps
         self.train_thread = threading.get_ident()
         self.step = 0                # label of the step in progress
         self.fwd_mb = 0              # micro-batches started this step (forward)

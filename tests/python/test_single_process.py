@@ -46,3 +46,17 @@ def test_single_process_job(tmp_path):
     assert len(lines) >= 6, proc.stdout
     assert (tmp_path / "report.json").exists()
     assert (tmp_path / "straggler_probe_steps.jsonl").exists()
+
+
+def test_bad_values_are_one_clear_error(tmp_path):
+    import os
+    code = ("import straggler_probe\n"
+            "try:\n    straggler_probe.init()\n"
+            "except straggler_probe.ConfigError as e:\n    print('ConfigError:', e)\n")
+    env = dict(os.environ, PYTHONPATH=harness.package_path() or "")
+    for name, value in (("STRAGGLER_PROBE_MAX_LAG", "lots"),        # the package's own setting
+                        ("STRAGGLER_PROBE_RING_CAPACITY", "abc")):  # the runtime's
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              env=dict(env, **{name: value}), timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.startswith("ConfigError:") and name in proc.stdout, proc.stdout
