@@ -67,9 +67,13 @@ struct AnalysisWorker::Impl {
                                 std::to_string(dropped_last - dropped_first + 1) +
                                 " whole steps skipped"));
         }
-        busy_since.store(now_ns());
+        const int64_t t0 = now_ns();
+        busy_since.store(t0);
         analyze(std::move(batch));
         busy_since.store(0);
+        const auto us = static_cast<uint64_t>((now_ns() - t0) / 1000);
+        counters->analysis_us_total += us;
+        if (us > counters->analysis_us_max.load()) counters->analysis_us_max.store(us);
       }
       busy_since.store(now_ns());
       close();
@@ -112,7 +116,7 @@ struct AnalysisWorker::Impl {
 
   void analyze(StepBatch&& batch) {
     if (o.fault == FaultInjection::kSlow) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
     } else if (o.fault != FaultInjection::kNone &&
         counters->steps_analyzed.load() >= static_cast<uint64_t>(o.fault_after_steps)) {
       inject_fault();

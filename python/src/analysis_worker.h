@@ -23,7 +23,7 @@
 namespace sp::pyext {
 
 // Test hooks (STRAGGLER_PROBE_FAULT_INJECT): throw or stall once some steps are analysed, or make
-// every step's analysis slow (250 ms) so that rank 0 falls behind the job.
+// every step's analysis slow (500 ms) so that rank 0 falls behind the job.
 enum class FaultInjection { kNone, kThrow, kStall, kSlow };
 
 struct AnalysisOptions {
@@ -40,6 +40,8 @@ struct AnalysisCounters {
   std::atomic<uint64_t> steps_skipped_behind{0};  // dropped: the analysis fell behind
   std::atomic<uint64_t> steps_incomplete{0};
   std::atomic<uint64_t> lines_printed{0};
+  std::atomic<uint64_t> analysis_us_total{0};  // time spent analysing (what rank 0 pays per step)
+  std::atomic<uint64_t> analysis_us_max{0};
 };
 
 class AnalysisWorker {

@@ -137,6 +137,8 @@ std::map<std::string, double> Pipeline::stats() const {
     put("steps_analyzed", c.steps_analyzed);
     put("steps_skipped_behind", c.steps_skipped_behind);
     put("lines_printed", c.lines_printed);
+    put("analysis_us_total", c.analysis_us_total);
+    put("analysis_us_max", c.analysis_us_max);
   }
   return out;
 }

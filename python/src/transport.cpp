@@ -188,6 +188,7 @@ class Collector final : public StoppableLoop {
     ack_ = o_.first_step - 1;
     store_->set(ack_key(o_), std::to_string(ack_), &error);
     auto next_stop_check = Clock::now();
+    auto idle_sleep = o_.poll;
     while (true) {
       if (stop_->requested.load()) {
         publish_stop();
@@ -209,7 +210,12 @@ class Collector final : public StoppableLoop {
         give_up_all("the job ended before this step's summaries arrived");
         break;
       }
-      if (!progress) std::this_thread::sleep_for(o_.poll);
+      if (progress) {
+        idle_sleep = o_.poll;
+      } else {
+        std::this_thread::sleep_for(idle_sleep);
+        idle_sleep = std::min(o_.max_poll, idle_sleep * 2);
+      }
     }
   }
 

@@ -33,7 +33,11 @@ struct TransportOptions {
   int max_lag = 8;
   int64_t first_step = 0;  // steps before it (warm-up, and the set-up step -1) are not sent
   std::chrono::milliseconds step_timeout{60000};
+  // Rank 0 polls the store for the others' summaries: every `poll` while they arrive, backing off
+  // to `max_poll` while nothing comes, so that an idle collector costs the job's cores (and the
+  // store server) next to nothing. Steps last far longer than max_poll.
   std::chrono::milliseconds poll{5};
+  std::chrono::milliseconds max_poll{50};
 };
 
 struct TransportCounters {

@@ -98,7 +98,7 @@ FIELDS: dict[str, _Field] = {
                           "Time regions with CUDA events on the stream (auto: when the model runs on CUDA)."),
     "fault_inject": _Field(_parse_choice("none", "throw", "stall", "slow", "record"), "none",
                            "Test hook: make rank 0's analysis throw or stall (the step-aside path), "
-                           "or take 250 ms per step (falling behind); record: rank 1's recording "
+                           "or take 500 ms per step (falling behind); record: rank 1's recording "
                            "fails at step 5."),
 }
 

@@ -14,10 +14,11 @@ _pkg = harness.package_path()
 if _pkg and _pkg not in sys.path:
     sys.path.insert(0, _pkg)
 
-# The data-parallel jobs: 40 ms forward, 80 ms backward per step on every rank (sleeps, see
+# The data-parallel jobs: 80 ms forward, 160 ms backward per step on every rank (sleeps, see
 # workload.py), 24 steps of which the first 2 are warm-up. The only real CPU work (gloo,
-# Python) is a few ms per step: its jitter on a shared 2-core machine stays well below 5%.
-DP_SPEC = {"fwd_ms": 40, "bwd_ms": 80, "steps": 24}
+# Python) is a few ms per step; its jitter on a shared 2-core machine (a descheduled gloo
+# thread can add 10 ms to an all-reduce) stays well below 5% of a step.
+DP_SPEC = {"fwd_ms": 80, "bwd_ms": 160, "steps": 24}
 
 
 @pytest.fixture(scope="session")

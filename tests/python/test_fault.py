@@ -29,7 +29,7 @@ def test_analysis_failure_steps_aside(tmp_path, fault):
 
 
 def test_rank0_falling_behind_skips_whole_steps(tmp_path):
-    # analysis takes 250 ms per step, the job ~125 ms: rank 0 keeps at most max_lag=3 steps queued
+    # analysis takes 500 ms per step, the job ~250 ms: rank 0 keeps at most max_lag=3 steps queued
     # and skips the oldest whole steps, saying how many; training is not slowed
     spec = dict(DP_SPEC, steps=30)
     env = {"STRAGGLER_PROBE_FAULT_INJECT": "slow", "STRAGGLER_PROBE_MAX_LAG": "3"}
