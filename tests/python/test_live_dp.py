@@ -36,7 +36,12 @@ def test_slowdown_matches_measured(clean_run, straggler_run):
 
 
 def test_replay_reproduces_step_times(clean_run, straggler_run):
-    # fidelity: the replay with the recorded durations gives the measured step time
+    # fidelity: the replay with the recorded durations (and launch delays) gives the measured
+    # step time; and without the launch delays (the paper's simulator, which models none) it
+    # still does to within 3%, i.e. the probe leaves little of the step untraced
     for run in (clean_run, straggler_run):
-        errs = [s["fidelity_err"] for s in analyzed(run)]
+        steps = analyzed(run)
+        errs = [s["fidelity_err"] for s in steps]
         assert statistics.median(errs) <= 0.02, errs
+        gaps = [abs(s["nodelay_s"] - s["time_s"]) / s["time_s"] for s in steps]
+        assert statistics.median(gaps) <= 0.03, gaps
