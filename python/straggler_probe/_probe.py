@@ -94,7 +94,7 @@ class Probe:
             self.collectives = CollectiveHooks(rec, self.dist, self.rank)
             self._uninstall.append(self.collectives.install())
             from torch.nn.parallel import DistributedDataParallel
-            ddp = DdpHooks(rec, self.collectives, DistributedDataParallel, self.dist)
+            ddp = DdpHooks(rec, self.collectives, DistributedDataParallel, self.dist, torch)
             self._uninstall.append(ddp.install())
             on_top_level.insert(0, ddp.on_top_level)
         if cfg.modules:

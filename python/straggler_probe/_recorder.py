@@ -23,6 +23,8 @@ class Recorder:
         self.fwd_mb = 0              # micro-batches started this step (forward)
         self.bwd_mb = 0              # backwards run this step
         self.in_backward = False     # activation-checkpoint recomputation is not a new forward
+        self._bwd_engine_end: Any = None  # stamp from the final callback (hooks/autograd.py)
+        self._bwd_end_queued = False
         self._fwd: list[Any] | None = None  # open forward: [start, end, mb]
         self._fwd_depth = 0
         self._names: dict[str, int] = {}
@@ -117,10 +119,26 @@ class Recorder:
         self.training_activity()
         self.close_forward()
         self._flush_recv(self.bwd_mb)
+        self._bwd_engine_end = None
+        self._bwd_end_queued = False
         self.in_backward = True
         return self.timer.stamp()
 
-    def backward_end(self, start: Any, end: Any) -> None:
+    def engine_end_wanted(self) -> bool:
+        """True once per backward: the caller (DDP's comm hook) queues engine_done as a final
+        callback, before DDP queues the wait for its buckets."""
+        if not self.in_backward or self._bwd_end_queued:
+            return False
+        self._bwd_end_queued = True
+        return True
+
+    def engine_done(self) -> None:
+        """Final callback: the graph has run; what follows is waiting for communication."""
+        if self.in_backward and not self._failed:
+            self._bwd_engine_end = self.timer.stamp()
+
+    def backward_end(self, start: Any) -> None:
+        end = self._bwd_engine_end if self._bwd_engine_end is not None else self.timer.stamp()
         self.in_backward = False
         mb = self.bwd_mb
         self.bwd_mb += 1

@@ -1,11 +1,14 @@
 """Backward per micro-batch.
 
 torch.autograd.backward is wrapped (Tensor.backward calls it by module attribute, so both are
-covered). The backward's compute ends when the autograd engine has run the graph, which is not
-when backward() returns: DDP queues a final callback that waits for its bucket all-reduces, so
-timing the call would charge the slowest rank's lateness to every rank's backward (the victim
-would look like the culprit). A pre-hook on the root's grad_fn queues our own final callback as
-the engine starts; final callbacks run in queueing order, so ours runs before DDP's wait.
+covered); the backward runs from the call to the moment the autograd engine has run the graph.
+That moment is not always when backward() returns: DDP queues a final callback that waits for
+its bucket all-reduces, so timing the call would charge the slowest rank's lateness to every
+rank's backward (the victim would look like the culprit). So the engine's end is taken from an
+autograd final callback queued before DDP's (final callbacks run in queueing order): the DDP comm
+hook wrapper queues it when the first bucket is launched (hooks/ddp.py), which DDP does before it
+queues its own. A backward without such a wait (no DDP, or DDP's no_sync micro-batches) ends when
+the call returns, and pays for no callback.
 """
 from __future__ import annotations
 
@@ -19,9 +22,6 @@ class AutogradHooks:
         self.rec = recorder
         self.torch = torch_mod
         self._orig: Callable[..., Any] | None = None
-        graph = getattr(torch_mod.autograd, "graph", None)
-        self._queue_callback = getattr(graph, "queue_callback", None) or \
-            torch_mod.autograd.Variable._execution_engine.queue_callback
 
     def install(self) -> Callable[[], None]:
         autograd = self.torch.autograd
@@ -30,7 +30,6 @@ class AutogradHooks:
             return lambda: None
         self._orig = orig
         rec = self.rec
-        queue_callback = self._queue_callback
 
         @functools.wraps(orig)
         def backward(*args: Any, **kwargs: Any) -> Any:
@@ -38,9 +37,6 @@ class AutogradHooks:
                 return orig(*args, **kwargs)
             try:
                 start = rec.backward_begin()
-                done: list[Any] = []
-                handle = _hook_root(args, kwargs, lambda: done.append(rec.timer.stamp()),
-                                    queue_callback)
             except Exception as err:  # noqa: BLE001
                 rec.in_backward = False
                 rec.fail(f"backward: {type(err).__name__}: {err}")
@@ -52,10 +48,8 @@ class AutogradHooks:
                 return result
             finally:
                 try:
-                    if handle is not None:
-                        handle.remove()
                     if ok:
-                        rec.backward_end(start, done[0] if done else rec.timer.stamp())
+                        rec.backward_end(start)
                     else:
                         rec.in_backward = False
                 except Exception as err:  # noqa: BLE001
@@ -71,16 +65,8 @@ class AutogradHooks:
             self._orig = None
 
 
-def _hook_root(args: tuple, kwargs: dict, on_done: Callable[[], None],
-               queue_callback: Callable[[Callable[[], None]], None]) -> Any:
-    tensors = args[0] if args else kwargs.get("tensors")
-    if not isinstance(tensors, (list, tuple)):
-        tensors = (tensors,)
-    for t in tensors:
-        fn = getattr(t, "grad_fn", None)
-        if fn is not None and hasattr(fn, "register_prehook"):
-            def prehook(grad_outputs: Any) -> None:
-                queue_callback(on_done)
-                return None
-            return fn.register_prehook(prehook)
-    return None
+def queue_callback_fn(torch_mod: Any) -> Callable[[Callable[[], None]], None]:
+    """torch.autograd.graph.queue_callback where it exists, the engine's method otherwise."""
+    graph = getattr(torch_mod.autograd, "graph", None)
+    fn = getattr(graph, "queue_callback", None)
+    return fn if fn is not None else torch_mod.autograd.Variable._execution_engine.queue_callback

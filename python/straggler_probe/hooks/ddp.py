@@ -13,11 +13,13 @@ from typing import Any, Callable
 
 from .. import _native as N
 from .._timing import now_ns
+from .autograd import queue_callback_fn
 from .collectives import CollectiveHooks, payload_bytes
 
 
 class DdpHooks:
-    def __init__(self, recorder: Any, collectives: CollectiveHooks | None, ddp_cls: Any, dist: Any):
+    def __init__(self, recorder: Any, collectives: CollectiveHooks | None, ddp_cls: Any, dist: Any,
+                 torch_mod: Any):
         self.rec = recorder
         self.coll = collectives
         self.ddp_cls = ddp_cls
@@ -29,6 +31,7 @@ class DdpHooks:
                 getattr(self._orig_all_reduce, "_straggler_probe", False):
             self._orig_all_reduce = self._orig_all_reduce.__wrapped__
         self._seen: set[int] = set()
+        self._queue_callback = queue_callback_fn(torch_mod)
 
     def install(self) -> Callable[[], None]:
         cls = self.ddp_cls
@@ -70,6 +73,7 @@ class DdpHooks:
         rec = self.rec
         groups = self.groups
         coll = self.coll
+        queue_callback = self._queue_callback
         name_id = rec.intern("ddp-bucket-all-reduce")
         if hook is _default_allreduce_hook_marker:
             hook = self._default_hook
@@ -77,6 +81,10 @@ class DdpHooks:
         def straggler_probe_timed_hook(state: object, bucket: Any) -> Any:
             if rec.failed or groups is None:
                 return hook(state, bucket)
+            if rec.engine_end_wanted():
+                # The first bucket of this backward: the backward's compute ends when the engine
+                # has run the graph, before DDP's final callback waits for the buckets.
+                queue_callback(rec.engine_done)
             pg = ddp_module.process_group
             info = groups.info(pg)
             start = now_ns()
