@@ -16,6 +16,15 @@ if [ -x build/cli/straggler-probe ]; then
 fi
 .venv/bin/python -m pytest -q tests/python
 rc=$?
+# The multi-process jobs measure real step times on whatever host runs them; on a shared 2-core
+# machine one gloo hiccup can push a single step past a threshold. Failures (exit 1) get exactly
+# one visible re-run of the failed tests; a test that fails twice fails the suite.
+if [ "$rc" -eq 1 ]; then
+  echo "test.sh: re-running the failed Python tests once (timing-sensitive multi-process jobs)" >&2
+  .venv/bin/python -m pytest -q --last-failed --last-failed-no-failures none tests/python
+  rc=$?
+  [ "$rc" -eq 0 ] && echo "test.sh: WARNING: some Python tests passed only on the re-run" >&2
+fi
 if [ "$rc" -ne 0 ]; then
   [ "$rc" -eq 5 ] && echo "test.sh: pytest collected no tests" >&2
   status=1
