@@ -102,7 +102,8 @@ class Sender final : public StoppableLoop {
       if (!stopping() && held->step > ack_ + o_.max_lag) {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
         counters_->held_back_ms += 10;
-        next_poll = Clock::now();
+        // look for a new ack sooner than usual, but not on every wake-up
+        next_poll = std::min(next_poll, Clock::now() + std::chrono::milliseconds(40));
         continue;
       }
       send(*held);
