@@ -11,6 +11,7 @@
 
 #include "pipeline.h"
 #include "python_kv_store.h"
+#include "runtime_api.h"
 #include "straggler_probe/probe.h"
 
 namespace py = pybind11;
@@ -23,14 +24,16 @@ py::dict* g_final_status = nullptr;  // the last pipeline's numbers, readable af
 
 py::dict status_of(const sp::pyext::Pipeline& p);
 
+using sp::pyext::runtime;
+
 py::tuple init(int rank, int world_size, int local_rank) {
   sp_config cfg;
-  sp_config_init(&cfg);
+  runtime().config_init(&cfg);
   cfg.rank = rank;
   cfg.world_size = world_size;
   cfg.local_rank = local_rank;
-  const int rc = sp_init(&cfg);
-  return py::make_tuple(rc, std::string(sp_last_warning()));
+  const int rc = runtime().init(&cfg);
+  return py::make_tuple(rc, std::string(runtime().last_warning()));
 }
 
 int record(uint32_t kind, uint64_t start_ns, uint64_t end_ns, int32_t microbatch, uint32_t name_id,
@@ -51,13 +54,13 @@ int record(uint32_t kind, uint64_t start_ns, uint64_t end_ns, int32_t microbatch
   ev.name_id = name_id;
   ev.time_source = time_source;
   ev.step_plus_one = step_plus_one;
-  return sp_record(&ev);
+  return runtime().record(&ev);
 }
 
 py::dict stats() {
   sp_stats s{};
   py::dict out;
-  if (sp_get_stats(&s) != SP_OK) return out;
+  if (runtime().get_stats(&s) != SP_OK) return out;
   out["events_recorded"] = s.events_recorded;
   out["events_dropped"] = s.events_dropped;
   out["steps_completed"] = s.steps_completed;
@@ -180,25 +183,29 @@ PYBIND11_MODULE(_core, m) {
   m.attr("OP_DATA_WAIT") = static_cast<int>(SP_OP_DATA_WAIT);
   m.attr("OP_OTHER") = static_cast<int>(SP_OP_OTHER);
 
-  m.def("abi_version", &sp_abi_version);
+  m.def("abi_version", [] { return runtime().abi_version(); });
+  m.def("runtime_source", [] { return runtime().preloaded ? "preloaded" : "built-in"; },
+        "Whose runtime the probe uses: a preloaded libstraggler_probe.so's, or this module's.");
   m.def("init", &init, py::arg("rank"), py::arg("world_size"), py::arg("local_rank"),
         "sp_init; returns (status, last warning)");
-  m.def("shutdown", &sp_shutdown, py::call_guard<py::gil_scoped_release>());
-  m.def("is_enabled", [] { return sp_is_enabled() != 0; });
-  m.def("now_ns", &sp_now_ns);
-  m.def("intern", [](const std::string& name) { return sp_intern(name.c_str()); });
+  m.def("shutdown", [] { return runtime().shutdown(); }, py::call_guard<py::gil_scoped_release>());
+  m.def("is_enabled", [] { return runtime().is_enabled() != 0; });
+  m.def("now_ns", [] { return runtime().now_ns(); });
+  m.def("intern", [](const std::string& name) { return runtime().intern(name.c_str()); });
   m.def("record", &record);
-  m.def("region_begin", &sp_region_begin);
-  m.def("region_end", &sp_region_end);
-  m.def("mark_step", &sp_mark_step);
-  m.def("annotate", [](int32_t mb, const std::string& key, const std::string& value) {
-    return sp_annotate(mb, key.c_str(), value.c_str());
+  m.def("region_begin", [](uint32_t kind, int32_t mb, uint32_t name_id) {
+    return runtime().region_begin(kind, mb, name_id);
   });
-  m.def("flush", &sp_flush);
-  m.def("set_topology", &sp_set_topology);
-  m.def("set_clock_offset", &sp_set_clock_offset);
+  m.def("region_end", [](uint64_t token) { return runtime().region_end(token); });
+  m.def("mark_step", [](int64_t step) { return runtime().mark_step(step); });
+  m.def("annotate", [](int32_t mb, const std::string& key, const std::string& value) {
+    return runtime().annotate(mb, key.c_str(), value.c_str());
+  });
+  m.def("flush", [] { return runtime().flush(); });
+  m.def("set_topology", [](int32_t dp, int32_t pp) { return runtime().set_topology(dp, pp); });
+  m.def("set_clock_offset", [](int64_t ns) { return runtime().set_clock_offset(ns); });
   m.def("stats", &stats);
-  m.def("last_warning", [] { return std::string(sp_last_warning()); });
+  m.def("last_warning", [] { return std::string(runtime().last_warning()); });
 
   m.def("start_pipeline", &start_pipeline, py::arg("store"), py::arg("rank"),
         py::arg("world_size"), py::arg("prefix"), py::arg("max_lag"), py::arg("first_step"), py::arg("step_timeout_s"),

@@ -1,5 +1,6 @@
 #include "summary_source.h"
 
+#include "runtime_api.h"
 #include "straggler_probe/probe.h"
 #include "straggler_probe/step_summary.h"
 
@@ -8,7 +9,7 @@ namespace sp::pyext {
 SummarySource::Status SummarySource::pop(int timeout_ms, EncodedSummary* out, std::string* error) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     size_t size = 0;
-    const int rc = sp_pop_summary(buffer_.data(), buffer_.size(), &size, timeout_ms);
+    const int rc = runtime().pop_summary(buffer_.data(), buffer_.size(), &size, timeout_ms);
     if (rc == SP_ERR_TIMEOUT) return Status::kEmpty;
     if (rc == SP_ERR_DISABLED) return Status::kClosed;
     if (rc == SP_ERR_INVALID && size > buffer_.size()) {

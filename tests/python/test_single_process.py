@@ -60,3 +60,26 @@ def test_bad_values_are_one_clear_error(tmp_path):
                               env=dict(env, **{name: value}), timeout=120)
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.startswith("ConfigError:") and name in proc.stdout, proc.stdout
+
+
+def test_preloaded_runtime_is_the_one_used(tmp_path):
+    # under LD_PRELOAD=libstraggler_probe.so (GPU capture) the Python hooks and the transport must
+    # talk to that instance, not to the copy linked into _core, or steps would be split in two
+    import os
+    from pathlib import Path
+
+    import pytest
+    pkg = harness.package_path()
+    lib = Path(pkg).parent / "plugin" / "libstraggler_probe.so" if pkg else None
+    if lib is None or not lib.exists():
+        pytest.skip("libstraggler_probe.so is not built next to the package")
+    code = "from straggler_probe import _native\n" + SCRIPT
+    code = code.replace("print(json.dumps({", "print(json.dumps({'source': _native.core.runtime_source(), ")
+    env = dict(os.environ, PYTHONPATH=pkg, LD_PRELOAD=str(lib))
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
+                          text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["source"] == "preloaded"
+    assert result["before"]["runtime"]["events_recorded"] >= 8 * 4
+    assert result["after"]["pipeline"]["steps_analyzed"] >= 6
