@@ -72,14 +72,6 @@ union StateArgsV1 {
     int appendedProxyOps;
   } proxyCtrl;
 };
-struct ProfilerV1 {
-  const char* name;
-  Result (*init)(void** context, int* eActivationMask);
-  Result (*startEvent)(void* context, void** eHandle, DescrV1* eDescr);
-  Result (*stopEvent)(void* eHandle);
-  Result (*recordEventState)(void* eHandle, int eState, StateArgsV1* eStateArgs);
-  Result (*finalize)(void* context);
-};
 
 // ---- v2 (NCCL 2.24): names as strings ----------------------------------------------------------
 struct DescrV2 {
@@ -126,14 +118,6 @@ struct DescrV2 {
   };
 };
 using StateArgsV2 = StateArgsV1;
-struct ProfilerV2 {
-  const char* name;
-  Result (*init)(void** context, int* eActivationMask);
-  Result (*startEvent)(void* context, void** eHandle, DescrV2* eDescr);
-  Result (*stopEvent)(void* eHandle);
-  Result (*recordEventState)(void* eHandle, int eState, StateArgsV2* eStateArgs);
-  Result (*finalize)(void* context);
-};
 
 // ---- v3 (NCCL 2.26): KernelCh events (no timers yet), trafficBytes gone -----------------------
 struct DescrV3 {
@@ -186,14 +170,6 @@ struct DescrV3 {
   };
 };
 using StateArgsV3 = StateArgsV1;
-struct ProfilerV3 {
-  const char* name;
-  Result (*init)(void** context, int* eActivationMask);
-  Result (*startEvent)(void* context, void** eHandle, DescrV3* eDescr);
-  Result (*stopEvent)(void* eHandle);
-  Result (*recordEventState)(void* eHandle, int eState, StateArgsV3* eStateArgs);
-  Result (*finalize)(void* context);
-};
 
 // ---- v4 (NCCL 2.27): GPU timers on KernelCh, comm identity in init ------------------------------
 struct DescrV4 {
@@ -256,15 +232,6 @@ union StateArgsV4 {
   struct {
     uint64_t pTimer;
   } kernelCh;
-};
-struct ProfilerV4 {
-  const char* name;
-  Result (*init)(void** context, int* eActivationMask, const char* commName, uint64_t commHash,
-                 int nNodes, int nranks, int rank, DebugLogger logfn);
-  Result (*startEvent)(void* context, void** eHandle, DescrV4* eDescr);
-  Result (*stopEvent)(void* eHandle);
-  Result (*recordEventState)(void* eHandle, int eState, StateArgsV4* eStateArgs);
-  Result (*finalize)(void* context);
 };
 
 // ---- v5 (NCCL 2.28): 64-bit type, API events, commId first in init -----------------------------
@@ -340,24 +307,48 @@ struct DescrV5 {
   };
 };
 using StateArgsV5 = StateArgsV4;
-struct ProfilerV5 {
+
+// ---- the function table NCCL finds as ncclProfiler_vN -----------------------------------------
+// The same six members in every version; only init's signature and the descriptor / state-args
+// types differ.
+template <typename InitFn, typename DescrT, typename StateArgsT>
+struct Profiler {
+  using Init = InitFn;
+  using Descr = DescrT;
+  using StateArgs = StateArgsT;
   const char* name;
-  Result (*init)(void** context, uint64_t commId, int* eActivationMask, const char* commName,
-                 int nNodes, int nranks, int rank, DebugLogger logfn);
-  Result (*startEvent)(void* context, void** eHandle, DescrV5* eDescr);
+  InitFn init;
+  Result (*startEvent)(void* context, void** eHandle, Descr* eDescr);
   Result (*stopEvent)(void* eHandle);
-  Result (*recordEventState)(void* eHandle, int eState, StateArgsV5* eStateArgs);
+  Result (*recordEventState)(void* eHandle, int eState, StateArgs* eStateArgs);
   Result (*finalize)(void* context);
 };
+// v1-v3: the communicator is only known from its events.
+using InitV1 = Result (*)(void** context, int* eActivationMask);
+// v4: the communicator's identity comes with init.
+using InitV4 = Result (*)(void** context, int* eActivationMask, const char* commName,
+                          uint64_t commHash, int nNodes, int nranks, int rank, DebugLogger logfn);
+// v5: commId first.
+using InitV5 = Result (*)(void** context, uint64_t commId, int* eActivationMask,
+                          const char* commName, int nNodes, int nranks, int rank,
+                          DebugLogger logfn);
+using ProfilerV1 = Profiler<InitV1, DescrV1, StateArgsV1>;
+using ProfilerV2 = Profiler<InitV1, DescrV2, StateArgsV2>;
+using ProfilerV3 = Profiler<InitV1, DescrV3, StateArgsV3>;
+using ProfilerV4 = Profiler<InitV4, DescrV4, StateArgsV4>;
+using ProfilerV5 = Profiler<InitV5, DescrV5, StateArgsV5>;
 
 // Layout checks (LP64): the offsets NCCL's compiler gives the same declarations.
 static_assert(offsetof(DescrV1, coll) == 24 && sizeof(StateArgsV1) == 16);
 static_assert(offsetof(DescrV4, kernelCh) == 24 && sizeof(StateArgsV4) == 8);
 static_assert(offsetof(DescrV5, coll) == 24 && offsetof(DescrV5, rank) == 16);
+static_assert(sizeof(ProfilerV1) == 6 * sizeof(void*) && sizeof(ProfilerV5) == 6 * sizeof(void*));
+static_assert(offsetof(ProfilerV4, finalize) == 5 * sizeof(void*));
 
 }  // namespace sp::nccl::api
 
-// The symbols NCCL looks for (defined in nccl_profiler_v1..v5.cpp).
+// The symbols NCCL looks for (defined in nccl_profiler_v1..v5.cpp through
+// nccl_profiler_adapter.h).
 extern "C" {
 extern sp::nccl::api::ProfilerV1 ncclProfiler_v1 __attribute__((visibility("default")));
 extern sp::nccl::api::ProfilerV2 ncclProfiler_v2 __attribute__((visibility("default")));

@@ -1,5 +1,6 @@
-// The NCCL profiler plugin, independent of the plugin API version: the version adapters
-// (nccl_profiler_v1..v5.cpp) translate NCCL's descriptors into EventDesc and call in here.
+// The NCCL profiler plugin, independent of the plugin API version: the version adapter
+// (nccl_profiler_adapter.h, one instance per nccl_profiler_vN.cpp) translates NCCL's descriptors
+// into EventDesc and calls in here.
 //
 // What it records: one event per collective / p2p operation with its communicator (group_id =
 // commHash, the same on every member), rank, size, sequence number (comm_registry.h), bytes,
