@@ -50,16 +50,7 @@ CommInfo* CommRegistry::add(const void* comm, uint64_t group_id, int32_t rank, i
   if (comm == nullptr) return nullptr;
   std::lock_guard<std::mutex> lock(mutex_);
   // NCCL may hand out the address of a destroyed communicator again: replace the old entry.
-  size_t s = slot_of(comm);
-  for (size_t probe = 0; probe < kSlots; ++probe, s = (s + 1) % kSlots) {
-    CommInfo* c = slots_[s].load(std::memory_order_acquire);
-    if (c == nullptr) break;
-    if (c != kTombstone && c->comm == comm) {
-      slots_[s].store(kTombstone, std::memory_order_release);
-      --live_;
-      break;
-    }
-  }
+  remove_locked(comm);
   if (live_ + 1 >= kSlots) return nullptr;
   auto* info = new CommInfo();
   info->comm = comm;
@@ -75,7 +66,7 @@ CommInfo* CommRegistry::add(const void* comm, uint64_t group_id, int32_t rank, i
       info->recv_seq[static_cast<size_t>(i)].store(0, std::memory_order_relaxed);
     }
   }
-  s = slot_of(comm);
+  size_t s = slot_of(comm);
   for (size_t probe = 0; probe < kSlots; ++probe, s = (s + 1) % kSlots) {
     CommInfo* c = slots_[s].load(std::memory_order_acquire);
     if (c == nullptr || c == kTombstone) {
@@ -90,6 +81,10 @@ CommInfo* CommRegistry::add(const void* comm, uint64_t group_id, int32_t rank, i
 
 void CommRegistry::remove(const void* comm) {
   std::lock_guard<std::mutex> lock(mutex_);
+  remove_locked(comm);
+}
+
+void CommRegistry::remove_locked(const void* comm) {
   size_t s = slot_of(comm);
   for (size_t probe = 0; probe < kSlots; ++probe, s = (s + 1) % kSlots) {
     CommInfo* c = slots_[s].load(std::memory_order_acquire);

@@ -69,6 +69,7 @@ class CommRegistry {
 
  private:
   size_t slot_of(const void* comm) const;
+  void remove_locked(const void* comm);  // mutex_ held
   std::unique_ptr<std::atomic<CommInfo*>[]> slots_;
   mutable std::mutex mutex_;
   size_t live_ = 0;

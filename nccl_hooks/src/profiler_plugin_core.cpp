@@ -106,12 +106,30 @@ uint32_t name_of(sp_coll_type coll) {
   return id;
 }
 
-void free_op(OpHandle* h) {
+// A handle from one of the pools' free lists, nullptr (counted) when the pool is exhausted.
+template <typename Handle>
+Handle* take_handle(std::vector<Handle*>& free_list) {
   Pools& p = pools();
-  std::lock_guard<std::mutex> lock(p.mutex);
-  h->in_use = false;
-  p.free_ops.push_back(h);
+  {
+    std::lock_guard<std::mutex> lock(p.mutex);
+    if (!free_list.empty()) {
+      Handle* h = free_list.back();
+      free_list.pop_back();
+      return h;
+    }
+  }
+  p.pool_exhausted.fetch_add(1, std::memory_order_relaxed);
+  return nullptr;
 }
+
+template <typename Handle>
+void return_handle(std::vector<Handle*>& free_list, Handle* h) {
+  std::lock_guard<std::mutex> lock(pools().mutex);
+  h->in_use = false;
+  free_list.push_back(h);
+}
+
+void free_op(OpHandle* h) { return_handle(pools().free_ops, h); }
 
 // Emits the operation once (whoever completes it first) and returns the handle to the pool.
 void emit_and_free(OpHandle* h, bool swept) {
@@ -172,16 +190,8 @@ void learn_identity(Context* ctx, const EventDesc& d) {
 int start_op(Context* ctx, void** handle, const EventDesc& d) {
   learn_identity(ctx, d);
   Pools& p = pools();
-  OpHandle* h = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(p.mutex);
-    if (!p.free_ops.empty()) {
-      h = p.free_ops.back();
-      p.free_ops.pop_back();
-    }
-  }
+  OpHandle* h = take_handle(p.free_ops);
   if (h == nullptr) {
-    p.pool_exhausted.fetch_add(1, std::memory_order_relaxed);
     *handle = nullptr;  // NCCL skips this operation's later events
     return 0;
   }
@@ -226,16 +236,8 @@ int start_channel(void** handle, const EventDesc& d) {
     *handle = nullptr;
     return 0;
   }
-  ChannelHandle* h = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(p.mutex);
-    if (!p.free_channels.empty()) {
-      h = p.free_channels.back();
-      p.free_channels.pop_back();
-    }
-  }
+  ChannelHandle* h = take_handle(p.free_channels);
   if (h == nullptr) {
-    p.pool_exhausted.fetch_add(1, std::memory_order_relaxed);
     *handle = nullptr;
     return 0;
   }
@@ -334,12 +336,7 @@ int plugin_stop_event(void* handle) {
       }
     }
     parent->channels_stopped.fetch_add(1);
-    {
-      Pools& p = pools();
-      std::lock_guard<std::mutex> lock(p.mutex);
-      ch->in_use = false;
-      p.free_channels.push_back(ch);
-    }
+    return_handle(pools().free_channels, ch);
     maybe_complete(parent);
   } else if (type == kProfileKernelLaunch) {
     if (tl_launch_pushes > 0) {
