@@ -2,7 +2,6 @@
 //
 // Exit codes (exit_codes.h): 0 success, 2 bad input (one line on stderr naming the file, line,
 // column and problem), 1 anything else. No stack traces: every exception ends here.
-// Subcommand names reserved for later: analyze-dir (a directory of traces).
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -12,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "analyze_command.h"
+#include "analyze_dir_command.h"
 #include "exit_codes.h"
 #include "lib_path.h"
 #include "straggler_probe/whatif/lane_model.h"
@@ -44,13 +44,16 @@ int main(int argc, char** argv) {
     CLI::App app{"straggler-probe: find the stragglers in a large-model training trace (what-if analysis)",
                  "straggler-probe"};
     app.footer(
-        "Example:\n  straggler-probe analyze --trace trace.csv.gz --meta meta.yaml --out report/ --steps 12 20-23\n"
+        "Examples:\n  straggler-probe analyze --trace trace.csv.gz --meta meta.yaml --out report/ --steps 12 20-23\n"
+        "  straggler-probe analyze-dir sp_out/   (rank<R>.spsum files of a run with STRAGGLER_PROBE_OUT_DIR=sp_out)\n"
         "Exit codes: 0 success, 2 bad input (one line naming file, line and column), 1 internal failure.\n"
         "straggler-probe --lib-path prints where libstraggler_probe.so is (for LD_PRELOAD).");
     app.set_version_flag("--version", std::string("straggler-probe ") + SP_VERSION);
     app.require_subcommand(1);
     AnalyzeArgs analyze_args;
     CLI::App* analyze = add_analyze_command(app, analyze_args);
+    AnalyzeDirArgs analyze_dir_args;
+    CLI::App* analyze_dir = add_analyze_dir_command(app, analyze_dir_args);
     // CLI11 reports an unknown command as "A subcommand is required"; name it instead.
     if (argc > 1 && argv[1][0] != '-') {
       std::string known;
@@ -75,6 +78,7 @@ int main(int argc, char** argv) {
       return fail(kExitBadInput, std::string(e.what()) + " (see straggler-probe --help)");
     }
     if (analyze->parsed()) return run_analyze(analyze_args);
+    if (analyze_dir->parsed()) return run_analyze_dir(analyze_dir_args);
     return fail(kExitInternal, "no subcommand ran");
   } catch (const sp::whatif::TraceError& e) {
     return fail(kExitBadInput, e.what());

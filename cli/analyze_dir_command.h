@@ -1,0 +1,30 @@
+// `straggler-probe analyze-dir DIR`: the offline half of the LD_PRELOAD path for ranks without
+// Python. Each such rank wrote DIR/rank<R>.spsum (STRAGGLER_PROBE_OUT_DIR); this command runs
+// rank 0's online analysis (sp_online's OnlineAnalyzer) over them afterwards, printing the same
+// per-step lines and writing the same report as a live run.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace sp::cli {
+
+struct AnalyzeDirArgs {
+  std::string dir;                 // the STRAGGLER_PROBE_OUT_DIR of the run
+  std::string out;                 // report directory; empty: DIR/report
+  std::vector<std::string> steps;  // raw --steps tokens
+  bool quiet = false;              // no per-step lines, only the closing summary and report line
+  int summary_interval = 50;       // a text summary every N steps (the live default); 0: none
+};
+
+// Registers the subcommand and its options on `app`, filling `args` when parsed.
+CLI::App* add_analyze_dir_command(CLI::App& app, AnalyzeDirArgs& args);
+
+// Runs it; returns the exit code. Bad input surfaces as BadInput (see main.cpp).
+int run_analyze_dir(const AnalyzeDirArgs& args);
+
+}  // namespace sp::cli
