@@ -1,5 +1,6 @@
 #include "activity_parser.h"
 
+#include <array>
 #include <cstring>
 
 #include "cupti_records.h"
@@ -13,6 +14,76 @@ T load(const uint8_t* rec) {
   std::memcpy(&out, rec, sizeof(T));
   return out;
 }
+
+// Reads a record of layout R into `a`: the fields every timed record has, wherever R puts them,
+// then (by R's own fields) device, bytes and CUDA graph. Returns the record for what is its own.
+template <typename R>
+R read_common(const uint8_t* rec, GpuActivity* a) {
+  const auto r = load<R>(rec);
+  if constexpr (requires { r.start; }) {
+    a->start = r.start;
+    a->end = r.end;
+  }
+  if constexpr (requires { r.device_id; }) a->device = r.device_id;
+  a->context = r.context_id;
+  a->stream = r.stream_id;
+  a->correlation = r.correlation_id;
+  if constexpr (requires { r.bytes; }) a->bytes = r.bytes;
+  if constexpr (requires { r.graph_id; }) a->graph_id = r.graph_id;
+  return r;
+}
+
+// How each record kind is read: into which activity type, counted where, and the fields that
+// only its layout has. No `read`: the record carries nothing to emit (API records are there only
+// for the external correlations they carry).
+struct KindHandler {
+  uint32_t kind;
+  GpuActivity::Type type;
+  uint64_t ParserStats::*counter;
+  void (*read)(const uint8_t* rec, const ParserOptions& opts, GpuActivity* a);
+};
+
+void read_kernel(const uint8_t* rec, const ParserOptions&, GpuActivity* a) {
+  a->name = read_common<KernelRecord>(rec, a).name;
+}
+void read_memcpy(const uint8_t* rec, const ParserOptions&, GpuActivity* a) {
+  a->subtype = read_common<MemcpyRecord>(rec, a).copy_kind;
+}
+void read_memset(const uint8_t* rec, const ParserOptions&, GpuActivity* a) {
+  read_common<MemsetRecord>(rec, a);
+}
+void read_sync(const uint8_t* rec, const ParserOptions&, GpuActivity* a) {
+  const auto r = read_common<SynchronizationRecord>(rec, a);
+  a->subtype = r.type;
+  a->event_id = r.cuda_event_id;
+}
+void read_cuda_event(const uint8_t* rec, const ParserOptions& opts, GpuActivity* a) {
+  const auto r = read_common<CudaEventRecord>(rec, a);
+  // One device timestamp (CudaEvent2); without it the record is untimed.
+  a->start = a->end = opts.cuda_event_has_device_timestamp ? r.device_timestamp : 0;
+  a->event_id = r.event_id;
+}
+
+using Type = GpuActivity::Type;
+constexpr KindHandler kHandlers[] = {
+    {kKindKernel, Type::kKernel, &ParserStats::kernels, read_kernel},
+    {kKindConcurrentKernel, Type::kKernel, &ParserStats::kernels, read_kernel},
+    {kKindMemcpy, Type::kMemcpy, &ParserStats::memcpys, read_memcpy},
+    {kKindMemset, Type::kMemset, &ParserStats::memsets, read_memset},
+    {kKindSynchronization, Type::kSync, &ParserStats::syncs, read_sync},
+    {kKindCudaEvent, Type::kCudaEvent, &ParserStats::cuda_events, read_cuda_event},
+    {kKindDriver, Type::kKernel, &ParserStats::api_records, nullptr},
+    {kKindRuntime, Type::kKernel, &ParserStats::api_records, nullptr},
+    {kKindInternalLaunchApi, Type::kKernel, &ParserStats::api_records, nullptr},
+};
+
+// kind -> handler, nullptr for kinds the parser does not read.
+constexpr size_t kMaxKind = 64;
+constexpr std::array<const KindHandler*, kMaxKind> kHandlerByKind = [] {
+  std::array<const KindHandler*, kMaxKind> t{};
+  for (const KindHandler& h : kHandlers) t[h.kind] = &h;
+  return t;
+}();
 
 }  // namespace
 
@@ -32,87 +103,16 @@ void ActivityParser::collect_correlation(const uint8_t* rec) {
 }
 
 bool ActivityParser::decode_activity(const uint8_t* rec, uint32_t kind, GpuActivity* a) {
-  switch (kind) {
-    case kKindKernel:
-    case kKindConcurrentKernel: {
-      const auto r = load<KernelRecord>(rec);
-      a->type = GpuActivity::Type::kKernel;
-      a->start = r.start;
-      a->end = r.end;
-      a->device = r.device_id;
-      a->context = r.context_id;
-      a->stream = r.stream_id;
-      a->correlation = r.correlation_id;
-      a->name = r.name;
-      a->graph_id = r.graph_id;
-      ++stats_.kernels;
-      return true;
-    }
-    case kKindMemcpy: {
-      const auto r = load<MemcpyRecord>(rec);
-      a->type = GpuActivity::Type::kMemcpy;
-      a->start = r.start;
-      a->end = r.end;
-      a->device = r.device_id;
-      a->context = r.context_id;
-      a->stream = r.stream_id;
-      a->correlation = r.correlation_id;
-      a->bytes = r.bytes;
-      a->subtype = r.copy_kind;
-      a->graph_id = r.graph_id;
-      ++stats_.memcpys;
-      return true;
-    }
-    case kKindMemset: {
-      const auto r = load<MemsetRecord>(rec);
-      a->type = GpuActivity::Type::kMemset;
-      a->start = r.start;
-      a->end = r.end;
-      a->device = r.device_id;
-      a->context = r.context_id;
-      a->stream = r.stream_id;
-      a->correlation = r.correlation_id;
-      a->bytes = r.bytes;
-      a->graph_id = r.graph_id;
-      ++stats_.memsets;
-      return true;
-    }
-    case kKindSynchronization: {
-      const auto r = load<SynchronizationRecord>(rec);
-      a->type = GpuActivity::Type::kSync;
-      a->start = r.start;
-      a->end = r.end;
-      a->context = r.context_id;
-      a->stream = r.stream_id;
-      a->correlation = r.correlation_id;
-      a->subtype = r.type;
-      a->event_id = r.cuda_event_id;
-      ++stats_.syncs;
-      return true;
-    }
-    case kKindCudaEvent: {
-      const auto r = load<CudaEventRecord>(rec);
-      a->type = GpuActivity::Type::kCudaEvent;
-      const uint64_t t = opts_.cuda_event_has_device_timestamp ? r.device_timestamp : 0;
-      a->start = t;
-      a->end = t;
-      a->device = r.device_id;
-      a->context = r.context_id;
-      a->stream = r.stream_id;
-      a->correlation = r.correlation_id;
-      a->event_id = r.event_id;
-      ++stats_.cuda_events;
-      return true;
-    }
-    case kKindDriver:
-    case kKindRuntime:
-    case kKindInternalLaunchApi:
-      ++stats_.api_records;  // only there to carry external correlations; nothing to emit
-      return false;
-    default:
-      ++stats_.other_records;
-      return false;
+  const KindHandler* h = kind < kMaxKind ? kHandlerByKind[kind] : nullptr;
+  if (h == nullptr) {
+    ++stats_.other_records;
+    return false;
   }
+  ++(stats_.*h->counter);
+  if (h->read == nullptr) return false;
+  a->type = h->type;
+  h->read(rec, opts_, a);
+  return true;
 }
 
 bool ActivityParser::try_tag(GpuActivity& a) {
