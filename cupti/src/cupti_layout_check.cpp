@@ -1,6 +1,8 @@
 // Compile-time proof that our record declarations (cupti_records.h) match the CUPTI headers of
-// the toolkit we build against. Compiled only when SP_HAVE_CUPTI_HEADERS is defined; without the
-// toolkit the declarations stand on their own (they were checked against CUDA 13.0).
+// the toolkit we build against: every field the parser reads or the tests' synthetic buffers
+// write (tests/cupti/synthetic_activity_buffer.h), and every record size. Compiled only when
+// SP_HAVE_CUPTI_HEADERS is defined; without the toolkit the declarations stand on their own
+// (they were checked against CUDA 13.0).
 #ifdef SP_HAVE_CUPTI_HEADERS
 #include <cupti.h>
 
@@ -32,6 +34,7 @@ SP_SAME_OFFSET(MemcpyRecord, bytes, CUpti_ActivityMemcpy6, bytes);
 SP_SAME_OFFSET(MemcpyRecord, start, CUpti_ActivityMemcpy6, start);
 SP_SAME_OFFSET(MemcpyRecord, end, CUpti_ActivityMemcpy6, end);
 SP_SAME_OFFSET(MemcpyRecord, device_id, CUpti_ActivityMemcpy6, deviceId);
+SP_SAME_OFFSET(MemcpyRecord, context_id, CUpti_ActivityMemcpy6, contextId);
 SP_SAME_OFFSET(MemcpyRecord, stream_id, CUpti_ActivityMemcpy6, streamId);
 SP_SAME_OFFSET(MemcpyRecord, correlation_id, CUpti_ActivityMemcpy6, correlationId);
 SP_SAME_OFFSET(MemcpyRecord, graph_id, CUpti_ActivityMemcpy6, graphId);
@@ -41,6 +44,7 @@ SP_SAME_OFFSET(MemsetRecord, bytes, CUpti_ActivityMemset4, bytes);
 SP_SAME_OFFSET(MemsetRecord, start, CUpti_ActivityMemset4, start);
 SP_SAME_OFFSET(MemsetRecord, end, CUpti_ActivityMemset4, end);
 SP_SAME_OFFSET(MemsetRecord, device_id, CUpti_ActivityMemset4, deviceId);
+SP_SAME_OFFSET(MemsetRecord, context_id, CUpti_ActivityMemset4, contextId);
 SP_SAME_OFFSET(MemsetRecord, stream_id, CUpti_ActivityMemset4, streamId);
 SP_SAME_OFFSET(MemsetRecord, correlation_id, CUpti_ActivityMemset4, correlationId);
 SP_SAME_OFFSET(MemsetRecord, graph_id, CUpti_ActivityMemset4, graphId);

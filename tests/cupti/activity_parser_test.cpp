@@ -5,6 +5,10 @@
 
 #include <vector>
 
+#ifdef SP_HAVE_CUPTI_HEADERS
+#include <cupti.h>
+#endif
+
 #include "activity_parser.h"
 #include "cupti_records.h"
 #include "straggler_probe/gpu/external_ids.h"
@@ -211,8 +215,8 @@ TEST(ActivityParser, BoundsThePendingTables) {
 
 #ifdef SP_HAVE_CUPTI_HEADERS
 TEST(ActivityParser, OurLayoutsAreTheCuda13Layouts) {
-  // The buffers of these tests are built from the real CUPTI structs when the headers are here;
-  // the probe's own declarations must read them (cupti_layout_check.cpp proves it statically).
+  // The buffers of these tests are padded to the probe's CUDA 13 record sizes; they must be the
+  // real CUPTI structs' sizes (cupti_layout_check.cpp proves every offset statically).
   EXPECT_EQ(sizeof(CUpti_ActivityKernel10), kKernelRecordSize13);
   EXPECT_EQ(sizeof(CUpti_ActivityExternalCorrelation), kExternalCorrelationRecordSize13);
 }

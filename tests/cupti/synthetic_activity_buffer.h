@@ -1,8 +1,9 @@
 // Builds CUPTI activity buffers byte for byte as CUDA 13 lays them out, for GPU-free tests.
 //
-// With the CUDA headers available the records are the real CUPTI structs
-// (CUpti_ActivityKernel10, ...), an independent check of the probe's own declarations; without
-// them they are filled through the probe's prefix declarations at the CUDA 13 record sizes.
+// Records are filled through the probe's own prefix declarations (cupti_records.h) and padded to
+// the CUDA 13 record sizes. Those declarations are the one description of the layouts: where the
+// CUDA headers are available, cupti_layout_check.cpp (compiled into sp_cupti) proves every field
+// written here and read by the parser at CUPTI's offset, and every size CUPTI's.
 #pragma once
 
 #include <cstdint>
@@ -10,9 +11,6 @@
 #include <vector>
 
 #include "cupti_records.h"
-#ifdef SP_HAVE_CUPTI_HEADERS
-#include <cupti.h>
-#endif
 
 namespace sp::cupti::testing {
 
@@ -20,155 +18,69 @@ class SyntheticActivityBuffer {
  public:
   SyntheticActivityBuffer& kernel(uint64_t start, uint64_t end, uint32_t correlation,
                                   const char* name, uint32_t stream = 7, uint32_t device = 0) {
-#ifdef SP_HAVE_CUPTI_HEADERS
-    CUpti_ActivityKernel10 r{};
-    r.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-    r.start = start;
-    r.end = end;
-    r.correlationId = correlation;
-    r.name = name;
-    r.streamId = stream;
-    r.deviceId = device;
-    r.contextId = 1;
-    r.gridX = 128;
-    append(&r, sizeof(r));
-#else
-    KernelRecord r{};
-    r.kind = kKindConcurrentKernel;
-    r.start = start;
-    r.end = end;
-    r.correlation_id = correlation;
+    auto r = timed<KernelRecord>(kKindConcurrentKernel, start, end, correlation);
     r.name = name;
     r.stream_id = stream;
     r.device_id = device;
     r.context_id = 1;
-    append(&r, sizeof(r), kKernelRecordSize13);
-#endif
+    r.grid[0] = 128;
+    add(r);
     return *this;
   }
 
   SyntheticActivityBuffer& memcpy_rec(uint64_t start, uint64_t end, uint32_t correlation,
                                       uint64_t bytes, uint8_t copy_kind = 1) {
-#ifdef SP_HAVE_CUPTI_HEADERS
-    CUpti_ActivityMemcpy6 r{};
-    r.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
-    r.copyKind = copy_kind;
-    r.bytes = bytes;
-    r.start = start;
-    r.end = end;
-    r.correlationId = correlation;
-    r.streamId = 7;
-    append(&r, sizeof(r));
-#else
-    MemcpyRecord r{};
-    r.kind = kKindMemcpy;
+    auto r = timed<MemcpyRecord>(kKindMemcpy, start, end, correlation);
     r.copy_kind = copy_kind;
     r.bytes = bytes;
-    r.start = start;
-    r.end = end;
-    r.correlation_id = correlation;
     r.stream_id = 7;
-    append(&r, sizeof(r), kMemcpyRecordSize13);
-#endif
+    add(r);
     return *this;
   }
 
   SyntheticActivityBuffer& memset_rec(uint64_t start, uint64_t end, uint32_t correlation,
                                       uint64_t bytes) {
-#ifdef SP_HAVE_CUPTI_HEADERS
-    CUpti_ActivityMemset4 r{};
-    r.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+    auto r = timed<MemsetRecord>(kKindMemset, start, end, correlation);
     r.bytes = bytes;
-    r.start = start;
-    r.end = end;
-    r.correlationId = correlation;
-    append(&r, sizeof(r));
-#else
-    MemsetRecord r{};
-    r.kind = kKindMemset;
-    r.bytes = bytes;
-    r.start = start;
-    r.end = end;
-    r.correlation_id = correlation;
-    append(&r, sizeof(r), kMemsetRecordSize13);
-#endif
+    add(r);
     return *this;
   }
 
   SyntheticActivityBuffer& sync(uint64_t start, uint64_t end, uint32_t correlation, uint32_t type,
                                 uint32_t event_id = 0) {
-#ifdef SP_HAVE_CUPTI_HEADERS
-    CUpti_ActivitySynchronization2 r{};
-    r.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
-    r.type = static_cast<CUpti_ActivitySynchronizationType>(type);
-    r.start = start;
-    r.end = end;
-    r.correlationId = correlation;
-    r.cudaEventId = event_id;
-    r.streamId = 7;
-    append(&r, sizeof(r));
-#else
-    SynchronizationRecord r{};
-    r.kind = kKindSynchronization;
+    auto r = timed<SynchronizationRecord>(kKindSynchronization, start, end, correlation);
     r.type = type;
-    r.start = start;
-    r.end = end;
-    r.correlation_id = correlation;
     r.cuda_event_id = event_id;
     r.stream_id = 7;
-    append(&r, sizeof(r), kSynchronizationRecordSize13);
-#endif
+    add(r);
     return *this;
   }
 
   SyntheticActivityBuffer& cuda_event(uint64_t device_ts, uint32_t correlation, uint32_t event_id) {
-#ifdef SP_HAVE_CUPTI_HEADERS
-    CUpti_ActivityCudaEvent2 r{};
-    r.kind = CUPTI_ACTIVITY_KIND_CUDA_EVENT;
-    r.correlationId = correlation;
-    r.eventId = event_id;
-    r.streamId = 7;
-    r.deviceTimestamp = device_ts;
-    append(&r, sizeof(r));
-#else
     CudaEventRecord r{};
     r.kind = kKindCudaEvent;
     r.correlation_id = correlation;
     r.event_id = event_id;
     r.stream_id = 7;
     r.device_timestamp = device_ts;
-    append(&r, sizeof(r), kCudaEventRecordSize13);
-#endif
+    add(r);
     return *this;
   }
 
   SyntheticActivityBuffer& external(uint32_t external_kind, uint64_t id, uint32_t correlation) {
-#ifdef SP_HAVE_CUPTI_HEADERS
-    CUpti_ActivityExternalCorrelation r{};
-    r.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
-    r.externalKind = static_cast<CUpti_ExternalCorrelationKind>(external_kind);
-    r.externalId = id;
-    r.correlationId = correlation;
-    append(&r, sizeof(r));
-#else
     ExternalCorrelationRecord r{};
     r.kind = kKindExternalCorrelation;
     r.external_kind = external_kind;
     r.external_id = id;
     r.correlation_id = correlation;
-    append(&r, sizeof(r), kExternalCorrelationRecordSize13);
-#endif
+    add(r);
     return *this;
   }
 
   SyntheticActivityBuffer& api(uint32_t kind, uint32_t cbid, uint32_t correlation) {
-    ApiRecord r{};
-    r.kind = kind;
+    auto r = timed<ApiRecord>(kind, 1, 2, correlation);
     r.cbid = cbid;
-    r.start = 1;
-    r.end = 2;
-    r.correlation_id = correlation;
-    append(&r, sizeof(r), kApiRecordSize13);
+    add(r);
     return *this;
   }
 
@@ -184,6 +96,22 @@ class SyntheticActivityBuffer {
   size_t size() const { return bytes_; }
 
  private:
+  template <typename R>
+  static R timed(uint32_t kind, uint64_t start, uint64_t end, uint32_t correlation) {
+    R r{};
+    r.kind = kind;
+    r.start = start;
+    r.end = end;
+    r.correlation_id = correlation;
+    return r;
+  }
+
+  // A record padded to the size CUDA 13 gives its kind.
+  template <typename R>
+  void add(const R& r) {
+    append(&r, sizeof(r), record_size_13(r.kind));
+  }
+
   void append(const void* rec, size_t n, size_t padded = 0) {
     const size_t total = padded > n ? padded : n;
     const size_t new_bytes = bytes_ + ((total + 7) & ~size_t{7});
