@@ -48,8 +48,8 @@ int sp_cupti_request_flush(void) {
   return SP_OK;
 }
 
-void sp_cupti_region_push(uint32_t kind, int32_t microbatch, uint32_t name_id) {
-  CuptiCapture::instance().push_region(kind, microbatch, name_id);
+int sp_cupti_region_push(uint32_t kind, int32_t microbatch, uint32_t name_id) {
+  return CuptiCapture::instance().push_region(kind, microbatch, name_id) ? 1 : 0;
 }
 
 void sp_cupti_region_pop(void) { CuptiCapture::instance().pop_region(); }

@@ -32,6 +32,8 @@ namespace {
 thread_local uint32_t tl_push_depth = 0;
 thread_local uint32_t tl_region_serial = 0;
 
+constexpr const char* kNotStarted = "not started (no sp_cupti_start and no CUDA communicator yet)";
+
 std::atomic<bool> g_forked_child{false};
 std::once_flag g_atfork_once;
 
@@ -85,6 +87,8 @@ struct CuptiCapture::Impl {
   uint64_t emit_failures = 0;
   uint64_t pauses = 0;
   uint32_t memcpy_name = 0;
+  // Why capture is not on, for the report (guarded by state_mutex).
+  std::string inactive_reason = kNotStarted;
 
   std::atomic<NcclKernelObserver> nccl_observer{nullptr};
   std::atomic<void*> nccl_observer_user{nullptr};
@@ -156,8 +160,8 @@ bool CuptiCapture::Impl::start_locked(const cupti::CuptiApi& a, int maj, uint32_
   parser = std::make_unique<cupti::ActivityParser>(po);
   std::string error;
   if (!enable_locked(&error)) {
-    warn_once(WarnOnce::kCuptiNoDriver,
-              "GPU kernel capture disabled: " + error + " (no CUDA driver or GPU?)");
+    inactive_reason = error + " (no CUDA driver or GPU?)";
+    warn_once(WarnOnce::kCuptiNoDriver, "GPU kernel capture disabled: " + inactive_reason);
     activity_fast.store(nullptr);
     return false;
   }
@@ -331,11 +335,13 @@ bool CuptiCapture::start() {
   }
   if (!opts.enabled) {
     impl_->attempted.store(true);
+    impl_->inactive_reason = "disabled by STRAGGLER_PROBE_CUPTI=0";
     info("GPU kernel capture disabled by STRAGGLER_PROBE_CUPTI=0");
     return false;
   }
   cupti::LoadedCupti loaded = cupti::load_cupti(cupti::loader_options_from_env());
   if (!loaded.ok()) {
+    impl_->inactive_reason = loaded.error;
     if (loaded.retryable) {
       info(loaded.error);  // CUDA not in the process yet: a later trigger tries again
       return false;
@@ -370,6 +376,7 @@ void CuptiCapture::stop() {
   s.stop_thread_and_wait(std::chrono::milliseconds(500));
   std::lock_guard<std::mutex> lock(s.state_mutex);
   if (!s.active.load()) return;
+  s.inactive_reason = "stopped";
   s.active.store(false);
   s.activity_fast.store(nullptr);
   if (!s.paused.load()) {
@@ -399,6 +406,7 @@ bool CuptiCapture::pause(const char* reason) {
   s.regions.take_all(spans);
   s.emit_spans(spans);
   s.paused.store(true);
+  s.inactive_reason = std::string("paused (") + (reason != nullptr ? reason : "requested") + ")";
   ++s.pauses;
   info(std::string("GPU capture paused: ") + (reason != nullptr ? reason : "requested"));
   return true;
@@ -439,9 +447,9 @@ bool CuptiCapture::flush_now(bool forced) {
   return impl_->process_locked(forced);
 }
 
-void CuptiCapture::push_region(uint32_t kind, int32_t microbatch, uint32_t name_id) {
+bool CuptiCapture::push_region(uint32_t kind, int32_t microbatch, uint32_t name_id) {
   cupti::ActivityApi* a = impl_->activity_fast.load(std::memory_order_acquire);
-  if (a == nullptr || !a->external_correlation_on()) return;
+  if (a == nullptr || !a->external_correlation_on()) return false;
   const RegionKey key{kind, microbatch, name_id};
   // The serial is the step the region runs in (mod 2^14), so that its GPU span, which arrives
   // long after the step's mark, can be pinned to that step; without the runtime, a counter.
@@ -449,6 +457,7 @@ void CuptiCapture::push_region(uint32_t kind, int32_t microbatch, uint32_t name_
   const uint32_t serial = step >= 0 ? static_cast<uint32_t>(step) : ++tl_region_serial;
   a->push_external(encode_region_id(key, serial));
   ++tl_push_depth;
+  return true;
 }
 
 void CuptiCapture::pop_region() {
@@ -519,6 +528,15 @@ std::string CuptiCapture::report(size_t top_k) const {
   Impl& s = *impl_;
   std::lock_guard<std::mutex> lock(s.state_mutex);
   std::ostringstream os;
+  if (s.active.load() && !s.paused.load()) {
+    const cupti::RegionAttributionStats& r = s.regions.stats();
+    os << "GPU capture active: CUPTI " << s.major << ", "
+       << (s.parser ? s.parser->stats().kernels : 0) << " kernels, " << r.tagged
+       << " activities in regions, " << r.untagged << " outside, " << r.nccl_tagged
+       << " in NCCL operations\n";
+  } else {
+    os << "GPU capture inactive: " << s.inactive_reason << "\n";
+  }
   for (const auto& [kind, name_id] : s.regions.region_types()) {
     os << kind_name(kind);
     if (name_id != 0) os << "#" << name_id;
@@ -547,6 +565,7 @@ void CuptiCapture::reset_for_tests() {
   impl_->clock = cupti::ClockCalibration();
   impl_->windows = impl_->events_emitted = impl_->emit_failures = impl_->pauses = 0;
   impl_->memcpy_name = 0;
+  impl_->inactive_reason = kNotStarted;
   impl_->attempted.store(false);
   impl_->available.store(false);
   impl_->paused.store(false);

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "clock.h"
+#include "gpu_region_tags.h"
 #include "lifecycle.h"
 #include "logging.h"
 #include "probe_state.h"
@@ -38,6 +39,33 @@ Probe* active_probe() noexcept {
   Probe* p = probe_instance();
   if (p == nullptr || p->active_session.load(std::memory_order_acquire) == 0) return nullptr;
   return p;
+}
+
+// The tokens of this thread's open regions that pushed a CUPTI tag (gpu_region_tags.h), in
+// nesting order. Ending a region pops its tag and the tags of inner regions an exception skipped,
+// and nothing else, so CUPTI's per-thread stack stays balanced whatever the caller does (a region
+// whose begin found capture off or paused pushed nothing and pops nothing). Trivial TLS: no guard.
+struct GpuTagStack {
+  uint64_t tokens[sp::probe::kMaxRegionDepth];
+  uint32_t depth;
+};
+thread_local GpuTagStack t_gpu_tags{};
+
+void push_gpu_tag(uint64_t token, uint32_t kind, int32_t microbatch, uint32_t name_id) noexcept {
+  if (token == 0 || sp_cupti_region_push == nullptr) return;
+  GpuTagStack& t = t_gpu_tags;
+  if (t.depth >= sp::probe::kMaxRegionDepth) return;  // the runtime caps depth the same way
+  if (sp_cupti_region_push(kind, microbatch, name_id) != 0) t.tokens[t.depth++] = token;
+}
+
+void pop_gpu_tags(uint64_t token) noexcept {
+  GpuTagStack& t = t_gpu_tags;
+  if (token == 0 || t.depth == 0 || sp_cupti_region_pop == nullptr) return;
+  uint32_t i = t.depth;
+  while (i > 0 && t.tokens[i - 1] != token) --i;
+  if (i == 0) return;  // this region pushed no tag (or another thread began it)
+  for (uint32_t n = t.depth - (i - 1); n > 0; --n) sp_cupti_region_pop();
+  t.depth = i - 1;
 }
 
 }  // namespace
@@ -91,13 +119,19 @@ SP_API uint32_t sp_intern(const char* name) {
 }
 
 SP_API uint64_t sp_region_begin(uint32_t kind, int32_t microbatch, uint32_t name_id) {
-  return guarded("sp_region_begin", uint64_t{0},
-                 [&] { return sp::probe::begin_region(kind, microbatch, name_id); });
+  return guarded("sp_region_begin", uint64_t{0}, [&] {
+    const uint64_t token = sp::probe::begin_region(kind, microbatch, name_id);
+    push_gpu_tag(token, kind, microbatch, name_id);
+    return token;
+  });
 }
 
 SP_API int sp_region_end(uint64_t token) {
-  return guarded("sp_region_end", static_cast<int>(SP_ERR_INTERNAL),
-                 [&] { return sp::probe::end_region(token); });
+  return guarded("sp_region_end", static_cast<int>(SP_ERR_INTERNAL), [&] {
+    const int status = sp::probe::end_region(token);  // the host end time first
+    pop_gpu_tags(token);
+    return status;
+  });
 }
 
 SP_API int sp_record(const sp_event* ev) {
@@ -149,7 +183,9 @@ SP_API int sp_flush(void) {
   return guarded("sp_flush", static_cast<int>(SP_ERR_INTERNAL), []() -> int {
     Probe* p = active_probe();
     if (p == nullptr) return SP_ERR_DISABLED;
-    p->flush_requests.fetch_add(1, std::memory_order_relaxed);
+    // release: the consumer reads it (acquire) before taking the marks, so every step marked
+    // before this call is among those the forced pass closes
+    p->flush_requests.fetch_add(1, std::memory_order_release);
     p->wake_consumer();
     return SP_OK;
   });

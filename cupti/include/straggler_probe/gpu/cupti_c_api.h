@@ -48,11 +48,14 @@ SP_API int sp_cupti_pause(const char* reason);
 SP_API int sp_cupti_resume(void);
 /* Step end: asks the flush thread to process now; never blocks. */
 SP_API int sp_cupti_request_flush(void);
-/* Region attribution (external correlation), per thread, nesting. */
-SP_API void sp_cupti_region_push(uint32_t kind, int32_t microbatch, uint32_t name_id);
+/* Region attribution (external correlation), per thread, nesting. push returns 1 when it pushed,
+ * 0 when capture is off or paused (then it costs two loads); sp_region_begin / sp_region_end call
+ * these themselves. A pop without a push of this thread does nothing. */
+SP_API int sp_cupti_region_push(uint32_t kind, int32_t microbatch, uint32_t name_id);
 SP_API void sp_cupti_region_pop(void);
 SP_API int sp_cupti_get_stats(sp_cupti_stats* out);
-/* Top kernels per region type as text; returns the full length (like snprintf). */
+/* Top kernels per region type as text (first line: "GPU capture active: ..." or "GPU capture
+ * inactive: <reason>"); returns the full length (like snprintf). */
 SP_API size_t sp_cupti_report(char* buf, size_t len, uint32_t top_k);
 
 #ifdef __cplusplus

@@ -94,14 +94,18 @@ class CuptiCapture {
   bool flush_now(bool forced = false);
 
   // Hot path: external correlation around probe regions and NCCL operations. Per-thread nesting.
-  void push_region(uint32_t kind, int32_t microbatch, uint32_t name_id);
+  // push_region returns whether it pushed (false at once while capture is off or paused); a pop
+  // only removes what this thread pushed, so nesting stays balanced across a pause.
+  bool push_region(uint32_t kind, int32_t microbatch, uint32_t name_id);
   void pop_region();
   void push_nccl_op(uint64_t op);
   void pop_nccl_op();
 
   bool active() const;
   CuptiCaptureStats stats() const;
-  // Top kernels per region type, one line per kernel.
+  // A first line saying whether capture is on ("GPU capture active: CUPTI 13, N kernels ..." or
+  // "GPU capture inactive: <reason>"), then per region type seen a "<kind>[#name_id]:" line and
+  // its top kernels by total time, one indented line each.
   std::string report(size_t top_k) const;
 
   // Called from the flush thread for each kernel launched inside an NCCL operation, with
