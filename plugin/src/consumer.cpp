@@ -122,6 +122,12 @@ void Consumer::run() noexcept {
 
 void Consumer::pass(bool final_pass) {
   const uint64_t now = probe_now_ns();
+  // Read before taking the marks (acquire, paired with sp_flush's release): a pass forced by a
+  // flush then holds every step marked before that flush, so none of them waits for the grace
+  // (at exit nobody would be left to pop it).
+  const uint64_t flushes = probe_.flush_requests.load(std::memory_order_acquire);
+  const bool force = final_pass || flushes != flushes_seen_;
+  flushes_seen_ = flushes;
   StepMark mark;
   while (probe_.marks.try_pop(&mark)) assembler_.add_mark(mark);
 
@@ -163,19 +169,21 @@ void Consumer::pass(bool final_pass) {
   }
   for (PendingAnnotation& a : annotations) assembler_.add_annotation(a.t_ns, std::move(a.annotation));
 
-  const uint64_t flushes = probe_.flush_requests.load(std::memory_order_relaxed);
-  const bool force = final_pass || flushes != flushes_seen_;
-  flushes_seen_ = flushes;
   const uint64_t grace_ns = static_cast<uint64_t>(config_.step_grace_ms) * 1000000ull;
-  assembler_.close_ready(now, grace_ns, force,
-                         [this](StepSummary&& s) { emit(std::move(s)); });
+  // Steps closed together by a flush or the shutdown may overfill the queue by up to the
+  // assembler's pending-step cap: they are the job's last steps, and nobody may pop them in
+  // time to make room (bounded all the same).
+  const size_t extra_room = force ? kMaxPendingSteps : 0;
+  assembler_.close_ready(now, grace_ns, force, [this, extra_room](StepSummary&& s) {
+    emit(std::move(s), extra_room);
+  });
   if (final_pass) assembler_.discard_open();
   probe_.events_discarded.store(assembler_.discarded(), std::memory_order_relaxed);
   probe_.assembler_annotations_dropped.store(assembler_.annotations_dropped(),
                                              std::memory_order_relaxed);
 }
 
-void Consumer::emit(StepSummary&& summary) {
+void Consumer::emit(StepSummary&& summary, size_t extra_room) {
   if (abandoned_.load(std::memory_order_acquire)) return;
   summary.rank = config_.rank;
   summary.world_size = config_.world_size;
@@ -200,7 +208,7 @@ void Consumer::emit(StepSummary&& summary) {
   }
   item.summary = std::move(summary);
   probe_.steps_completed.fetch_add(1, std::memory_order_relaxed);
-  if (!probe_.summaries.push(std::move(item))) {
+  if (!probe_.summaries.push(std::move(item), extra_room)) {
     log::warn_once("steps_skipped",
                    "the transport is not keeping up: the oldest queued step summaries are skipped "
                    "(counted in steps_skipped; raise STRAGGLER_PROBE_QUEUE_STEPS)");

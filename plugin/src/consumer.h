@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -37,7 +38,8 @@ class Consumer {
  private:
   void run() noexcept;
   void pass(bool final_pass);
-  void emit(StepSummary&& summary);
+  // extra_room: see SummaryQueue::push (steps closed at once by a flush or the shutdown).
+  void emit(StepSummary&& summary, size_t extra_room);
 
   Probe& probe_;
   RuntimeConfig config_;

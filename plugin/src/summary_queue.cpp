@@ -21,11 +21,11 @@ void SummaryQueue::close() {
   ready_.notify_all();
 }
 
-bool SummaryQueue::push(QueuedSummary item) {
+bool SummaryQueue::push(QueuedSummary item, size_t extra_room) {
   bool kept_all = true;
   {
     std::lock_guard lock(mutex_);
-    while (items_.size() >= capacity_) {
+    while (items_.size() >= capacity_ + extra_room) {
       items_.pop_front();
       ++skipped_;
       kept_all = false;

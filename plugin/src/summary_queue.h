@@ -30,7 +30,10 @@ class SummaryQueue {
   void close();
 
   // Returns false when the queue was full and its oldest summary was skipped to make room.
-  bool push(QueuedSummary item);
+  // extra_room: how far beyond its capacity the queue may grow for this item, for the steps that
+  // sp_flush / sp_shutdown close all at once (bounded by the assembler's pending-step cap): a
+  // job's last steps are not skipped because they came together.
+  bool push(QueuedSummary item, size_t extra_room = 0);
 
   PopStatus pop(StepSummary* out, std::chrono::milliseconds timeout);
   // The encoded bytes of the next summary into buf; kTooSmall leaves it queued, *size = needed.
