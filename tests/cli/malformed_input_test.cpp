@@ -1,52 +1,21 @@
 // Table-driven: each malformed input through the real `straggler-probe` binary gives exit
 // code 2 and exactly one line on stderr naming the file, line, column and problem.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
+
+#include "cli_run.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-struct CliRun {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::string quoted(const std::string& s) {
-  std::string q = "'";
-  for (const char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-// Runs the CLI in `cwd` (so messages carry the fixtures' short relative names).
-CliRun run_cli(const std::string& args, const fs::path& cwd) {
-  const fs::path tmp = fs::temp_directory_path() / ("sp_cli_test_" + std::to_string(::getpid()));
-  fs::create_directories(tmp);
-  const std::string cmd = "cd " + quoted(cwd.string()) + " && " + quoted(SP_CLI_BINARY) + " " + args + " >" +
-                          quoted((tmp / "stdout").string()) + " 2>" + quoted((tmp / "stderr").string());
-  const int status = std::system(cmd.c_str());
-  CliRun r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(tmp / "stdout");
-  r.err = slurp(tmp / "stderr");
-  fs::remove_all(tmp);
-  return r;
-}
+using sp::cli::testing::CliRun;
+using sp::cli::testing::quoted;
+using sp::cli::testing::run_cli;
 
 struct Case {
   const char* trace;
@@ -144,7 +113,7 @@ INSTANTIATE_TEST_SUITE_P(
         UsageCase{"analyze --trace valid.csv --meta meta.yaml --out /tmp/x --threshold abc",
                   "Could not convert: --threshold = abc"},
         UsageCase{"", "A subcommand is required"},
-        UsageCase{"frobnicate", "unknown command 'frobnicate' (commands: analyze; see --help)"}));
+        UsageCase{"frobnicate", "unknown command 'frobnicate' (commands: analyze, analyze-dir; see --help)"}));
 
 TEST(Cli, VersionAndHelpExitZero) {
   const CliRun v = run_cli("--version", SP_MALFORMED_DIR);
