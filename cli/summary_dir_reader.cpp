@@ -80,7 +80,7 @@ class RankFileIndexer {
       if (!in) throw BadInput(at + ": read failed (the file changed while being read?)");
       probe::StepSummary s;
       std::string error;
-      if (!probe::decode_summary(bytes, &s, &error)) throw BadInput(at + ": undecodable summary: " + error);
+      if (!probe::decode_summary(bytes, &s, &error)) throw BadInput(at + ": cannot decode: " + error);
       check(s, at);
       file_->steps[s.step] = SummaryRecord{offset, length, index};
       offset += prefix.size() + length;
