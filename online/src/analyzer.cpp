@@ -187,6 +187,9 @@ StepVerdict OnlineAnalyzer::Impl::analyze(int64_t step, Pending& p) {
   if (!model) return skipped(step, "malformed", error);
   stats.ops_clamped += model->clamped;
   stats.ops_ignored += model->ignored;
+  stats.ops_superseded += model->superseded;
+  stats.ops_kept_without_better_source += model->kept_alone;
+  for (const auto& [what, n] : model->superseded_by) stats.ops_superseded_by[what] += n;
   for (const std::string& note : model->notes) note_error("step " + std::to_string(step) + ": " + note);
 
   window.push(collect_samples(*model));
@@ -359,6 +362,9 @@ Status OnlineAnalyzer::write_report(const std::string& dir) const {
                       {"analysis_errors", s.analysis_errors},
                       {"ops_clamped", s.ops_clamped},
                       {"ops_ignored", s.ops_ignored},
+                      {"ops_superseded", s.ops_superseded},
+                      {"ops_superseded_by", s.ops_superseded_by},
+                      {"ops_kept_without_better_source", s.ops_kept_without_better_source},
                       {"skip_reasons", s.skip_reasons},
                       {"last_error", s.last_error}};
     const std::string err = write_report_files(dir, impl_->totals, extra, impl_->timeline);

@@ -8,6 +8,7 @@
 
 #include "comm_groups.h"
 #include "rank_chain.h"
+#include "source_selection.h"
 
 namespace sp::online {
 namespace {
@@ -101,6 +102,10 @@ std::optional<StepModel> build_step_model(const std::vector<const probe::StepSum
     if (!check_summary(*by_rank[r], r, m.world, error)) return std::nullopt;
   }
   m.step = by_rank[0]->step;
+  const SourceSelection selected = select_sources(by_rank);
+  m.superseded = selected.superseded;
+  m.kept_alone = selected.kept_alone;
+  m.superseded_by = selected.superseded_by;
 
   // Layout: unknown dp rank means the rank is its own dp rank; unknown stage means no pipeline.
   m.rank_dp.resize(m.world);
@@ -120,10 +125,12 @@ std::optional<StepModel> build_step_model(const std::vector<const probe::StepSum
   // Time zero: the earliest step start (or first op) over all ranks, on rank 0's clock.
   int64_t t0 = std::numeric_limits<int64_t>::max();
   int64_t t_end = std::numeric_limits<int64_t>::min();
-  for (const auto* s : by_rank) {
+  for (size_t r = 0; r < by_rank.size(); ++r) {
+    const probe::StepSummary* s = by_rank[r];
     if (s->step_start_ns > 0) t0 = std::min(t0, adjusted(s->step_start_ns, s->clock_offset_ns));
-    for (const sp_event& ev : s->ops) {
-      if (op_role(ev.kind) == OpRole::kIgnored) continue;
+    for (size_t i = 0; i < s->ops.size(); ++i) {
+      const sp_event& ev = s->ops[i];
+      if (op_role(ev.kind) == OpRole::kIgnored || !selected.keep[r][i]) continue;
       t0 = std::min(t0, adjusted(ev.start_ns, s->clock_offset_ns));
       t_end = std::max(t_end, adjusted(ev.end_ns, s->clock_offset_ns));
     }
@@ -149,6 +156,7 @@ std::optional<StepModel> build_step_model(const std::vector<const probe::StepSum
     std::stable_sort(order.begin(), order.end(),
                      [&s](size_t a, size_t b) { return s.ops[a].start_ns < s.ops[b].start_ns; });
     for (size_t i : order) {
+      if (!selected.keep[r][i]) continue;
       const sp_event& ev = s.ops[i];
       const OpRole role = op_role(ev.kind);
       if (role == OpRole::kIgnored) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -74,6 +75,12 @@ struct StepModel {
   std::vector<MicrobatchCost> costs;
   uint64_t clamped = 0;     // negative launch delays / transfers set to zero
   uint64_t ignored = 0;     // kernel/memcpy records left out
+  // One op, one source (source_selection.h): ops left out because a better source timed them,
+  // lesser-source ops kept because the better source lacked them, and the former by
+  // "kind: lesser < chosen".
+  uint64_t superseded = 0;
+  uint64_t kept_alone = 0;
+  std::map<std::string, uint64_t> superseded_by;
   std::vector<std::string> notes;  // non-fatal oddities (bad annotation values...)
 };
 
@@ -81,7 +88,8 @@ struct ModelOptions {
   double eps_s = 50e-6;     // tolerance when comparing timestamps of different threads
 };
 
-// Builds the model from one summary per rank (index = rank). Returns nullopt and one line in
+// Builds the model from one summary per rank (index = rank), each op timed by one source only
+// (select_sources). Returns nullopt and one line in
 // *error when the summaries contradict each other (unmatched collectives or p2p, bad layout).
 std::optional<StepModel> build_step_model(const std::vector<const probe::StepSummary*>& by_rank,
                                           const ModelOptions& options, std::string* error);

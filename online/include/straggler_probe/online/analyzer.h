@@ -32,6 +32,12 @@ struct OnlineStats {
   uint64_t analysis_errors = 0;      // unexpected exceptions caught inside the analysis
   uint64_t ops_clamped = 0;          // negative launch delays / transfers clamped to zero
   uint64_t ops_ignored = 0;          // kernel/memcpy records the step model does not use
+  // One op, one source: ops timed twice (host and CUPTI, c10d hooks and NCCL...) are modelled
+  // once, with the better source; the other records are counted here, by "kind: lesser <
+  // chosen", and lesser-source compute ops kept because the better source lacked them.
+  uint64_t ops_superseded = 0;
+  uint64_t ops_kept_without_better_source = 0;
+  std::map<std::string, uint64_t> ops_superseded_by;
   std::map<std::string, uint64_t> skip_reasons;  // reason kind -> count
   std::string last_error;
 };

@@ -1,0 +1,162 @@
+#include "source_selection.h"
+
+#include <algorithm>
+#include <iterator>
+#include <set>
+#include <utility>
+
+namespace sp::online {
+namespace {
+
+enum class SourceClass : uint8_t { kCompute, kComm, kAsIs };
+
+SourceClass source_class(uint32_t kind) {
+  switch (kind) {
+    case SP_OP_FORWARD:
+    case SP_OP_BACKWARD:
+    case SP_OP_OPTIMIZER:
+    case SP_OP_OTHER:
+      return SourceClass::kCompute;
+    case SP_OP_COLLECTIVE:
+    case SP_OP_SEND:
+    case SP_OP_RECV:
+      return SourceClass::kComm;
+    default:
+      return SourceClass::kAsIs;
+  }
+}
+
+// Preference of a source for a class of ops; 0 for a source that does not time that class
+// (such ops are kept unless a known source timed the same op).
+int preference(SourceClass c, uint32_t source) {
+  if (c == SourceClass::kCompute) {
+    switch (source) {
+      case SP_TIME_CUPTI: return 3;
+      case SP_TIME_CUDA_EVENT: return 2;
+      case SP_TIME_HOST: return 1;
+      default: return 0;
+    }
+  }
+  switch (source) {
+    case SP_TIME_NCCL: return 3;
+    case SP_TIME_CUDA_EVENT: return 2;
+    case SP_TIME_HOST: return 1;
+    default: return 0;
+  }
+}
+
+const char* kind_label(uint32_t kind) {
+  switch (kind) {
+    case SP_OP_FORWARD: return "forward";
+    case SP_OP_BACKWARD: return "backward";
+    case SP_OP_OPTIMIZER: return "optimizer";
+    case SP_OP_OTHER: return "region";
+    case SP_OP_COLLECTIVE: return "collective";
+    case SP_OP_SEND: return "send";
+    case SP_OP_RECV: return "recv";
+    default: return "op";
+  }
+}
+
+void supersede(SourceSelection* out, int rank, size_t i, const sp_event& ev, uint32_t by) {
+  out->keep[rank][i] = false;
+  ++out->superseded;
+  ++out->superseded_by[std::string(kind_label(ev.kind)) + ": " + time_source_name(ev.time_source) +
+                       " < " + time_source_name(by)];
+}
+
+// Compute regions of one rank: per kind, the best source present; a lesser-source op is
+// superseded when that source has the same (micro-batch, name).
+void select_compute(const probe::StepSummary& s, int rank, SourceSelection* out) {
+  for (uint32_t kind : {SP_OP_FORWARD, SP_OP_BACKWARD, SP_OP_OPTIMIZER, SP_OP_OTHER}) {
+    int best = 0;
+    uint32_t best_source = 0;
+    for (const sp_event& ev : s.ops) {
+      const int p = ev.kind == kind ? preference(SourceClass::kCompute, ev.time_source) : 0;
+      if (p > best) {
+        best = p;
+        best_source = ev.time_source;
+      }
+    }
+    if (best == 0) continue;
+    std::set<std::pair<int32_t, uint32_t>> covered;
+    for (const sp_event& ev : s.ops) {
+      if (ev.kind == kind && ev.time_source == best_source) covered.emplace(ev.microbatch, ev.name_id);
+    }
+    for (size_t i = 0; i < s.ops.size(); ++i) {
+      const sp_event& ev = s.ops[i];
+      if (ev.kind != kind || ev.time_source == best_source) continue;
+      if (covered.count({ev.microbatch, ev.name_id}) != 0) {
+        supersede(out, rank, i, ev, best_source);
+      } else {
+        ++out->kept_alone;
+      }
+    }
+  }
+}
+
+// Communication of the whole step: the best source that every communicating rank has.
+void select_comm(const std::vector<const probe::StepSummary*>& by_rank, SourceSelection* out) {
+  std::set<uint32_t> common;
+  bool any = false;
+  for (const probe::StepSummary* s : by_rank) {
+    std::set<uint32_t> mine;
+    for (const sp_event& ev : s->ops) {
+      if (source_class(ev.kind) == SourceClass::kComm) mine.insert(ev.time_source);
+    }
+    if (mine.empty()) continue;
+    if (!any) {
+      common = std::move(mine);
+      any = true;
+    } else {
+      std::set<uint32_t> both;
+      std::set_intersection(common.begin(), common.end(), mine.begin(), mine.end(),
+                            std::inserter(both, both.begin()));
+      common = std::move(both);
+    }
+  }
+  int best = 0;
+  uint32_t chosen = 0;
+  for (uint32_t source : common) {
+    const int p = preference(SourceClass::kComm, source);
+    if (p > best) {
+      best = p;
+      chosen = source;
+    }
+  }
+  if (best == 0) return;  // no source all ranks share: keep everything, the model judges
+  for (size_t r = 0; r < by_rank.size(); ++r) {
+    const probe::StepSummary& s = *by_rank[r];
+    for (size_t i = 0; i < s.ops.size(); ++i) {
+      const sp_event& ev = s.ops[i];
+      if (source_class(ev.kind) == SourceClass::kComm && ev.time_source != chosen) {
+        supersede(out, static_cast<int>(r), i, ev, chosen);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::string time_source_name(uint32_t source) {
+  switch (source) {
+    case SP_TIME_HOST: return "host";
+    case SP_TIME_CUDA_EVENT: return "cuda-event";
+    case SP_TIME_CUPTI: return "cupti";
+    case SP_TIME_NCCL: return "nccl";
+    default: return "source-" + std::to_string(source);
+  }
+}
+
+SourceSelection select_sources(const std::vector<const probe::StepSummary*>& by_rank) {
+  SourceSelection out;
+  out.keep.resize(by_rank.size());
+  for (size_t r = 0; r < by_rank.size(); ++r) {
+    out.keep[r].assign(by_rank[r]->ops.size(), true);
+    select_compute(*by_rank[r], static_cast<int>(r), &out);
+  }
+  select_comm(by_rank, &out);
+  return out;
+}
+
+}  // namespace sp::online
