@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "nvtx_steps.h"
 #include "straggler_probe/gpu/cupti_capture.h"
 #include "summary_file_writer.h"
 #include "straggler_probe/gpu/event_sink.h"
@@ -49,6 +50,17 @@ const Activation& activate() {
     if (!parse_step_marker(std::getenv("STRAGGLER_PROBE_STEP_MARKER"), &a->marker, &error)) {
       gpu::warn_once(gpu::WarnOnce::kStepMarkerInvalid, error + "; using auto");
       a->marker = StepMarker{};
+    }
+    // An NVTX step range (nvtx_steps.h) is the explicit choice: the operation-sequence detector
+    // stands down, and a marker set at the same time is named once and ignored.
+    if (nvtx_step_state() == NvtxStepState::kInjected) {
+      if (a->marker.mode != StepMarker::Mode::kAuto && a->marker.mode != StepMarker::Mode::kOff) {
+        gpu::warn_once(gpu::WarnOnce::kNvtxSteps,
+                       std::string("STRAGGLER_PROBE_STEP_NVTX and STRAGGLER_PROBE_STEP_MARKER=") +
+                           std::getenv("STRAGGLER_PROBE_STEP_MARKER") +
+                           " are both set: steps end with the NVTX range, the marker is ignored");
+      }
+      a->marker.mode = StepMarker::Mode::kOff;
     }
     gpu::runtime_init_from_env();
     // Without Python nobody else drains the step summaries: per-rank files, if asked for.

@@ -28,6 +28,8 @@ enum class WarnOnce : uint32_t {
   kRankEnvInvalid,
   kCudaTimerUnavailable,
   kSummaryFile,
+  kNvtxSteps,           // STRAGGLER_PROBE_STEP_NVTX unusable or in conflict (nccl_hooks/)
+  kNvtxStepsStoodDown,  // NVTX steps ignored: the application marks its own
   kCount
 };
 
