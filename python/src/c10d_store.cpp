@@ -75,8 +75,20 @@ int kv_remove(void* self, const char* key, char* err, size_t cap) {
 
 void kv_destroy(void* self) { delete static_cast<C10dKvStore*>(self); }
 
+int kv_add(void* self, const char* key, int64_t delta, int64_t* result, char* err, size_t cap) {
+  try {
+    *result = static_cast<C10dKvStore*>(self)->store->add(key, delta);
+    return 0;
+  } catch (const std::exception& e) {
+    put_error(err, cap, e.what());
+  } catch (...) {
+    put_error(err, cap, "unknown exception from c10d::Store::add");
+  }
+  return -1;
+}
+
 const sp_kv_store_vtable kVtable = {sizeof(sp_kv_store_vtable), kv_set, kv_try_get, kv_remove,
-                                    kv_destroy};
+                                    kv_destroy, kv_add};
 
 void destroy_capsule(PyObject* capsule) {
   auto* kv = static_cast<sp_kv_store*>(PyCapsule_GetPointer(capsule, SP_KV_STORE_CAPSULE));

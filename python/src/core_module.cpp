@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 
+#include "gpu_regions.h"
 #include "pipeline.h"
 #include "python_kv_store.h"
 #include "runtime_api.h"
@@ -74,6 +75,23 @@ py::dict stats() {
   return out;
 }
 
+// GPU capture counters, or None when the runtime has no GPU capture.
+py::object cupti_stats() {
+  if (runtime().cupti_get_stats == nullptr) return py::none();
+  sp_cupti_stats s{};
+  s.struct_size = sizeof(s);
+  if (runtime().cupti_get_stats(&s) != SP_OK) return py::none();
+  py::dict out;
+  out["active"] = s.active != 0;
+  out["paused"] = s.paused != 0;
+  out["pauses"] = s.pauses;
+  out["kernels"] = s.kernels;
+  out["memcpys"] = s.memcpys;
+  out["dropped_records"] = s.dropped_records;
+  out["events_emitted"] = s.events_emitted;
+  return out;
+}
+
 sp::pyext::FaultInjection parse_fault(const std::string& fault) {
   if (fault == "throw") return sp::pyext::FaultInjection::kThrow;
   if (fault == "stall") return sp::pyext::FaultInjection::kStall;
@@ -88,7 +106,7 @@ sp::pyext::FaultInjection parse_fault(const std::string& fault) {
 void start_pipeline(py::object store, int rank, int world_size, const std::string& prefix,
                     int max_lag, int64_t first_step, double step_timeout_s, double analysis_timeout_s,
                     const std::string& out_dir, bool log_lines, const std::string& fault,
-                    bool discard) {
+                    bool discard, bool clock_sync, double clock_sync_period_s) {
   sp::pyext::PipelineOptions o;
   o.transport.rank = rank;
   o.transport.world_size = world_size;
@@ -103,6 +121,9 @@ void start_pipeline(py::object store, int rank, int world_size, const std::strin
   o.analysis.fault = parse_fault(fault);
   o.analysis_timeout = std::chrono::milliseconds(static_cast<int64_t>(analysis_timeout_s * 1e3));
   o.discard = discard;
+  o.clock_sync = clock_sync;
+  o.clock_sync_period =
+      std::chrono::milliseconds(static_cast<int64_t>(clock_sync_period_s * 1e3));
 
   sp_kv_store* kv = nullptr;
   if (PyCapsule_CheckExact(store.ptr())) {
@@ -184,8 +205,25 @@ PYBIND11_MODULE(_core, m) {
   m.attr("OP_OTHER") = static_cast<int>(SP_OP_OTHER);
 
   m.def("abi_version", [] { return runtime().abi_version(); });
-  m.def("runtime_source", [] { return runtime().preloaded ? "preloaded" : "built-in"; },
-        "Whose runtime the probe uses: a preloaded libstraggler_probe.so's, or this module's.");
+  sp::pyext::bind_gpu_regions(m);
+  m.def("runtime_source", [] { return runtime().source; },
+        "Whose runtime the probe uses: 'preloaded' (LD_PRELOAD) or 'shared' (loaded by path) "
+        "libstraggler_probe.so, or 'built-in' (this module's copy, when that cannot be loaded).");
+  m.def("runtime_library", [] { return runtime().library; },
+        "Path of the libstraggler_probe.so in use; empty when built-in. NCCL_PROFILER_PLUGIN "
+        "pointing at this file reuses the same loaded copy.");
+  m.def("runtime_warning", [] { return runtime().warning; });
+  // GPU capture hand-over (torch.profiler) and stats; SP_ERR_DISABLED without GPU capture.
+  m.def("has_gpu_capture", [] { return runtime().cupti_pause != nullptr; });
+  m.def("cupti_pause", [](const std::string& reason) {
+    return runtime().cupti_pause != nullptr ? runtime().cupti_pause(reason.c_str())
+                                            : static_cast<int>(SP_ERR_DISABLED);
+  }, py::call_guard<py::gil_scoped_release>());
+  m.def("cupti_resume", [] {
+    return runtime().cupti_resume != nullptr ? runtime().cupti_resume()
+                                             : static_cast<int>(SP_ERR_DISABLED);
+  }, py::call_guard<py::gil_scoped_release>());
+  m.def("cupti_stats", &cupti_stats);
   m.def("init", &init, py::arg("rank"), py::arg("world_size"), py::arg("local_rank"),
         "sp_init; returns (status, last warning)");
   m.def("shutdown", [] { return runtime().shutdown(); }, py::call_guard<py::gil_scoped_release>());
@@ -210,7 +248,8 @@ PYBIND11_MODULE(_core, m) {
   m.def("start_pipeline", &start_pipeline, py::arg("store"), py::arg("rank"),
         py::arg("world_size"), py::arg("prefix"), py::arg("max_lag"), py::arg("first_step"), py::arg("step_timeout_s"),
         py::arg("analysis_timeout_s"), py::arg("out_dir"), py::arg("log_lines"),
-        py::arg("fault"), py::arg("discard") = false);
+        py::arg("fault"), py::arg("discard") = false, py::arg("clock_sync") = true,
+        py::arg("clock_sync_period_s") = 60.0);
   m.def("stop_pipeline", &stop_pipeline, py::arg("drain_s"));
   m.def("pipeline_status", &pipeline_status);
   m.def("request_stop", &request_stop, py::arg("why"),

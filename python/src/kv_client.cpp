@@ -1,6 +1,7 @@
 #include "kv_client.h"
 
 #include <array>
+#include <cstddef>
 
 namespace sp::pyext {
 namespace {
@@ -43,6 +44,19 @@ bool KvClient::remove(const std::string& key, std::string* error) {
   if (store_->vtable->remove(store_->self, key.c_str(), err.data(), err.size()) == 0) return true;
   *error = err.data();
   return false;
+}
+
+std::optional<int64_t> KvClient::add(const std::string& key, int64_t delta, std::string* error) {
+  const sp_kv_store_vtable* v = store_->vtable;
+  if (v->struct_size < offsetof(sp_kv_store_vtable, add) + sizeof(v->add) || v->add == nullptr) {
+    *error = "the store has no counter (add)";
+    return std::nullopt;
+  }
+  std::array<char, kErrCap> err{};
+  int64_t result = 0;
+  if (v->add(store_->self, key.c_str(), delta, &result, err.data(), err.size()) == 0) return result;
+  *error = err[0] != '\0' ? err.data() : "store add failed";
+  return std::nullopt;
 }
 
 }  // namespace sp::pyext

@@ -2,6 +2,7 @@
 // status codes into values and one-line errors.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,6 +22,9 @@ class KvClient {
   // nullopt with error empty: absent; nullopt with error set: the store failed.
   std::optional<std::string> try_get(const std::string& key, std::string* error);
   bool remove(const std::string& key, std::string* error);
+  // The store's atomic counter (c10d Store::add); nullopt with error set when it failed or the
+  // store has no counter.
+  std::optional<int64_t> add(const std::string& key, int64_t delta, std::string* error);
 
  private:
   sp_kv_store* store_;

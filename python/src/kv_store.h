@@ -21,6 +21,10 @@ typedef struct sp_kv_store_vtable {
   // 0: removed or absent. -1: failed.
   int (*remove)(void* self, const char* key, char* err, size_t err_cap);
   void (*destroy)(void* self);
+  // Appended later (present when struct_size covers it): adds delta to the integer counter at
+  // key (created at 0) and stores the new value in *result. 0: done. -1: failed.
+  int (*add)(void* self, const char* key, int64_t delta, int64_t* result, char* err,
+             size_t err_cap);
 } sp_kv_store_vtable;
 
 typedef struct sp_kv_store {

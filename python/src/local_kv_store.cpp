@@ -1,5 +1,6 @@
 #include "local_kv_store.h"
 
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <string>
@@ -40,8 +41,17 @@ int kv_remove(void* self, const char* key, char*, size_t) {
 
 void kv_destroy(void* self) { delete self_of(self); }
 
+int kv_add(void* self, const char* key, int64_t delta, int64_t* result, char*, size_t) {
+  auto* s = self_of(self);
+  std::lock_guard<std::mutex> lock(s->mutex);
+  std::string& value = s->values[key];
+  *result = (value.empty() ? 0 : std::strtoll(value.c_str(), nullptr, 10)) + delta;
+  value = std::to_string(*result);
+  return 0;
+}
+
 const sp_kv_store_vtable kVtable = {sizeof(sp_kv_store_vtable), kv_set, kv_try_get, kv_remove,
-                                    kv_destroy};
+                                    kv_destroy, kv_add};
 
 }  // namespace
 

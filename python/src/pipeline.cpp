@@ -1,8 +1,15 @@
 #include "pipeline.h"
 
+#include <cmath>
 #include <cstdio>
+#include <fstream>
 
 #include "local_kv_store.h"
+#include "runtime_api.h"
+
+#if SP_HAVE_ONLINE
+#include <nlohmann/json.hpp>
+#endif
 
 namespace sp::pyext {
 namespace {
@@ -36,6 +43,7 @@ Pipeline::Pipeline(PipelineOptions options, sp_kv_store* store)
     transport_ = start_discarder(counters_);
     return;
   }
+  start_clock_sync();
   if (options_.transport.rank != 0) {
     transport_ = start_sender(
         options_.transport, store_, counters_, stop_,
@@ -52,7 +60,10 @@ Pipeline::Pipeline(PipelineOptions options, sp_kv_store* store)
   const auto timeout = options_.analysis_timeout;
   transport_ = start_collector(
       options_.transport, store_, counters_,
-      [worker](StepBatch&& batch) { worker->submit(std::move(batch)); },
+      [this, worker](StepBatch&& batch) {
+        note_batch();
+        worker->submit(std::move(batch));
+      },
       [this, worker, timeout] {
         if (worker->busy_for() > timeout) {
           fail("the rank-0 analysis spent more than " + std::to_string(timeout.count()) +
@@ -65,6 +76,71 @@ Pipeline::Pipeline(PipelineOptions options, sp_kv_store* store)
 }
 
 Pipeline::~Pipeline() = default;
+
+void Pipeline::start_clock_sync() {
+  if (!options_.clock_sync || options_.transport.world_size < 2) return;
+  ClockSyncOptions o;
+  o.rank = options_.transport.rank;
+  o.world_size = options_.transport.world_size;
+  o.prefix = options_.transport.prefix;
+  o.period = options_.clock_sync_period;
+  ClockSyncHooks hooks;
+  hooks.clock = [] { return static_cast<int64_t>(runtime().now_ns()); };
+  hooks.apply = [](int64_t offset_ns) { runtime().set_clock_offset(offset_ns); };
+  if (options_.analysis.log_lines) hooks.print = print_line;
+  hooks.warn = warn_line;
+  hooks.step_seconds = [this] { return static_cast<double>(step_ns_.load()) / 1e9; };
+  clock_ = std::make_unique<ClockSync>(std::move(o), store_, std::move(hooks));
+}
+
+void Pipeline::note_batch() {
+  const int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
+  const int64_t last = last_batch_ns_.exchange(now);
+  if (last == 0) return;
+  const int64_t gap = now - last, avg = step_ns_.load();
+  step_ns_.store(avg == 0 ? gap : avg + (gap - avg) / 8);
+}
+
+// report.json gets a "clock" section: each rank's offset to rank 0, its uncertainty and skew.
+void Pipeline::add_clock_to_report(const std::string& dir) const {
+#if SP_HAVE_ONLINE
+  if (!clock_) return;
+  const std::string path = dir + "/report.json";
+  nlohmann::ordered_json report;
+  {
+    std::ifstream in(path);
+    if (!in) return;
+    report = nlohmann::ordered_json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (report.is_discarded() || !report.is_object()) return;
+  }
+  nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
+  int64_t max_offset = 0, max_unc = 0;
+  double max_skew = 0;
+  for (const RankClock& r : clock_->table()) {
+    nlohmann::ordered_json row = {{"rank", r.rank}, {"estimated", r.known},
+                                  {"offset_ns", r.offset_ns},
+                                  {"uncertainty_ns", r.uncertainty_ns}, {"rtt_ns", r.rtt_ns}};
+    row["skew_ppm"] = r.skew_ppm ? nlohmann::ordered_json(*r.skew_ppm) : nlohmann::ordered_json();
+    row["estimates"] = r.estimates;
+    row["failures"] = r.failures;
+    if (!r.error.empty()) row["last_error"] = r.error;
+    ranks.push_back(std::move(row));
+    max_offset = std::max<int64_t>(max_offset, std::llabs(r.offset_ns));
+    max_unc = std::max(max_unc, r.uncertainty_ns);
+    if (r.skew_ppm) max_skew = std::max(max_skew, std::fabs(*r.skew_ppm));
+  }
+  report["clock"] = {{"reference", "rank 0"},
+                     {"period_s", static_cast<double>(options_.clock_sync_period.count()) / 1e3},
+                     {"max_abs_offset_ns", max_offset},
+                     {"max_uncertainty_ns", max_unc},
+                     {"max_abs_skew_ppm", max_skew},
+                     {"ranks", std::move(ranks)}};
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << report.dump(2) << "\n";
+#else
+  (void)dir;
+#endif
+}
 
 void Pipeline::fail(const std::string& message) {
   if (failed_once_.exchange(true)) return;
@@ -94,12 +170,15 @@ void Pipeline::request_stop(const std::string& why) {
 
 void Pipeline::stop(std::chrono::milliseconds drain) {
   const auto deadline = std::chrono::steady_clock::now() + drain;
+  if (clock_) clock_->request_stop();
   if (worker_) worker_->set_draining();
   if (transport_) {
     transport_->request_stop(deadline);
     // Stuck in a store call: the thread keeps running, so this Pipeline must outlive it.
     if (!transport_->join(drain + std::chrono::milliseconds(2000))) leaked_ = true;
   }
+  // A clock thread stuck in a store call keeps using this Pipeline's store: leak it then.
+  if (clock_ && !clock_->join(std::chrono::milliseconds(1000))) leaked_ = true;
   if (worker_) {
     const bool aside = state_.load() == PipelineState::kSteppedAside;
     // An abandoned worker only has to unwind; a running one closes the analysis and writes the
@@ -107,6 +186,8 @@ void Pipeline::stop(std::chrono::milliseconds drain) {
     if (!worker_->finish(aside ? std::chrono::milliseconds(500) : options_.analysis_timeout)) {
       leaked_ = true;
       if (!aside) fail("the rank-0 analysis did not finish its report in time (stalled)");
+    } else if (!worker_->report_dir().empty()) {
+      add_clock_to_report(worker_->report_dir());
     }
   }
   if (state_.load() == PipelineState::kRunning) state_.store(PipelineState::kStopped);
@@ -132,6 +213,28 @@ std::map<std::string, double> Pipeline::stats() const {
   put("store_errors", counters_->store_errors);
   put("held_back_ms", counters_->held_back_ms);
   put("summaries_discarded", counters_->summaries_discarded);
+  if (clock_) {
+    const std::vector<RankClock> rows = clock_->table();
+    if (options_.transport.rank != 0 && !rows.empty()) {
+      const RankClock& r = rows[0];
+      out["clock_offset_ns"] = static_cast<double>(r.offset_ns);
+      out["clock_uncertainty_ns"] = static_cast<double>(r.uncertainty_ns);
+      out["clock_skew_ppm"] = r.skew_ppm ? *r.skew_ppm : std::nan("");
+      out["clock_estimates"] = static_cast<double>(r.estimates);
+      out["clock_failures"] = static_cast<double>(r.failures);
+    } else {
+      double known = 0, max_offset = 0, max_unc = 0;
+      for (const RankClock& r : rows) {
+        if (r.rank == 0 || !r.known) continue;
+        ++known;
+        max_offset = std::max(max_offset, std::fabs(static_cast<double>(r.offset_ns)));
+        max_unc = std::max(max_unc, static_cast<double>(r.uncertainty_ns));
+      }
+      out["clock_ranks_estimated"] = known;
+      out["clock_max_abs_offset_ns"] = max_offset;
+      out["clock_max_uncertainty_ns"] = max_unc;
+    }
+  }
   if (worker_) {
     const auto& c = worker_->counters();
     put("steps_analyzed", c.steps_analyzed);

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "analysis_worker.h"
+#include "clock_sync.h"
 #include "kv_store.h"
 #include "transport.h"
 
@@ -21,6 +22,8 @@ struct PipelineOptions {
   AnalysisOptions analysis;
   std::chrono::milliseconds analysis_timeout{30000};
   bool discard = false;  // transport=none: no store, no analysis; summaries are dropped
+  bool clock_sync = true;  // estimate every rank's clock offset to rank 0 (world_size > 1)
+  std::chrono::milliseconds clock_sync_period{60000};
 };
 
 enum class PipelineState { kRunning, kStopped, kSteppedAside, kStoppedRemotely };
@@ -47,6 +50,9 @@ class Pipeline {
 
  private:
   void fail(const std::string& message);
+  void start_clock_sync();
+  void note_batch();
+  void add_clock_to_report(const std::string& dir) const;
 
   PipelineOptions options_;
   std::shared_ptr<KvClient> store_;
@@ -54,6 +60,10 @@ class Pipeline {
   std::shared_ptr<StopRequest> stop_ = std::make_shared<StopRequest>();
   std::shared_ptr<AnalysisWorker> worker_;
   std::unique_ptr<TransportThread> transport_;
+  std::unique_ptr<ClockSync> clock_;
+  // Rank 0: time between whole steps reaching the analysis (a moving average), for the clock
+  // uncertainty warning.
+  std::atomic<int64_t> last_batch_ns_{0}, step_ns_{0};
   std::atomic<PipelineState> state_{PipelineState::kRunning};
   std::atomic<bool> failed_once_{false};
   bool leaked_ = false;

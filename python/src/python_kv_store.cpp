@@ -73,8 +73,20 @@ void kv_destroy(void* self) {
   // else: leak the reference rather than touch a dead interpreter.
 }
 
+int kv_add(void* self, const char* key, int64_t delta, int64_t* result, char* err, size_t cap) {
+  if (!python_alive()) return put_error(err, cap, "Python is shutting down"), -1;
+  py::gil_scoped_acquire gil;
+  try {
+    *result = static_cast<PythonKvStore*>(self)->store.attr("add")(key, delta).cast<int64_t>();
+    return 0;
+  } catch (const std::exception& e) {
+    put_error(err, cap, e.what());
+  }
+  return -1;
+}
+
 const sp_kv_store_vtable kVtable = {sizeof(sp_kv_store_vtable), kv_set, kv_try_get, kv_remove,
-                                    kv_destroy};
+                                    kv_destroy, kv_add};
 
 }  // namespace
 

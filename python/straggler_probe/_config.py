@@ -82,6 +82,11 @@ FIELDS: dict[str, _Field] = {
     "warmup_steps": _Field(_parse_int(0), 2,
                            "First training steps left out of the analysis (one-off costs: allocator "
                            "warm-up, DDP bucket rebuild, compilation)."),
+    "clock_sync": _Field(_parse_bool, True,
+                         "Estimate each rank's clock offset to rank 0 over the job's store (at start, "
+                         "then every clock_sync_period), so that times from different hosts compare."),
+    "clock_sync_period": _Field(_parse_float(1.0), 60.0,
+                                "Seconds between re-estimates of the clock offsets (tracks drift, measures skew)."),
     "max_lag": _Field(_parse_int(1), 8, "Steps rank 0 may fall behind before whole steps are skipped."),
     "analysis_timeout": _Field(_parse_float(0.1), 30.0,
                                "Seconds one step's analysis may take on rank 0 before the probe steps aside."),
@@ -114,6 +119,8 @@ class Config:
     steps: str = "auto"
     transport: str = "auto"
     warmup_steps: int = 2
+    clock_sync: bool = True
+    clock_sync_period: float = 60.0
     max_lag: int = 8
     analysis_timeout: float = 30.0
     step_timeout: float = 60.0

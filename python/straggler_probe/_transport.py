@@ -4,6 +4,10 @@ Preferred: the job's own c10d store driven from C++ (straggler_probe._c10d hands
 c10d::Store to the transport thread; no GIL involved). Fallback: the same store driven from the
 transport thread through Python (it takes the GIL per store call; torch's store methods release
 it while waiting on the network). A single-rank job needs no store at all.
+
+Either way the same store also carries the clock-offset estimation (python/src/clock_sync.h):
+each rank's offset to rank 0, at start and every clock_sync_period seconds, applied to the
+rank's summaries (sp_set_clock_offset) and reported by rank 0.
 """
 from __future__ import annotations
 
@@ -57,5 +61,6 @@ def start(core: Any, cfg: Config, rank: int, world: int, dist: Any, session: int
                         prefix=f"straggler_probe/{session}/", max_lag=cfg.max_lag,
                         first_step=cfg.warmup_steps,
                         step_timeout_s=cfg.step_timeout, analysis_timeout_s=cfg.analysis_timeout,
-                        out_dir=cfg.out_dir, log_lines=cfg.log_lines, fault=cfg.fault_inject)
+                        out_dir=cfg.out_dir, log_lines=cfg.log_lines, fault=cfg.fault_inject,
+                        clock_sync=cfg.clock_sync, clock_sync_period_s=cfg.clock_sync_period)
     return how
