@@ -29,6 +29,11 @@ __attribute__((constructor)) void straggler_probe_python_autoload() {
   if (std::getenv("RANK") == nullptr || std::getenv("WORLD_SIZE") == nullptr) return;
   // A Python interpreter exports its C API from the executable.
   if (dlsym(RTLD_DEFAULT, "Py_Initialize") == nullptr) return;
+  // Loaded into a running interpreter (the package's _core dlopens the library): too late for
+  // PYTHONPATH, and setenv would race with other threads' getenv.
+  using IsInitialized = int (*)();
+  auto is_initialized = reinterpret_cast<IsInitialized>(dlsym(RTLD_DEFAULT, "Py_IsInitialized"));
+  if (is_initialized != nullptr && is_initialized() != 0) return;
   const std::string dir = own_directory();
   if (dir.empty()) return;
   const std::string autoload = dir + "/straggler_probe_autoload";

@@ -1,21 +1,58 @@
 #include "runtime_api.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
 
 namespace sp::pyext {
 namespace {
 
+constexpr const char* kLibraryName = "libstraggler_probe.so";  // also its SONAME
+
 template <class F>
-bool bind(F* slot, const char* name) {
-  // RTLD_DEFAULT sees the executable, LD_PRELOAD libraries and RTLD_GLOBAL objects, not this
-  // module's own (hidden) copy of the runtime.
-  void* sym = dlsym(RTLD_DEFAULT, name);
+bool bind(void* handle, F* slot, const char* name) {
+  void* sym = dlsym(handle, name);
   if (sym == nullptr) return false;
   *slot = reinterpret_cast<F>(sym);
   return true;
 }
 
-RuntimeApi built_in() {
+// The C ABI from `handle` (RTLD_DEFAULT: the global scope, which holds a preloaded library but
+// not this module's hidden copy). false when a function is missing or the ABI differs: the
+// built-in copy is always consistent with this module's headers.
+bool bind_all(void* handle, RuntimeApi* api) {
+  const bool all =
+      bind(handle, &api->abi_version, "sp_abi_version") &&
+      bind(handle, &api->config_init, "sp_config_init") && bind(handle, &api->init, "sp_init") &&
+      bind(handle, &api->shutdown, "sp_shutdown") &&
+      bind(handle, &api->is_enabled, "sp_is_enabled") && bind(handle, &api->now_ns, "sp_now_ns") &&
+      bind(handle, &api->intern, "sp_intern") &&
+      bind(handle, &api->region_begin, "sp_region_begin") &&
+      bind(handle, &api->region_end, "sp_region_end") && bind(handle, &api->record, "sp_record") &&
+      bind(handle, &api->mark_step, "sp_mark_step") &&
+      bind(handle, &api->annotate, "sp_annotate") && bind(handle, &api->flush, "sp_flush") &&
+      bind(handle, &api->set_topology, "sp_set_topology") &&
+      bind(handle, &api->set_clock_offset, "sp_set_clock_offset") &&
+      bind(handle, &api->pop_summary, "sp_pop_summary") &&
+      bind(handle, &api->get_stats, "sp_get_stats") &&
+      bind(handle, &api->last_warning, "sp_last_warning");
+  if (!all || api->abi_version() != SP_ABI_VERSION) return false;
+  // Optional: a library built without CUDA has no GPU capture.
+  const bool gpu = bind(handle, &api->cupti_pause, "sp_cupti_pause") &&
+                   bind(handle, &api->cupti_resume, "sp_cupti_resume") &&
+                   bind(handle, &api->cupti_get_stats, "sp_cupti_get_stats");
+  if (!gpu) {
+    api->cupti_pause = nullptr;
+    api->cupti_resume = nullptr;
+    api->cupti_get_stats = nullptr;
+  }
+  return true;
+}
+
+RuntimeApi built_in(std::string warning) {
   RuntimeApi api;
   api.abi_version = &sp_abi_version;
   api.config_init = &sp_config_init;
@@ -35,36 +72,85 @@ RuntimeApi built_in() {
   api.pop_summary = &sp_pop_summary;
   api.get_stats = &sp_get_stats;
   api.last_warning = &sp_last_warning;
+  api.source = "built-in";
+  api.warning = std::move(warning);
   return api;
+}
+
+std::string path_of(const void* address) {
+  Dl_info info{};
+  if (dladdr(address, &info) == 0 || info.dli_fname == nullptr) return {};
+  char buf[4096];
+  return realpath(info.dli_fname, buf) != nullptr ? std::string(buf) : std::string(info.dli_fname);
+}
+
+// Where libstraggler_probe.so may be, in order. $STRAGGLER_PROBE_LIB, when set, is the only one.
+std::vector<std::string> candidates() {
+  if (const char* env = std::getenv("STRAGGLER_PROBE_LIB"); env != nullptr && *env != '\0') {
+    return {env};
+  }
+  std::vector<std::string> out;
+  const std::string self = path_of(reinterpret_cast<const void*>(&candidates));
+  if (const auto slash = self.rfind('/'); slash != std::string::npos) {
+    out.push_back(self.substr(0, slash + 1) + kLibraryName);  // installed next to the package
+  }
+#ifdef SP_BUILD_PROBE_LIB
+  out.emplace_back(SP_BUILD_PROBE_LIB);  // this build tree's
+#endif
+  return out;
 }
 
 RuntimeApi resolve() {
   RuntimeApi api;
-  const bool all = bind(&api.abi_version, "sp_abi_version") &&
-                   bind(&api.config_init, "sp_config_init") && bind(&api.init, "sp_init") &&
-                   bind(&api.shutdown, "sp_shutdown") && bind(&api.is_enabled, "sp_is_enabled") &&
-                   bind(&api.now_ns, "sp_now_ns") && bind(&api.intern, "sp_intern") &&
-                   bind(&api.region_begin, "sp_region_begin") &&
-                   bind(&api.region_end, "sp_region_end") && bind(&api.record, "sp_record") &&
-                   bind(&api.mark_step, "sp_mark_step") && bind(&api.annotate, "sp_annotate") &&
-                   bind(&api.flush, "sp_flush") && bind(&api.set_topology, "sp_set_topology") &&
-                   bind(&api.set_clock_offset, "sp_set_clock_offset") &&
-                   bind(&api.pop_summary, "sp_pop_summary") &&
-                   bind(&api.get_stats, "sp_get_stats") &&
-                   bind(&api.last_warning, "sp_last_warning");
-  // A preloaded library of another ABI version (or a partial one) is not used: the built-in
-  // copy is always consistent with this module's headers.
-  if (all && api.abi_version() == SP_ABI_VERSION) {
-    api.preloaded = true;
+  if (bind_all(RTLD_DEFAULT, &api)) {  // LD_PRELOAD
+    api.source = "preloaded";
+    api.library = path_of(reinterpret_cast<const void*>(api.abi_version));
     return api;
   }
-  return built_in();
+  const std::vector<std::string> paths = candidates();
+  // Already loaded without being global (NCCL's profiler plugin, a ctypes.CDLL): by SONAME or
+  // by one of the paths. Loading nothing new here.
+  void* handle = dlopen(kLibraryName, RTLD_NOW | RTLD_NOLOAD);
+  for (size_t i = 0; handle == nullptr && i < paths.size(); ++i) {
+    handle = dlopen(paths[i].c_str(), RTLD_NOW | RTLD_NOLOAD);
+  }
+  std::string why;
+  for (size_t i = 0; handle == nullptr && i < paths.size(); ++i) {
+    if (access(paths[i].c_str(), F_OK) != 0) {
+      why += "\n  " + paths[i] + ": not found";
+      continue;
+    }
+    // RTLD_LOCAL: its nccl* interposers must not take over the process's NCCL calls.
+    handle = dlopen(paths[i].c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      const char* error = dlerror();
+      why += "\n  " + paths[i] + ": " + (error != nullptr ? error : "dlopen failed");
+    }
+  }
+  if (handle != nullptr) {
+    RuntimeApi shared;
+    if (bind_all(handle, &shared)) {
+      shared.source = "shared";
+      shared.library = path_of(reinterpret_cast<const void*>(shared.abi_version));
+      return shared;
+    }
+    why += "\n  " + path_of(dlsym(handle, "sp_init")) +
+           ": not the C ABI version " + std::to_string(SP_ABI_VERSION) + " (another build?)";
+  }
+  if (paths.empty()) why += "\n  (no place to look: set STRAGGLER_PROBE_LIB)";
+  return built_in("libstraggler_probe.so could not be loaded; the probe uses the runtime built "
+                  "into straggler_probe._core, without GPU capture, and an NCCL profiler plugin "
+                  "loaded later would be a second runtime. Looked at:" + why);
 }
 
 }  // namespace
 
 const RuntimeApi& runtime() {
-  static const RuntimeApi api = resolve();
+  static const RuntimeApi api = [] {
+    RuntimeApi r = resolve();
+    if (!r.warning.empty()) std::fprintf(stderr, "[straggler_probe] [warning] %s\n", r.warning.c_str());
+    return r;
+  }();
   return api;
 }
 

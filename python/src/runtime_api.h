@@ -1,14 +1,21 @@
-// Which runtime instance the extension talks to. libstraggler_probe.so may already be in the
-// process (LD_PRELOAD, for CUPTI and NCCL capture); then the Python hooks' events, step marks and
-// summaries must go to that one instance, not to the copy of the runtime linked into this module,
-// or a step would be split between two. So every C ABI call goes through this table: the
-// preloaded library's exported functions when they are there (same ABI version), else the
-// built-in copy (linked statically, its symbols hidden by --exclude-libs).
+// Which runtime instance the extension talks to. There must be one per process: the Python
+// hooks' events and step marks, the CUPTI kernels and NCCL operations captured by
+// libstraggler_probe.so (LD_PRELOAD, or NCCL_PROFILER_PLUGIN, which NCCL dlopens later) and the
+// summaries the transport sends all belong to the same steps. So every C ABI call goes through
+// this table, bound to libstraggler_probe.so in every mode:
+//   1. "preloaded": its exported functions are already in the global scope (LD_PRELOAD);
+//   2. "shared": it is loaded (or now loaded, RTLD_LOCAL) by path: $STRAGGLER_PROBE_LIB, else the
+//      copy installed next to this module, else the build tree's (RTLD_NOLOAD first, so a copy
+//      NCCL already loaded is reused; a later dlopen of the same file returns the same one);
+//   3. "built-in": only when it cannot be loaded (one warning), the copy of the runtime linked
+//      into this module (statically, its symbols hidden by --exclude-libs). No GPU capture then.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
+#include "straggler_probe/gpu/cupti_c_api.h"
 #include "straggler_probe/probe.h"
 
 namespace sp::pyext {
@@ -32,10 +39,18 @@ struct RuntimeApi {
   int (*pop_summary)(void*, size_t, size_t*, int32_t);
   int (*get_stats)(sp_stats*);
   const char* (*last_warning)();
-  bool preloaded = false;  // true: the functions are libstraggler_probe.so's, already loaded
+  // GPU capture (cupti_c_api.h): only in libstraggler_probe.so built with CUDA; null otherwise
+  // (the built-in copy has none).
+  int (*cupti_pause)(const char*) = nullptr;
+  int (*cupti_resume)() = nullptr;
+  int (*cupti_get_stats)(sp_cupti_stats*) = nullptr;
+
+  const char* source = "built-in";  // "preloaded", "shared" or "built-in"
+  std::string library;              // the libstraggler_probe.so in use; empty when built-in
+  std::string warning;              // why it is not used (built-in); empty otherwise
 };
 
-// Resolved once, on first use (thread-safe).
+// Resolved once, on first use (thread-safe). Prints the warning, if any, once.
 const RuntimeApi& runtime();
 
 }  // namespace sp::pyext
