@@ -112,6 +112,8 @@ class Probe:
         if cfg.dataloader:
             on_batch = self._on_batch_seq_lens if (cfg.seq_lens == "auto" and self.modules) else None
             self._uninstall.append(DataLoaderHooks(rec, torch, on_batch).install())
+        from . import _profiler_guard  # GPU capture pauses while torch.profiler runs
+        self._uninstall.append(_profiler_guard.install(self.core))
 
     def _on_batch_seq_lens(self, lengths: list[int]) -> None:
         self.modules.pending_seq_lens = lengths
@@ -201,6 +203,8 @@ class Probe:
             out["gc_short_pauses"] = self.gc.short_pauses
         if isinstance(self.timer, CudaEventTimer):
             out["cuda_regions_dropped"] = self.timer.dropped
+        from . import _profiler_guard
+        out["profiler_guard"] = _profiler_guard.stats()
         return out
 
 
