@@ -199,7 +199,7 @@ void nvtx_step_range_closed() noexcept {
       gpu::warn_once(gpu::WarnOnce::kNvtxStepsStoodDown,
                      std::string(kVar) +
                          " is ignored: the application marks the steps itself (the "
-                         "straggler_probe package); its marks win");
+                         "straggler_probe package or sp_mark_step); its marks win");
       return;
     }
     if (gpu::runtime_mark_step(label)) g_expected_label = label + 1;

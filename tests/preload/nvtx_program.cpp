@@ -10,6 +10,10 @@
 //
 //   nvtx_program            the step is an NVTX range named "train_step"
 //   nvtx_program marks      the step ends at nvtxMarkA("step_end") instead
+//   nvtx_program app_marks  the application also marks steps itself (sp_mark_step, looked up in
+//                           the process as its own instrumentation would): label i at the start
+//                           of iteration i, like the package's set-up step before training
+#include <dlfcn.h>
 #include <nvtx3/nvToolsExt.h>
 
 #include <atomic>
@@ -52,6 +56,10 @@ bool step_body(ncclComm_t comm, float* buf) {
 
 int main(int argc, char** argv) {
   const bool marks = argc > 1 && std::strcmp(argv[1], "marks") == 0;
+  using MarkStep = int (*)(int64_t);
+  const auto app_mark = argc > 1 && std::strcmp(argv[1], "app_marks") == 0
+                            ? reinterpret_cast<MarkStep>(dlsym(RTLD_DEFAULT, "sp_mark_step"))
+                            : nullptr;
   const char* injection = std::getenv("NVTX_INJECTION64_PATH");
   std::printf("NVTX_INJECTION64_PATH=%s\n", injection != nullptr ? injection : "(unset)");
 
@@ -80,6 +88,7 @@ int main(int argc, char** argv) {
   float buf[64] = {};
   bool ok = true;
   for (int step = 0; step < kSteps && ok; ++step) {
+    if (app_mark != nullptr) app_mark(step);
     if (marks) {
       ok = step_body(comm, buf);
       nvtxMarkA("step_end");

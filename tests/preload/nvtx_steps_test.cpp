@@ -231,6 +231,19 @@ TEST(NvtxSteps, AMarkWithTheNameEndsAStep) {
   EXPECT_LE(steps, kSteps);
 }
 
+TEST(NvtxSteps, TheApplicationsOwnMarksWinWithOneWarning) {
+  auto vars = rank_env();
+  vars["STRAGGLER_PROBE_STEP_NVTX"] = "train_step";
+  const ProgramRun r = run_program("app_marks", vars, "app_marks");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(count(r.err, "[straggler_probe] warning"), 1u) << r.err;
+  EXPECT_NE(r.err.find("the application marks the steps itself"), std::string::npos) << r.err;
+  // The application marks at the start of each iteration: NVTX stood down at its first step end
+  // (the runtime's label was already the application's), so no step is split or merged.
+  const size_t steps = check_nvtx_steps(r);
+  EXPECT_GE(steps, kSteps - 3);
+}
+
 TEST(NvtxSteps, WithoutTheVariableNvtxMarksNothing) {
   auto vars = rank_env();
   vars["STRAGGLER_PROBE_STEP_MARKER"] = "off";  // nor does the operation sequence
