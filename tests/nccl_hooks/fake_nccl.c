@@ -4,13 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef int ncclResult_t;
-typedef fake_nccl_comm* ncclComm_t;
-typedef struct {
-  char internal[128];
-} ncclUniqueId;
-typedef void* cudaStream_t;
-
 #define MAX_CALLS 4096
 static fake_nccl_call g_log[MAX_CALLS];
 static size_t g_count;

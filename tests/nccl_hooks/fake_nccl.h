@@ -32,6 +32,15 @@ typedef struct fake_nccl_comm {
   int nonblocking; /* operations return ncclInProgress (7) */
 } fake_nccl_comm;
 
+/* The NCCL types as nccl.h declares them for the ABI (enums as int, handles as pointers), shared by
+ * the fake library and the test programs, which use no NCCL headers. */
+typedef int ncclResult_t;
+typedef fake_nccl_comm* ncclComm_t;
+typedef struct {
+  char internal[128];
+} ncclUniqueId;
+typedef void* cudaStream_t;
+
 const fake_nccl_call* fake_nccl_log(size_t* count);
 void fake_nccl_clear_log(void);
 /* The next call of `name` ("pncclAllReduce", ...) returns `result` instead of ncclSuccess. */

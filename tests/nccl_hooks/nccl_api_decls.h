@@ -7,13 +7,6 @@
 #include "fake_nccl.h"
 
 extern "C" {
-typedef int ncclResult_t;
-typedef fake_nccl_comm* ncclComm_t;
-typedef struct {
-  char internal[128];
-} ncclUniqueId;
-typedef void* cudaStream_t;
-
 ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank);
 ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank,
                                     void* config);
