@@ -14,6 +14,7 @@ namespace sp::pyext {
 namespace {
 
 struct GpuRegionApi {
+  int (*start)() = nullptr;
   int (*push)(uint32_t, int32_t, uint32_t) = nullptr;
   void (*pop)() = nullptr;
   size_t (*report)(char*, size_t, uint32_t) = nullptr;
@@ -35,10 +36,13 @@ GpuRegionApi resolve() {
   }
   void* handle = dlopen(info.dli_fname, RTLD_NOLOAD | RTLD_LAZY);
   if (handle == nullptr) return api;
+  bind(handle, &api.start, "sp_cupti_start");
   bind(handle, &api.push, "sp_cupti_region_push");
   bind(handle, &api.pop, "sp_cupti_region_pop");
   bind(handle, &api.report, "sp_cupti_report");
-  if (api.push == nullptr || api.pop == nullptr || api.report == nullptr) api = GpuRegionApi{};
+  if (api.start == nullptr || api.push == nullptr || api.pop == nullptr || api.report == nullptr) {
+    api = GpuRegionApi{};
+  }
   // The handle is kept: the library is never unloaded (-z nodelete) and we keep its functions.
   return api;
 }
@@ -53,6 +57,9 @@ const GpuRegionApi& gpu() {
 void bind_gpu_regions(py::module_& m) {
   m.def("has_gpu_capture", [] { return gpu().push != nullptr; },
         "Whether the runtime in use has CUPTI capture (libstraggler_probe.so built with CUDA).");
+  m.def("cupti_start", [] { return gpu().start != nullptr && gpu().start() == SP_OK; },
+        "Starts CUPTI capture (idempotent; STRAGGLER_PROBE_CUPTI=0 declines). False when "
+        "unavailable: the library said why, once.");
   // Hot path: no GIL release (the call returns at once while capture is off).
   m.def("cupti_region_push", [](uint32_t kind, int32_t microbatch, uint32_t name_id) {
     return gpu().push != nullptr && gpu().push(kind, microbatch, name_id) != 0;

@@ -10,7 +10,7 @@
 
 namespace sp::pyext {
 
-// Adds has_gpu_capture(), cupti_region_push(kind, microbatch, name_id) -> bool,
+// Adds has_gpu_capture(), cupti_start() -> bool, cupti_region_push(kind, microbatch, name_id) -> bool,
 // cupti_region_pop() and cupti_report(top_k) -> str to the module.
 void bind_gpu_regions(pybind11::module_& m);
 

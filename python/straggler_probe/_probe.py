@@ -9,6 +9,8 @@ bounded queue.
 from __future__ import annotations
 
 import atexit
+import json
+import os
 import threading
 import warnings
 from typing import Any, Callable
@@ -17,7 +19,7 @@ from . import _native as N
 from . import _topology, _transport
 from ._config import Config, ConfigError
 from ._recorder import Recorder
-from ._timing import CudaEventTimer, HostTimer
+from ._timing import CudaEventTimer, GpuRegionTags, HostTimer
 
 
 class Probe:
@@ -78,6 +80,11 @@ class Probe:
         if use_cuda:
             self.timer = CudaEventTimer(self.core.record, self.torch)
             self.rec.timer = self.timer
+            # CUDA is up now: start the GPU capture (NCCL's first communicator would too) and
+            # tag the regions' kernels (a push returns at once while capture is off).
+            if self.core.has_gpu_capture():
+                self.core.cupti_start()
+                self.rec.gpu = GpuRegionTags(self.core)
 
     def _install_hooks(self) -> None:
         from .hooks.autograd import AutogradHooks
@@ -193,6 +200,8 @@ class Probe:
         self.timer.close()
         self.core.shutdown()  # closes the marked steps: their summaries wait for the transport
         self.core.stop_pipeline(drain_s)
+        if self.rank == 0 and self.cfg.out_dir:
+            write_gpu_report(self.core, self.cfg.out_dir, self.rank)
 
     def stats(self) -> dict[str, Any]:
         out: dict[str, Any] = {"rank": self.rank, "world_size": self.world, "step": self.rec.step,
@@ -206,6 +215,29 @@ class Probe:
         from . import _profiler_guard
         out["profiler_guard"] = _profiler_guard.stats()
         return out
+
+
+def write_gpu_report(core: Any, out_dir: str, rank: int, top_k: int = 10) -> None:
+    """This rank's top kernels per region type (libstraggler_probe.so's GPU capture), or why there
+    are none ("GPU capture inactive: ..."), as gpu_kernels_rank<r>.txt in out_dir and, when the
+    analysis wrote one there, under "gpu_top_kernels" in report.json."""
+    try:
+        text = core.cupti_report(top_k)
+        os.makedirs(out_dir, exist_ok=True)
+        with open(os.path.join(out_dir, f"gpu_kernels_rank{rank}.txt"), "w") as f:
+            f.write(text)
+        report = os.path.join(out_dir, "report.json")
+        if os.path.exists(report):
+            with open(report) as f:
+                data = json.load(f)
+            data["gpu_top_kernels"] = {"rank": rank, "top_k": top_k, "lines": text.splitlines()}
+            tmp = report + ".tmp"
+            with open(tmp, "w") as f:
+                json.dump(data, f, indent=2)
+            os.replace(tmp, report)
+    except Exception as err:  # noqa: BLE001 - the report is a courtesy; training is over
+        warnings.warn(f"straggler_probe: the GPU kernel report was not written ({err})",
+                      RuntimeWarning, stacklevel=2)
 
 
 def register_exit(probe_getter: Callable[[], Probe | None], drain_s: Callable[[], float]) -> None:

@@ -32,6 +32,7 @@ class Recorder:
         self._last_compute = 0       # FORWARD or BACKWARD: which micro-batch a send follows
         self._pending_recv: list[tuple] = []  # receives wait for the compute they feed
         self._training = False       # set at the first data wait / forward / backward / optimizer
+        self.gpu: Any = None         # _timing.GpuRegionTags when the GPU capture tags regions
         self.on_first_forward: Callable[[], None] | None = None  # optimizer hooks learn from it
         self.on_training_start: Callable[[], None] | None = None  # the probe picks its timer
         self.on_step_marked: Callable[[], None] | None = None
@@ -92,10 +93,14 @@ class Recorder:
             self._flush_recv(self.fwd_mb)
             self._fwd = [self.timer.stamp(), None, self.fwd_mb]
             self.fwd_mb += 1
+        if self.gpu is not None:
+            self.gpu.push(N.FORWARD, self._fwd[2])
         return True
 
     def forward_end(self) -> None:
         self._fwd_depth = max(0, self._fwd_depth - 1)
+        if self.gpu is not None and self._fwd_depth == 0:
+            self.gpu.pop(N.FORWARD)
         if self._fwd is not None and self._fwd_depth == 0:
             # Kept open: a loss module called right after the model extends the same micro-batch;
             # anything else (backward, p2p, the step end) closes it.
@@ -122,7 +127,11 @@ class Recorder:
         self._bwd_engine_end = None
         self._bwd_end_queued = False
         self.in_backward = True
-        return self.timer.stamp()
+        start = self.timer.stamp()
+        if self.gpu is not None:
+            self.gpu.pop(N.BACKWARD)  # left open by a backward that raised
+            self.gpu.push(N.BACKWARD, self.bwd_mb)
+        return start
 
     def engine_end_wanted(self) -> bool:
         """True once per backward: the caller (DDP's comm hook) queues engine_done as a final
@@ -138,6 +147,8 @@ class Recorder:
             self._bwd_engine_end = self.timer.stamp()
 
     def backward_end(self, start: Any) -> None:
+        if self.gpu is not None:
+            self.gpu.pop(N.BACKWARD)
         end = self._bwd_engine_end if self._bwd_engine_end is not None else self.timer.stamp()
         self.in_backward = False
         mb = self.bwd_mb
@@ -149,14 +160,21 @@ class Recorder:
     def optimizer_begin(self) -> Any:
         self.training_activity()
         self.close_forward()
-        return self.timer.stamp()
+        start = self.timer.stamp()
+        if self.gpu is not None:
+            self.gpu.push(N.OPTIMIZER, -1)
+        return start
 
     def optimizer_end(self, start: Any) -> None:
+        if self.gpu is not None:
+            self.gpu.pop(N.OPTIMIZER)
         self.timer.submit(N.OPTIMIZER, start, self.timer.stamp(), -1, 0, N.STREAM_MAIN, self.step)
 
     def end_step(self) -> None:
         self.close_forward()
         self._flush_recv(-1)
+        if self.gpu is not None:
+            self.gpu.pop_all()  # no region spans a step boundary
         self.core.mark_step(self.step)
         self.step += 1
         self.fwd_mb = 0

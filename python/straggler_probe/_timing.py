@@ -108,3 +108,42 @@ class CudaEventTimer:
     def close(self) -> None:
         self._stop.set()
         self._thread.join(timeout=2.0)
+
+
+class GpuRegionTags:
+    """The regions' kernels on the GPU: each forward / backward / optimizer region pushes its
+    (kind, micro-batch) on CUPTI's external-correlation stack of the training thread, so that
+    libstraggler_probe.so's GPU capture attributes the kernels launched inside to it and emits the
+    region's GPU span (time source CUPTI; the online model then prefers it to the CUDA-event or
+    host time of the same region). Only for CUDA jobs whose runtime has GPU capture; a push costs
+    one call that returns at once while capture is off or paused.
+
+    Kernels that autograd launches from its own device threads (a CUDA backward) do not see the
+    training thread's tag: they count as outside any region, and the backward keeps its
+    CUDA-event time.
+    """
+
+    def __init__(self, core: Any):
+        self._push = core.cupti_region_push
+        self._pop = core.cupti_region_pop
+        self._open: list[int] = []  # kinds this thread pushed, innermost last
+
+    def push(self, kind: int, mb: int) -> None:
+        if self._push(kind, mb, 0):
+            self._open.append(kind)
+
+    def pop(self, kind: int) -> None:
+        """Ends the innermost open region of `kind`, and any left open inside it (an exception
+        skipped their end): CUPTI's stack stays balanced."""
+        if kind not in self._open:
+            return
+        while self._open:
+            done = self._open.pop()
+            self._pop()
+            if done == kind:
+                return
+
+    def pop_all(self) -> None:
+        while self._open:
+            self._open.pop()
+            self._pop()
