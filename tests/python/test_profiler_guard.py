@@ -201,3 +201,14 @@ def test_torch_profiler_sessions_in_a_probed_job(tmp_path):
     lines = [l for l in proc.stdout.splitlines() if l.startswith("straggler_probe step=")]
     steps = {int(l.split()[1].split("=")[1]) for l in lines}
     assert set(range(3, 12)) <= steps, proc.stdout
+
+
+def test_installed_while_a_profiler_runs_it_hands_over_at_once(monkeypatch):
+    monkeypatch.setattr(_profiler_guard, "_profiler_running", lambda: True)
+    rt = FakeRuntime()
+    mod = fake_profiler_module(rt.calls)
+    guard = ProfilerGuard(rt.pause, rt.resume)
+    assert guard.install(mod)
+    assert rt.calls == ["pause"] and guard.stats()["open_sessions"] == 1
+    mod._disable_profiler()  # that profiler's end
+    assert rt.calls == ["pause", "disable", "resume"]
