@@ -12,6 +12,17 @@ uint64_t next_seq_for(const NcclOp& op) {
   return op.comm->next_coll_seq();
 }
 
+// Mixed groups are numbered by their own per-communicator counter, so they must not share the
+// communicator's collective identity: (group, seq) would then name an all-reduce and a group
+// call at once, and the cross-rank matching would see one op twice. A fixed derivation keeps
+// the id equal on every rank.
+uint64_t group_call_stream_id(uint64_t comm_group_id) {
+  uint64_t x = comm_group_id ^ 0x6e63636c47726f75ull;  // "ncclGrou"
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;  // splitmix64 finaliser
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
 void fill_comm(OpIdentity& id, CommInfo* comm) {
   id.comm = comm;
   if (comm != nullptr) {
@@ -69,7 +80,10 @@ OpIdentity GroupSummary::finish() {
   id.coll = SP_COLL_NONE;
   id.peer = same_peer_ && p2p ? first_.peer : -1;
   id.seq = first_.comm != nullptr ? first_.comm->next_group_seq() : 0;
-  if (!same_comm_) id.group_size = 0;  // several communicators: no single membership
+  if (id.group_id != 0) id.group_id = group_call_stream_id(id.group_id);
+  // Not every member of the communicator need take part in a mixed group (a pipeline exchange
+  // involves two ranks): membership is "the ranks that made group calls on it in this step".
+  id.group_size = 0;
   return id;
 }
 

@@ -7,7 +7,9 @@
 //   - all sends (or all receives) on one communicator: SEND (RECV), peer kept if it is the only
 //     one, else -1, one p2p sequence number toward the first peer;
 //   - anything else (sends with receives, mixed types, several communicators): a COLLECTIVE of
-//     type NONE named "ncclGroup", bytes summed, one per-communicator group sequence number.
+//     type NONE named "ncclGroup", bytes summed, one per-communicator group sequence number,
+//     under a group id derived from the communicator's (so it never collides with its
+//     collectives) and with no fixed membership (group_size 0).
 #pragma once
 
 #include <cstdint>

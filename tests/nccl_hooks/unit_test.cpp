@@ -97,7 +97,9 @@ TEST(GroupSummary, MixedGroupsAreOneGroupOperation) {
   EXPECT_EQ(id.coll, SP_COLL_NONE);
   EXPECT_EQ(id.peer, 1);
   EXPECT_EQ(id.seq, 0u);
-  EXPECT_EQ(id.group_size, 4);
+  EXPECT_EQ(id.group_size, 0) << "membership: the ranks that used it";
+  EXPECT_NE(id.group_id, 0u);
+  EXPECT_NE(id.group_id, a->group_id) << "its own (group, seq) space, apart from collectives";
 
   GroupSummary g2;
   g2.add(NcclOp{SP_COLL_ALL_REDUCE, a, 1, -1, -1, nullptr});

@@ -46,25 +46,31 @@ TEST(SummaryFile, StepsFoundWithoutPythonHoldTheNcclOperations) {
   for (size_t i = 1; i < steps.size(); ++i) {
     EXPECT_EQ(steps[i].step, steps[i - 1].step + 1) << "a step is missing before step " << steps[i].step;
   }
-  uint64_t group_id = 0;
+  // One communicator: its all-reduces share one group id; its group calls share another (their
+  // own sequence space, so (group, seq) never names two operations).
+  uint64_t coll_group_id = 0, group_call_id = 0;
   size_t colls = 0, groups = 0;
   for (const auto& s : steps) {
     EXPECT_EQ(s.rank, 0);
     EXPECT_EQ(s.world_size, 1);
     for (const auto& op : s.ops) {
       if (op.kind != SP_OP_COLLECTIVE) continue;
-      if (group_id == 0) group_id = op.group_id;
-      EXPECT_EQ(op.group_id, group_id) << "one communicator";
       if (op.coll == SP_COLL_ALL_REDUCE) {
+        if (coll_group_id == 0) coll_group_id = op.group_id;
+        EXPECT_EQ(op.group_id, coll_group_id) << "one communicator";
         EXPECT_EQ(op.bytes, 256u);
         ++colls;
       } else if (op.coll == SP_COLL_NONE) {
+        if (group_call_id == 0) group_call_id = op.group_id;
+        EXPECT_EQ(op.group_id, group_call_id) << "one communicator's group calls";
         EXPECT_EQ(op.bytes, 64u) << "send + recv folded into one group operation";
         ++groups;
       }
     }
   }
-  EXPECT_NE(group_id, 0u);
+  EXPECT_NE(coll_group_id, 0u);
+  EXPECT_NE(group_call_id, 0u);
+  EXPECT_NE(group_call_id, coll_group_id);
   EXPECT_GE(colls, 30u);
   EXPECT_EQ(colls, groups);
   // Every analysed step holds the same pattern: one all-reduce and one group.
