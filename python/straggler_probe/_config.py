@@ -173,7 +173,7 @@ def _from_kwarg(name: str, field: _Field, value: Any) -> Any:
 # Variables other components of straggler_probe read themselves (the runtime, the analysis):
 # prefixes, so that their sections of docs/CONFIG.md can grow without touching this file.
 _FOREIGN_ENV_PREFIXES = ("LOG", "VERBOSE", "RING", "MAX_THREADS", "MAX_EVENTS", "QUEUE",
-                         "STEP_GRACE", "STEP_MARKER", "DRAIN", "CUPTI", "NCCL", "PRELOAD", "PYTHON",
+                         "STEP_GRACE", "STEP_MARKER", "STEP_NVTX", "DRAIN", "CUPTI", "NCCL", "PRELOAD", "PYTHON",
                          "WINDOW", "SUMMARY", "THRESHOLD", "HEATMAP", "REPORT", "JSONL", "ONLINE",
                          "CLI")
 
