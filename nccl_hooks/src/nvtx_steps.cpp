@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "activation.h"
+#include "python_presence.h"
 #include "rank_env.h"
 #include "straggler_probe/gpu/cupti_capture.h"
 #include "straggler_probe/gpu/event_sink.h"
@@ -78,6 +79,13 @@ void decide() {
   if (!nvtx_injection_built()) {
     warn_unavailable("this libstraggler_probe.so was built without the NVTX headers (nvtx3 of "
                      "the CUDA toolkit), so NVTX ranges cannot mark steps");
+    return;
+  }
+  // Loaded by the package's _core into a running interpreter: the package marks the steps
+  // itself (it wins over NVTX anyway), and setenv would race with other threads' getenv.
+  if (python_interpreter_running()) {
+    warn_unavailable("the straggler_probe package marks the steps in this Python process "
+                     "(loaded after the interpreter started, not preloaded)");
     return;
   }
   const std::string self = own_path();

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <string>
 
+#include "python_presence.h"
+
 namespace {
 
 std::string own_directory() {
@@ -27,13 +29,10 @@ __attribute__((constructor)) void straggler_probe_python_autoload() {
   const char* opt = std::getenv("STRAGGLER_PROBE_PYTHON_AUTOLOAD");
   if (opt != nullptr && std::strcmp(opt, "0") == 0) return;
   if (std::getenv("RANK") == nullptr || std::getenv("WORLD_SIZE") == nullptr) return;
-  // A Python interpreter exports its C API from the executable.
-  if (dlsym(RTLD_DEFAULT, "Py_Initialize") == nullptr) return;
+  if (!sp::nccl::python_in_process()) return;
   // Loaded into a running interpreter (the package's _core dlopens the library): too late for
   // PYTHONPATH, and setenv would race with other threads' getenv.
-  using IsInitialized = int (*)();
-  auto is_initialized = reinterpret_cast<IsInitialized>(dlsym(RTLD_DEFAULT, "Py_IsInitialized"));
-  if (is_initialized != nullptr && is_initialized() != 0) return;
+  if (sp::nccl::python_interpreter_running()) return;
   const std::string dir = own_directory();
   if (dir.empty()) return;
   const std::string autoload = dir + "/straggler_probe_autoload";

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "activation.h"
+#include "python_presence.h"
 #include "straggler_probe/gpu/gpu_log.h"
 #include "straggler_probe/probe.h"
 
@@ -73,12 +74,6 @@ void at_exit() {
 }
 
 }  // namespace
-
-bool python_in_process() {
-  using IsInit = int (*)();
-  auto fn = reinterpret_cast<IsInit>(dlsym(RTLD_DEFAULT, "Py_IsInitialized"));
-  return fn != nullptr;
-}
 
 uint64_t summaries_written() {
   Writer* w = g_writer.load();

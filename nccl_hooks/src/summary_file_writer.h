@@ -17,9 +17,6 @@ namespace sp::nccl {
 // set, a Python interpreter in the process, the runtime absent, or the file cannot be opened.
 bool start_summary_file_writer(int32_t rank, std::string* why);
 
-// Whether this process runs a Python interpreter (whose package then owns the summaries).
-bool python_in_process();
-
 // Summaries written so far.
 uint64_t summaries_written();
 
