@@ -221,15 +221,16 @@ def check_gpt(args) -> int:
     if probe is not None:
         names = {k: probe.intern(k) for k in ("forward", "backward", "optimizer")}
 
+    # The runtime's regions, as the package and instrumented C++ trainers use them: host times
+    # plus the CUPTI tag on the kernels launched inside (sp_region_begin pushes it).
     def region(kind, name):
         class R:
             def __enter__(self):
-                if probe is not None:
-                    probe.push(kind, 0, names[name])
+                self.token = probe.region_begin(kind, 0, names[name]) if probe is not None else 0
 
             def __exit__(self, *exc):
                 if probe is not None:
-                    probe.pop()
+                    probe.region_end(self.token)
         return R()
 
     times = []
@@ -259,6 +260,11 @@ def check_gpt(args) -> int:
         flush_and_wait(probe, rounds=2, pause_s=0.5)
         fields["cupti_stats"] = stats_dict(probe.cupti_stats())
         fields["nccl_stats"] = stats_dict(probe.nccl_stats())
+        report = probe.report(3)
+        fields["top_kernels"] = report.splitlines()[:16]
+        # Kernels tagged by sp_region_begin/_end (autograd's backward kernels run on its own
+        # device thread, outside the training thread's tag: they count as outside regions).
+        fields["region_kernel_us"] = report_totals_us(report)
     dist.destroy_process_group()
     return result(True, smoke=not cuda, **fields)
 

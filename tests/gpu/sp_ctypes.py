@@ -55,6 +55,9 @@ class Probe:
         L.sp_mark_step.argtypes = [ctypes.c_int64]
         L.sp_cupti_pause.argtypes = [ctypes.c_char_p]
         L.sp_cupti_region_push.argtypes = [ctypes.c_uint32, ctypes.c_int32, ctypes.c_uint32]
+        L.sp_region_begin.argtypes = [ctypes.c_uint32, ctypes.c_int32, ctypes.c_uint32]
+        L.sp_region_begin.restype = ctypes.c_uint64
+        L.sp_region_end.argtypes = [ctypes.c_uint64]
         L.sp_cupti_report.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint32]
         L.sp_cupti_report.restype = ctypes.c_size_t
         L.sp_cupti_get_stats.argtypes = [ctypes.POINTER(CuptiStats)]
@@ -76,6 +79,13 @@ class Probe:
 
     def pop(self) -> None:
         self.lib.sp_cupti_region_pop()
+
+    def region_begin(self, kind: int, microbatch: int, name_id: int) -> int:
+        """A host-timed runtime region; it also tags the GPU work launched inside (CUPTI)."""
+        return self.lib.sp_region_begin(kind, microbatch, name_id)
+
+    def region_end(self, token: int) -> None:
+        self.lib.sp_region_end(token)
 
     def flush(self) -> None:
         self.lib.sp_cupti_request_flush()
