@@ -19,17 +19,6 @@ std::string answer_key(const ClockSyncOptions& o, int64_t ticket, int i) {
   return o.prefix + "clk/a/" + std::to_string(ticket) + "/" + std::to_string(i);
 }
 
-std::optional<int64_t> parse_i64(const std::string& text) {
-  try {
-    size_t used = 0;
-    const long long v = std::stoll(text, &used);
-    if (used != text.size()) return std::nullopt;
-    return static_cast<int64_t>(v);
-  } catch (...) {
-    return std::nullopt;
-  }
-}
-
 std::string us(int64_t ns) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(ns) / 1e3);
@@ -138,7 +127,7 @@ void ClockSync::client_round(SkewTracker* skew) {
       while (true) {
         const std::optional<std::string> answer = store_->try_get(answer_key(o_, *ticket, i), err);
         if (answer) {
-          const std::optional<int64_t> server = parse_i64(*answer);
+          const std::optional<int64_t> server = parse_store_int(*answer);
           if (!server) *err = "malformed answer from rank 0: '" + answer->substr(0, 40) + "'";
           return server;
         }
@@ -209,7 +198,7 @@ bool ClockSync::serve_request(int64_t ticket, int index, const std::string& valu
     std::string error;
     store_->set(answer_key(o_, ticket, index), std::to_string(now), &error);
     store_->remove(request_key(o_, ticket, index), &error);
-    if (const auto r = parse_i64(value.substr(4))) *client = static_cast<int>(*r);
+    if (const auto r = parse_store_int(value.substr(4))) *client = static_cast<int>(*r);
     return false;  // the ticket goes on
   }
   std::string error;

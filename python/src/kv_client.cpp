@@ -14,6 +14,17 @@ void append_sink(void* ctx, const void* data, size_t size) {
 
 }  // namespace
 
+std::optional<int64_t> parse_store_int(const std::string& text) {
+  try {
+    size_t used = 0;
+    const long long v = std::stoll(text, &used);
+    if (used != text.size()) return std::nullopt;
+    return static_cast<int64_t>(v);
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
 KvClient::~KvClient() {
   if (store_ != nullptr && store_->vtable->destroy != nullptr) store_->vtable->destroy(store_->self);
 }

@@ -11,6 +11,10 @@
 
 namespace sp::pyext {
 
+// A decimal integer as the transport and clock sync store them; nullopt unless the whole value
+// is one integer.
+std::optional<int64_t> parse_store_int(const std::string& text);
+
 class KvClient {
  public:
   explicit KvClient(sp_kv_store* store) : store_(store) {}

@@ -16,17 +16,6 @@ std::string head_key(const TransportOptions& o, int rank) {
 std::string ack_key(const TransportOptions& o) { return o.prefix + "ack"; }
 std::string stop_key(const TransportOptions& o) { return o.prefix + "stop"; }
 
-std::optional<int64_t> parse_i64(const std::string& text) {
-  try {
-    size_t used = 0;
-    const long long v = std::stoll(text, &used);
-    if (used != text.size()) return std::nullopt;
-    return static_cast<int64_t>(v);
-  } catch (...) {
-    return std::nullopt;
-  }
-}
-
 // Shared by both directions: stop flag, drain deadline and the thread itself.
 class StoppableLoop : public TransportThread {
  public:
@@ -119,7 +108,7 @@ class Sender final : public StoppableLoop {
       return false;
     }
     if (auto ack = store_->try_get(ack_key(o_), &error)) {
-      if (auto v = parse_i64(*ack)) ack_ = *v;
+      if (auto v = parse_store_int(*ack)) ack_ = *v;
     }
     if (!error.empty()) store_error(error);
     return true;
@@ -277,7 +266,7 @@ class Collector final : public StoppableLoop {
     std::string error;
     auto head = store_->try_get(o_.prefix + "h/" + std::to_string(r), &error);
     if (!head) return false;
-    auto h = parse_i64(*head);
+    auto h = parse_store_int(*head);
     if (!h || *h < step) return false;
     if (store_->try_get(data_key(o_, step, r), &error)) return false;  // it just arrived
     next = Clock::now();  // several skipped steps in a row: check the next one at once
