@@ -12,46 +12,26 @@
 #include "source_selection.h"
 #include "step_model.h"
 #include "straggler_probe/online/analyzer.h"
+#include "summary_builders.h"
 #include "synthetic_job.h"
 
 namespace sp::online {
 namespace {
 
-constexpr uint64_t kMs = 1'000'000;
-constexpr uint64_t kT0 = 1'000'000'000'000ULL;
+using testing::kMs;
+using testing::kT0;
 
 sp_event op(uint32_t kind, uint32_t source, uint64_t start_ms, uint64_t end_ms, int mb = -1) {
-  sp_event e{};
-  e.start_ns = kT0 + start_ms * kMs;
-  e.end_ns = kT0 + end_ms * kMs;
-  e.kind = kind;
-  e.microbatch = mb;
-  e.peer = -1;
-  e.time_source = source;
-  return e;
+  return testing::timed_op(kind, start_ms, end_ms, mb, source);
 }
 
 sp_event allreduce(uint32_t source, uint64_t group, uint64_t seq, uint64_t start_ms,
                    uint64_t end_ms) {
-  sp_event e = op(SP_OP_COLLECTIVE, source, start_ms, end_ms);
-  e.coll = SP_COLL_ALL_REDUCE;
-  e.group_id = group;
-  e.seq = seq;
-  e.group_size = 2;
-  e.bytes = 4096;
-  return e;
+  return testing::all_reduce_op(start_ms, end_ms, group, seq, 2, source);
 }
 
 probe::StepSummary summary(int rank, int world, std::vector<sp_event> ops) {
-  probe::StepSummary s;
-  s.rank = rank;
-  s.world_size = world;
-  s.step = 3;
-  s.step_start_ns = kT0;
-  s.step_end_ns = kT0 + 100 * kMs;
-  s.ops = std::move(ops);
-  s.names = {""};
-  return s;
+  return testing::rank_summary(rank, world, std::move(ops), 100);
 }
 
 std::vector<const probe::StepSummary*> ptrs(const std::vector<probe::StepSummary>& ss) {

@@ -3,43 +3,25 @@
 #include <gtest/gtest.h>
 
 #include "step_model.h"
+#include "summary_builders.h"
 #include "synthetic_job.h"
 
 namespace sp::online {
 namespace {
 
-constexpr uint64_t kMs = 1'000'000;
-constexpr uint64_t kT0 = 1'000'000'000'000ULL;
+using testing::kMs;
+using testing::kT0;
 
 sp_event ev(uint32_t kind, uint64_t start_ms, uint64_t end_ms, int mb = -1) {
-  sp_event e{};
-  e.start_ns = kT0 + start_ms * kMs;
-  e.end_ns = kT0 + end_ms * kMs;
-  e.kind = kind;
-  e.microbatch = mb;
-  e.peer = -1;
-  return e;
+  return testing::timed_op(kind, start_ms, end_ms, mb);
 }
 
 sp_event coll(uint64_t start_ms, uint64_t end_ms, uint64_t seq, int size) {
-  sp_event e = ev(SP_OP_COLLECTIVE, start_ms, end_ms);
-  e.coll = SP_COLL_ALL_REDUCE;
-  e.group_id = 7;
-  e.seq = seq;
-  e.group_size = size;
-  e.bytes = 4096;
-  return e;
+  return testing::all_reduce_op(start_ms, end_ms, 7, seq, size);
 }
 
 probe::StepSummary summary(int rank, int world, std::vector<sp_event> ops) {
-  probe::StepSummary s;
-  s.rank = rank;
-  s.world_size = world;
-  s.step = 3;
-  s.step_start_ns = kT0;
-  s.ops = std::move(ops);
-  s.names = {""};
-  return s;
+  return testing::rank_summary(rank, world, std::move(ops));
 }
 
 const LogicalOp* find_op(const StepModel& m, int rank, uint32_t kind) {
