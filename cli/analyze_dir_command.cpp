@@ -70,6 +70,7 @@ CLI::App* add_analyze_dir_command(CLI::App& app, AnalyzeDirArgs& args) {
 
 int run_analyze_dir(const AnalyzeDirArgs& args) {
   const SummaryDirIndex index = index_summary_dir(args.dir);
+  for (const std::string& torn : index.torn_tails) spdlog::warn("{}", torn);
   std::vector<int64_t> steps = index.all_steps();
   if (!args.steps.empty()) steps = pick_steps("--steps", args.steps, std::set<int64_t>(steps.begin(), steps.end()));
 

@@ -17,6 +17,9 @@ namespace fs = std::filesystem;
 constexpr std::string_view kPrefix = "rank";
 constexpr std::string_view kSuffix = ".spsum";
 constexpr uint32_t kMinSummaryBytes = 16;  // the summary's own header (step_summary.h codec)
+// Far above any summary the runtime writes (its per-step event cap times the event size, plus
+// names): a longer length is corruption, not a record the rank did not finish writing.
+constexpr uint32_t kMaxSummaryBytes = 256u << 20;
 
 // "rank12.spsum" -> 12; nullopt for any other name.
 std::optional<int32_t> rank_of_file_name(std::string_view name) {
@@ -49,7 +52,8 @@ struct WorldSeen {
 
 class RankFileIndexer {
  public:
-  RankFileIndexer(RankSummaryFile* file, WorldSeen* world) : file_(file), world_(world) {}
+  RankFileIndexer(RankSummaryFile* file, WorldSeen* world, std::vector<std::string>* notes)
+      : file_(file), world_(world), notes_(notes) {}
 
   void run() {
     std::ifstream in(file_->path, std::ios::binary);
@@ -63,7 +67,8 @@ class RankFileIndexer {
       std::array<unsigned char, 4> prefix{};
       const uint64_t left = size - offset;
       if (left < prefix.size()) {
-        throw BadInput(at + ": truncated: " + std::to_string(left) + " byte(s) of a 4-byte length prefix");
+        torn_tail(at + ": cut short: " + std::to_string(left) + " byte(s) of a 4-byte length prefix");
+        return;
       }
       in.read(reinterpret_cast<char*>(prefix.data()), prefix.size());
       const uint32_t length = prefix[0] | (prefix[1] << 8) | (prefix[2] << 16) | (static_cast<uint32_t>(prefix[3]) << 24);
@@ -71,9 +76,14 @@ class RankFileIndexer {
         throw BadInput(at + ": bad length " + std::to_string(length) + " (a step summary has at least " +
                        std::to_string(kMinSummaryBytes) + " bytes): not a summary file, or corrupted");
       }
+      if (length > kMaxSummaryBytes) {
+        throw BadInput(at + ": bad length " + std::to_string(length) + " (more than " +
+                       std::to_string(kMaxSummaryBytes >> 20) + " MiB): not a summary file, or corrupted");
+      }
       if (length > left - prefix.size()) {
-        throw BadInput(at + ": truncated: length " + std::to_string(length) + " but " +
-                       std::to_string(left - prefix.size()) + " byte(s) follow");
+        torn_tail(at + ": cut short: length " + std::to_string(length) + " but " +
+                  std::to_string(left - prefix.size()) + " byte(s) follow");
+        return;
       }
       bytes.resize(length);
       in.read(bytes.data(), length);
@@ -88,6 +98,13 @@ class RankFileIndexer {
   }
 
  private:
+  // The file ends inside its last record: the writer appends whole records, so this is a rank
+  // that stopped (was killed) while writing, and every record before it is complete. The cut
+  // record is left out with a note; corruption anywhere else stays an error.
+  void torn_tail(const std::string& what) {
+    notes_->push_back(what + "; the rank stopped while writing it? This last record is left out");
+  }
+
   void check(const probe::StepSummary& s, const std::string& at) const {
     if (s.world_size <= 0) throw BadInput(at + ": world size " + std::to_string(s.world_size));
     if (s.rank != file_->rank) {
@@ -112,6 +129,7 @@ class RankFileIndexer {
 
   RankSummaryFile* file_;
   WorldSeen* world_;
+  std::vector<std::string>* notes_;
 };
 
 }  // namespace
@@ -178,12 +196,13 @@ SummaryDirIndex index_summary_dir(const std::string& dir) {
   }
 
   WorldSeen world;
+  std::vector<std::string> torn_tails;
   std::vector<RankSummaryFile> indexed;
   for (const auto& [rank, path] : files) {
     RankSummaryFile f;
     f.rank = rank;
     f.path = path;
-    RankFileIndexer(&f, &world).run();
+    RankFileIndexer(&f, &world, &torn_tails).run();
     indexed.push_back(std::move(f));
   }
   if (world.size == 0) {
@@ -207,6 +226,7 @@ SummaryDirIndex index_summary_dir(const std::string& dir) {
   }
   SummaryDirIndex index;
   index.world_size = world.size;
+  index.torn_tails = std::move(torn_tails);
   index.ranks = std::move(indexed);  // files are keyed by rank 0..W-1, so ranks[r].rank == r
   return index;
 }

@@ -32,6 +32,9 @@ struct RankSummaryFile {
 struct SummaryDirIndex {
   int32_t world_size = 0;
   std::vector<RankSummaryFile> ranks;  // ranks[r] is rank r's file; size() == world_size
+  // Files that end inside their last record (a rank killed while writing), one line each
+  // naming the file, record and byte; that record is left out and the caller warns.
+  std::vector<std::string> torn_tails;
 
   // Every step some rank has a summary for, in order.
   std::vector<int64_t> all_steps() const;
@@ -44,9 +47,10 @@ struct SummaryDirIndex {
 
 // Validates the directory and indexes every record. Throws BadInput with one line naming the
 // file, the record (number and byte offset) and the problem: no rank*.spsum file, a badly named
-// one, a truncated record, a length that is not a summary's, an undecodable summary, a summary
+// one, a length that is not a summary's, an undecodable summary, a summary
 // of another rank than the file's, a world size that differs between summaries, a rank outside
-// the world, a step twice in one file, a missing rank file, or no summary at all.
+// the world, a step twice in one file, a missing rank file, or no summary at all. A file cut
+// short inside its last record is not an error: see torn_tails.
 SummaryDirIndex index_summary_dir(const std::string& dir);
 
 }  // namespace sp::cli
