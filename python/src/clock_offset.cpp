@@ -77,4 +77,11 @@ std::optional<double> SkewTracker::ppm() const {
   return (n * sxy - sx * sy) / denom * 1e6;
 }
 
+std::optional<int64_t> SkewTracker::projected_offset(int64_t now_ns) const {
+  const std::optional<double> skew = ppm();
+  if (!skew) return std::nullopt;
+  const Point& last = points_.back();
+  return last.offset_ns + static_cast<int64_t>(*skew * 1e-6 * static_cast<double>(now_ns - last.at_ns));
+}
+
 }  // namespace sp::pyext

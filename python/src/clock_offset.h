@@ -67,6 +67,9 @@ class SkewTracker {
   void add(const ClockEstimate& estimate);
   // nullopt until two estimates at least min_span apart.
   std::optional<double> ppm() const;
+  // The offset at local time now_ns: the last estimate carried forward by the skew (10 ppm is
+  // 10 us per second, 600 us between two estimates a minute apart). nullopt until ppm() is known.
+  std::optional<int64_t> projected_offset(int64_t now_ns) const;
   size_t size() const { return points_.size(); }
 
  private:

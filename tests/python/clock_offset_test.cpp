@@ -163,5 +163,22 @@ TEST(SkewTracker, SlopeOfSuccessiveOffsetsInPpm) {
   EXPECT_EQ(skew.size(), 6u);
 }
 
+TEST(SkewTracker, ProjectsTheLastOffsetForwardBySkew) {
+  SkewTracker skew(16, 1'000'000'000);
+  EXPECT_FALSE(skew.projected_offset(0)) << "no skew known yet";
+  for (int k = 0; k < 3; ++k) {
+    ClockEstimate e;
+    e.ok = true;
+    e.at_ns = int64_t{k} * 60'000'000'000;          // an estimate a minute
+    e.offset_ns = -2'000'000 + k * 1'200'000;       // +20 ppm
+    skew.add(e);
+  }
+  const int64_t last_at = 120'000'000'000, last_offset = 400'000;
+  ASSERT_TRUE(skew.projected_offset(last_at));
+  EXPECT_NEAR(static_cast<double>(*skew.projected_offset(last_at)), last_offset, 1.0);
+  // 30 s after the last estimate: 600 us further.
+  EXPECT_NEAR(static_cast<double>(*skew.projected_offset(last_at + 30'000'000'000)), last_offset + 600'000, 10.0);
+}
+
 }  // namespace
 }  // namespace sp::pyext
