@@ -61,6 +61,14 @@ CLI::App* add_analyze_dir_command(CLI::App& app, AnalyzeDirArgs& args) {
   cmd->add_option("--out", args.out, "Report directory (created if missing; default DIR/report)");
   cmd->add_option("--steps", args.steps, "Analyse only these steps, e.g. --steps 12 20-23")->expected(1, -1);
   cmd->add_flag("--quiet,-q", args.quiet, "No per-step lines: only the closing summary and the report line");
+  cmd->add_option("--threshold", args.slowdown_threshold,
+                  "Steps with a slowdown S below this name no straggler (live: STRAGGLER_PROBE_SLOWDOWN_THRESHOLD)")
+      ->default_val(1.05)
+      ->check(CLI::Range(1.0, 1e9));
+  cmd->add_option("--window", args.window_steps,
+                  "Recent steps the ideal durations are estimated over (live: STRAGGLER_PROBE_WINDOW_STEPS)")
+      ->default_val(20)
+      ->check(CLI::Range(2, 1 << 20));
   cmd->add_option("--summary-interval", args.summary_interval,
                   "A text summary with the S_w heatmap every N steps, as a live run (0: none)")
       ->default_val(50)
@@ -107,6 +115,8 @@ int run_analyze_dir(const AnalyzeDirArgs& args) {
   config.world_size = index.world_size;
   config.output_dir = out;
   config.summary_interval = args.summary_interval;
+  config.thresholds.none_below = args.slowdown_threshold;
+  config.ideal.window_steps = args.window_steps;
   if (!args.quiet) config.log_sink = print_line;
   // The analyzer appends to its JSONL (a live run appends across restarts); a rerun here replaces it.
   fs::remove(fs::path(out) / config.jsonl_name, ec);

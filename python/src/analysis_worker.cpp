@@ -92,6 +92,9 @@ struct AnalysisWorker::Impl {
     online::OnlineConfig config;
     config.world_size = o.world_size;
     config.output_dir = o.out_dir;
+    config.thresholds.none_below = o.slowdown_threshold;
+    config.ideal.window_steps = o.window_steps;
+    config.summary_interval = o.summary_interval;
     if (o.log_lines) config.log_sink = [this](const std::string& line) { emit(line); };
     analyzer = std::make_unique<online::OnlineAnalyzer>(std::move(config));
 #endif

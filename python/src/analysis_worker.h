@@ -31,6 +31,10 @@ struct AnalysisOptions {
   int max_lag = 8;
   std::string out_dir;
   bool log_lines = true;
+  // The analysis's user-facing knobs (online/include/straggler_probe/online/config.h).
+  double slowdown_threshold = 1.05;
+  int window_steps = 20;
+  int summary_interval = 50;
   FaultInjection fault = FaultInjection::kNone;
   int fault_after_steps = 3;  // the fault hits once this many steps were analysed
 };

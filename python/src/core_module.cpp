@@ -106,7 +106,8 @@ sp::pyext::FaultInjection parse_fault(const std::string& fault) {
 void start_pipeline(py::object store, int rank, int world_size, const std::string& prefix,
                     int max_lag, int64_t first_step, double step_timeout_s, double analysis_timeout_s,
                     const std::string& out_dir, bool log_lines, const std::string& fault,
-                    bool discard, bool clock_sync, double clock_sync_period_s) {
+                    bool discard, bool clock_sync, double clock_sync_period_s,
+                    double slowdown_threshold, int window_steps, int summary_interval) {
   sp::pyext::PipelineOptions o;
   o.transport.rank = rank;
   o.transport.world_size = world_size;
@@ -118,6 +119,9 @@ void start_pipeline(py::object store, int rank, int world_size, const std::strin
   o.analysis.max_lag = max_lag;
   o.analysis.out_dir = out_dir;
   o.analysis.log_lines = log_lines;
+  o.analysis.slowdown_threshold = slowdown_threshold;
+  o.analysis.window_steps = window_steps;
+  o.analysis.summary_interval = summary_interval;
   o.analysis.fault = parse_fault(fault);
   o.analysis_timeout = std::chrono::milliseconds(static_cast<int64_t>(analysis_timeout_s * 1e3));
   o.discard = discard;
@@ -249,7 +253,8 @@ PYBIND11_MODULE(_core, m) {
         py::arg("world_size"), py::arg("prefix"), py::arg("max_lag"), py::arg("first_step"), py::arg("step_timeout_s"),
         py::arg("analysis_timeout_s"), py::arg("out_dir"), py::arg("log_lines"),
         py::arg("fault"), py::arg("discard") = false, py::arg("clock_sync") = true,
-        py::arg("clock_sync_period_s") = 60.0);
+        py::arg("clock_sync_period_s") = 60.0, py::arg("slowdown_threshold") = 1.05,
+        py::arg("window_steps") = 20, py::arg("summary_interval") = 50);
   m.def("stop_pipeline", &stop_pipeline, py::arg("drain_s"));
   m.def("pipeline_status", &pipeline_status);
   m.def("request_stop", &request_stop, py::arg("why"),

@@ -93,6 +93,14 @@ FIELDS: dict[str, _Field] = {
     "step_timeout": _Field(_parse_float(0.1), 60.0,
                            "Seconds rank 0 waits for a step's summaries from all ranks before skipping it."),
     "log_lines": _Field(_parse_bool, True, "Rank 0 prints one straggler_probe line per step."),
+    "slowdown_threshold": _Field(_parse_float(1.0), 1.05,
+                                 "A step whose slowdown S (real / ideal time) is below this has cause "
+                                 "none and names no straggler."),
+    "window_steps": _Field(_parse_int(2), 20,
+                           "Recent analysed steps the ideal (straggler-free) durations are estimated over."),
+    "summary_interval": _Field(_parse_int(0), 50,
+                               "Rank 0 prints a text summary with the per-worker S_w heatmap every N "
+                               "analysed steps (0: never; the report at exit has it anyway)."),
     "gc": _Field(_parse_bool, True, "Record Python GC pauses (gc.callbacks)."),
     "dataloader": _Field(_parse_bool, True, "Record time waiting for DataLoader batches."),
     "collectives": _Field(_parse_bool, True, "Record torch.distributed collectives and p2p calls."),
@@ -125,6 +133,9 @@ class Config:
     analysis_timeout: float = 30.0
     step_timeout: float = 60.0
     log_lines: bool = True
+    slowdown_threshold: float = 1.05
+    window_steps: int = 20
+    summary_interval: int = 50
     gc: bool = True
     dataloader: bool = True
     collectives: bool = True
@@ -174,8 +185,7 @@ def _from_kwarg(name: str, field: _Field, value: Any) -> Any:
 # prefixes, so that their sections of docs/CONFIG.md can grow without touching this file.
 _FOREIGN_ENV_PREFIXES = ("LOG", "VERBOSE", "RING", "MAX_THREADS", "MAX_EVENTS", "QUEUE",
                          "STEP_GRACE", "STEP_MARKER", "STEP_NVTX", "DRAIN", "CUPTI", "NCCL", "PRELOAD", "PYTHON",
-                         "WINDOW", "SUMMARY", "THRESHOLD", "HEATMAP", "REPORT", "JSONL", "ONLINE",
-                         "CLI")
+                         "LIB", "HEATMAP", "REPORT", "JSONL", "ONLINE", "CLI")
 
 
 def unknown_env(environ: Mapping[str, str] | None = None) -> list[str]:

@@ -149,6 +149,46 @@ TEST_F(AnalyzeDir, NamesAPlantedSlowRankAsALiveRankZeroWouldAndWritesTheReport) 
   for (const auto& line : jsonl) EXPECT_NE(nlohmann::json::parse(line).at("step").get<int64_t>(), gap_step);
 }
 
+TEST_F(AnalyzeDir, ThresholdAndWindowAreTheLiveSettings) {
+  SyntheticJob job;
+  job.jitter = 0.01;
+  job.microbatches = 2;
+  job.rank_speed = {1.0, 1.0, 1.3, 1.0};
+  const SyntheticRun run = run_synthetic(job, 12);
+  write_rank_files(root_ / "d", run, [](size_t, size_t) { return false; });
+
+  // A 30% slow rank is named at the default threshold and not above its S.
+  const CliRun named = run_cli("analyze-dir d --window 4 --summary-interval 0", root_);
+  ASSERT_EQ(named.exit_code, 0) << named.err;
+  EXPECT_NE(named.out.find(" worst=rank:2 "), std::string::npos) << named.out;
+  const CliRun quiet = run_cli("analyze-dir d --window 4 --summary-interval 0 --threshold 3", root_);
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.err;
+  for (const auto& line : step_lines(quiet.out)) {
+    EXPECT_NE(line.find(" cause=none "), std::string::npos) << line;
+  }
+  // The same as a live rank 0 with those settings.
+  sp::online::OnlineConfig cfg;
+  cfg.world_size = 4;
+  cfg.thresholds.none_below = 3;
+  cfg.ideal.window_steps = 4;
+  cfg.summary_interval = 0;
+  std::vector<std::string> live;
+  cfg.log_sink = [&](const std::string& line) { live.push_back(line); };
+  sp::online::OnlineAnalyzer analyzer(cfg);
+  for (const auto& step : run.steps) {
+    for (const auto& s : step) analyzer.add(s);
+  }
+  analyzer.finish();
+  EXPECT_EQ(step_lines(quiet.out), step_lines([&] {
+              std::string all;
+              for (const auto& l : live) all += l + "\n";
+              return all;
+            }()));
+  const CliRun bad = run_cli("analyze-dir d --threshold 0.5", root_);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--threshold"), std::string::npos) << bad.err;
+}
+
 TEST_F(AnalyzeDir, StepsQuietAndOutSelectWhatIsAnalysedAndARerunReplacesTheJsonl) {
   SyntheticJob job;
   job.dp = 2;
