@@ -533,7 +533,14 @@ std::string CuptiCapture::report(size_t top_k) const {
     os << "GPU capture active: CUPTI " << s.major << ", "
        << (s.parser ? s.parser->stats().kernels : 0) << " kernels, " << r.tagged
        << " activities in regions, " << r.untagged << " outside, " << r.nccl_tagged
-       << " in NCCL operations\n";
+       << " in NCCL operations";
+    // Losses belong next to the figures they make incomplete.
+    if (s.activity) {
+      const cupti::ActivityApiStats a = s.activity->stats();
+      os << ", " << a.dropped_records << " records dropped, " << a.buffers_refused
+         << " buffers refused";
+    }
+    os << "\n";
   } else {
     os << "GPU capture inactive: " << s.inactive_reason << "\n";
   }

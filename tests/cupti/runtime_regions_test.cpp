@@ -183,6 +183,8 @@ TEST_F(RuntimeRegionsTest, TheRegionsGpuSpanReachesTheStepThatLaunchedIt) {
     return text;
   }();
   EXPECT_EQ(report.rfind("GPU capture active: CUPTI 13, 2 kernels", 0), 0u) << report;
+  EXPECT_NE(report.find(", 0 records dropped, 0 buffers refused\n"), std::string::npos)
+      << "losses are stated with the figures:\n" << report;
   const size_t backward = report.find("\nbackward:\n");
   ASSERT_NE(backward, std::string::npos) << report;
   EXPECT_LT(report.find("  gemm_bwd count=1 total_us=4 max_us=4"),
