@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "fake_cupti.h"
+#include "probe_test_util.h"
 #include "straggler_probe/gpu/cupti_c_api.h"
 #include "straggler_probe/gpu/cupti_capture.h"
 #include "straggler_probe/gpu/external_ids.h"
@@ -41,12 +42,7 @@ class RuntimeRegionsTest : public ::testing::Test {
     reset_gpu_log_for_tests();
     set_gpu_log_silent(true);
     CuptiCapture::instance().reset_for_tests();
-    sp_config cfg;
-    sp_config_init(&cfg);
-    cfg.rank = 0;
-    cfg.world_size = 1;
-    cfg.local_rank = 0;
-    cfg.drain_interval_ms = 1;
+    const sp_config cfg = probe::testing::test_config();
     ASSERT_EQ(sp_init(&cfg), SP_OK) << sp_last_warning();
   }
   void TearDown() override {
