@@ -14,47 +14,14 @@ class PySet {
  public:
   PySet() : slots_(8, kEmpty) {}
 
-  bool contains(int64_t key) const {
-    const size_t mask = slots_.size() - 1;
-    auto perturb = static_cast<uint64_t>(key);
-    size_t i = static_cast<size_t>(key) & mask;
-    while (true) {
-      size_t probes = (i + kLinearProbes <= mask) ? kLinearProbes : 0;
-      size_t j = i;
-      while (true) {
-        if (slots_[j] == kEmpty) return false;
-        if (slots_[j] == key) return true;
-        if (probes == 0) break;
-        --probes;
-        ++j;
-      }
-      perturb >>= 5;
-      i = (i * 5 + 1 + perturb) & mask;
-    }
-  }
+  bool contains(int64_t key) const { return slots_[slot_for(slots_, key)] == key; }
 
   void add(int64_t key) {
-    const size_t mask = slots_.size() - 1;
-    auto perturb = static_cast<uint64_t>(key);
-    size_t i = static_cast<size_t>(key) & mask;
-    while (true) {
-      size_t probes = (i + kLinearProbes <= mask) ? kLinearProbes : 0;
-      size_t j = i;
-      while (true) {
-        if (slots_[j] == kEmpty) {
-          slots_[j] = key;
-          ++used_;
-          if (used_ * 5 >= mask * 3) resize(used_ > 50000 ? used_ * 2 : used_ * 4);
-          return;
-        }
-        if (slots_[j] == key) return;
-        if (probes == 0) break;
-        --probes;
-        ++j;
-      }
-      perturb >>= 5;
-      i = (i * 5 + 1 + perturb) & mask;
-    }
+    const size_t j = slot_for(slots_, key);
+    if (slots_[j] == key) return;
+    slots_[j] = key;
+    ++used_;
+    if (used_ * 5 >= (slots_.size() - 1) * 3) resize(used_ > 50000 ? used_ * 2 : used_ * 4);
   }
 
   std::vector<int64_t> items() const {
@@ -70,22 +37,15 @@ class PySet {
   static constexpr int64_t kEmpty = -1;
   static constexpr size_t kLinearProbes = 9;
 
-  void insert_clean(std::vector<int64_t>& table, int64_t key) const {
+  // CPython's probe sequence for `key`: the slot holding it, else the first empty one on the way.
+  static size_t slot_for(const std::vector<int64_t>& table, int64_t key) {
     const size_t mask = table.size() - 1;
     auto perturb = static_cast<uint64_t>(key);
     size_t i = static_cast<size_t>(key) & mask;
     while (true) {
-      if (table[i] == kEmpty) {
-        table[i] = key;
-        return;
-      }
-      if (i + kLinearProbes <= mask) {
-        for (size_t j = 1; j <= kLinearProbes; ++j) {
-          if (table[i + j] == kEmpty) {
-            table[i + j] = key;
-            return;
-          }
-        }
+      const size_t probes = (i + kLinearProbes <= mask) ? kLinearProbes : 0;
+      for (size_t j = i; j <= i + probes; ++j) {
+        if (table[j] == kEmpty || table[j] == key) return j;
       }
       perturb >>= 5;
       i = (i * 5 + 1 + perturb) & mask;
@@ -97,7 +57,7 @@ class PySet {
     while (newsize <= minused) newsize <<= 1;
     std::vector<int64_t> table(newsize, kEmpty);
     for (int64_t k : slots_) {
-      if (k != kEmpty) insert_clean(table, k);
+      if (k != kEmpty) table[slot_for(table, k)] = k;
     }
     slots_.swap(table);
   }
