@@ -34,12 +34,6 @@ probe::StepSummary summary(int rank, int world, std::vector<sp_event> ops) {
   return testing::rank_summary(rank, world, std::move(ops), 100);
 }
 
-std::vector<const probe::StepSummary*> ptrs(const std::vector<probe::StepSummary>& ss) {
-  std::vector<const probe::StepSummary*> out;
-  for (const auto& s : ss) out.push_back(&s);
-  return out;
-}
-
 TEST(OnlineSourceSelection, ComputeTakesTheBestSourceOfEachOpAndKeepsWhatItLacks) {
   const std::vector<probe::StepSummary> ss = {summary(0, 1, {
       op(SP_OP_FORWARD, SP_TIME_HOST, 0, 10, 0),          // 0: superseded by CUPTI
@@ -52,7 +46,7 @@ TEST(OnlineSourceSelection, ComputeTakesTheBestSourceOfEachOpAndKeepsWhatItLacks
       op(SP_OP_DATA_WAIT, SP_TIME_HOST, 0, 1),            // 7
       op(SP_OP_OPTIMIZER, SP_TIME_HOST, 40, 45),          // 8: the only source
   })};
-  const SourceSelection sel = select_sources(ptrs(ss));
+  const SourceSelection sel = select_sources(testing::summary_ptrs(ss));
   EXPECT_EQ(sel.keep[0], (std::vector<bool>{false, true, true, false, false, true, true, true, true}));
   EXPECT_EQ(sel.superseded, 3u);
   EXPECT_EQ(sel.kept_alone, 1u);
@@ -72,7 +66,7 @@ TEST(OnlineSourceSelection, NamedRegionsAreMatchedByName) {
   s.ops[0].name_id = s.ops[1].name_id = 1;
   s.ops[2].name_id = 2;
   const std::vector<probe::StepSummary> ss = {s};
-  const SourceSelection sel = select_sources(ptrs(ss));
+  const SourceSelection sel = select_sources(testing::summary_ptrs(ss));
   EXPECT_EQ(sel.keep[0], (std::vector<bool>{false, true, true}));
 }
 
@@ -83,7 +77,7 @@ TEST(OnlineSourceSelection, CommunicationUsesTheBestSourceEveryRankHas) {
       summary(0, 2, {allreduce(SP_TIME_HOST, 7, 1, 30, 55), allreduce(SP_TIME_NCCL, 99, 0, 31, 54)}),
       summary(1, 2, {allreduce(SP_TIME_HOST, 7, 1, 50, 55), allreduce(SP_TIME_NCCL, 99, 0, 50, 54)}),
   };
-  SourceSelection sel = select_sources(ptrs(ss));
+  SourceSelection sel = select_sources(testing::summary_ptrs(ss));
   EXPECT_EQ(sel.keep[0], (std::vector<bool>{false, true}));
   EXPECT_EQ(sel.keep[1], (std::vector<bool>{false, true}));
   EXPECT_EQ(sel.superseded_by.at("collective: host < nccl"), 2u);
@@ -91,7 +85,7 @@ TEST(OnlineSourceSelection, CommunicationUsesTheBestSourceEveryRankHas) {
   // Rank 1 has no NCCL view (its plugin slot was taken): host everywhere, so that the
   // collective still matches across ranks.
   ss[1].ops.pop_back();
-  sel = select_sources(ptrs(ss));
+  sel = select_sources(testing::summary_ptrs(ss));
   EXPECT_EQ(sel.keep[0], (std::vector<bool>{true, false}));
   EXPECT_EQ(sel.keep[1], (std::vector<bool>{true}));
   EXPECT_EQ(sel.superseded_by.at("collective: nccl < host"), 1u);
@@ -105,7 +99,7 @@ TEST(OnlineSourceSelection, TheModelCountsAnOpTimedTwiceOnce) {
                      allreduce(SP_TIME_HOST, 7, 1, 50, 55), allreduce(SP_TIME_NCCL, 99, 0, 50, 54)}),
   };
   std::string err;
-  const auto m = build_step_model(ptrs(ss), ModelOptions{}, &err);
+  const auto m = build_step_model(testing::summary_ptrs(ss), ModelOptions{}, &err);
   ASSERT_TRUE(m) << err;
   ASSERT_EQ(m->ops.size(), 4u) << "one forward and one all-reduce per rank";
   EXPECT_EQ(m->groups.size(), 1u);

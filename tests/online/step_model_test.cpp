@@ -32,9 +32,7 @@ const LogicalOp* find_op(const StepModel& m, int rank, uint32_t kind) {
 }
 
 std::optional<StepModel> build(const std::vector<probe::StepSummary>& ss, std::string* err) {
-  std::vector<const probe::StepSummary*> ptrs;
-  for (const auto& s : ss) ptrs.push_back(&s);
-  return build_step_model(ptrs, ModelOptions{}, err);
+  return build_step_model(testing::summary_ptrs(ss), ModelOptions{}, err);
 }
 
 TEST(OnlineStepModel, BackwardWaitingForItsBucketsIsNotCompute) {
@@ -97,10 +95,8 @@ TEST(OnlineStepModel, P2pPairsAreMatchedInOrderAndNamedByDirection) {
   job.pp = 2;
   job.microbatches = 3;
   const testing::SyntheticRun run = testing::run_synthetic(job, 1);
-  std::vector<const probe::StepSummary*> ptrs;
-  for (const auto& s : run.steps[0]) ptrs.push_back(&s);
   std::string err;
-  auto m = build_step_model(ptrs, ModelOptions{}, &err);
+  auto m = build(run.steps[0], &err);
   ASSERT_TRUE(m) << err;
   EXPECT_EQ(m->groups.size(), 6u);  // 3 activations forward + 3 gradients backward
   std::vector<std::string> names = m->type_names;
@@ -139,10 +135,8 @@ TEST(OnlineStepModel, LaunchDelaysAreNonNegativeOnASyntheticDdpJob) {
   job.microbatches = 2;
   job.rank_speed = {1.0, 1.0, 1.3, 1.0};
   const testing::SyntheticRun run = testing::run_synthetic(job, 2);
-  std::vector<const probe::StepSummary*> ptrs;
-  for (const auto& s : run.steps[1]) ptrs.push_back(&s);
   std::string err;
-  auto m = build_step_model(ptrs, ModelOptions{}, &err);
+  auto m = build(run.steps[1], &err);
   ASSERT_TRUE(m) << err;
   EXPECT_EQ(m->clamped, 0u);
   EXPECT_EQ(m->groups.size(), 2u);

@@ -50,4 +50,11 @@ inline probe::StepSummary rank_summary(int rank, int world, std::vector<sp_event
   return s;
 }
 
+// The by-rank view build_step_model and select_sources take (index = rank).
+inline std::vector<const probe::StepSummary*> summary_ptrs(const std::vector<probe::StepSummary>& ss) {
+  std::vector<const probe::StepSummary*> out;
+  for (const auto& s : ss) out.push_back(&s);
+  return out;
+}
+
 }  // namespace sp::online::testing
