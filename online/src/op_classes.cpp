@@ -26,17 +26,8 @@ OpRole op_role(uint32_t kind) {
 }
 
 IdealRule ideal_rule(uint32_t kind) {
-  switch (kind) {
-    case SP_OP_GC:
-    case SP_OP_DATA_WAIT:
-      return IdealRule::kSlotMean;
-    case SP_OP_COLLECTIVE:
-    case SP_OP_SEND:
-    case SP_OP_RECV:
-      return IdealRule::kMedian;
-    default:
-      return IdealRule::kMean;
-  }
+  if (kind == SP_OP_GC || kind == SP_OP_DATA_WAIT) return IdealRule::kSlotMean;
+  return op_role(kind) == OpRole::kComm ? IdealRule::kMedian : IdealRule::kMean;
 }
 
 namespace {

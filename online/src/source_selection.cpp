@@ -5,26 +5,14 @@
 #include <set>
 #include <utility>
 
+#include "op_classes.h"
+
 namespace sp::online {
 namespace {
 
-enum class SourceClass : uint8_t { kCompute, kComm, kAsIs };
+enum class SourceClass : uint8_t { kCompute, kComm };
 
-SourceClass source_class(uint32_t kind) {
-  switch (kind) {
-    case SP_OP_FORWARD:
-    case SP_OP_BACKWARD:
-    case SP_OP_OPTIMIZER:
-    case SP_OP_OTHER:
-      return SourceClass::kCompute;
-    case SP_OP_COLLECTIVE:
-    case SP_OP_SEND:
-    case SP_OP_RECV:
-      return SourceClass::kComm;
-    default:
-      return SourceClass::kAsIs;
-  }
-}
+bool is_comm(uint32_t kind) { return op_role(kind) == OpRole::kComm; }
 
 // Preference of a source for a class of ops; 0 for a source that does not time that class
 // (such ops are kept unless a known source timed the same op).
@@ -102,7 +90,7 @@ void select_comm(const std::vector<const probe::StepSummary*>& by_rank, SourceSe
   for (const probe::StepSummary* s : by_rank) {
     std::set<uint32_t> mine;
     for (const sp_event& ev : s->ops) {
-      if (source_class(ev.kind) == SourceClass::kComm) mine.insert(ev.time_source);
+      if (is_comm(ev.kind)) mine.insert(ev.time_source);
     }
     if (mine.empty()) continue;
     if (!any) {
@@ -129,7 +117,7 @@ void select_comm(const std::vector<const probe::StepSummary*>& by_rank, SourceSe
     const probe::StepSummary& s = *by_rank[r];
     for (size_t i = 0; i < s.ops.size(); ++i) {
       const sp_event& ev = s.ops[i];
-      if (source_class(ev.kind) == SourceClass::kComm && ev.time_source != chosen) {
+      if (is_comm(ev.kind) && ev.time_source != chosen) {
         supersede(out, static_cast<int>(r), i, ev, chosen);
       }
     }
