@@ -10,6 +10,7 @@
 //   -> clip-main-grad (synchronised over all stages and replicas) -> optimizer.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <string>
 
 #include "megatron_skeleton.h"
@@ -65,6 +66,18 @@ std::vector<size_t> rows_of(const TraceTable& t, const std::vector<size_t>& rows
     if (std::find(types.begin(), types.end(), t.optype[r]) != types.end()) out.push_back(r);
   }
   return out;
+}
+
+// The row of `rows` passing `keep` whose `key` comes first by `before` (ties: the earlier row);
+// kNoRow when none passes.
+constexpr size_t kNoRow = static_cast<size_t>(-1);
+template <class Keep, class Before>
+size_t extreme_row(const std::vector<size_t>& rows, const std::vector<float>& key, Keep keep, Before before) {
+  size_t best = kNoRow;
+  for (size_t r : rows) {
+    if (keep(r) && (best == kNoRow || before(key[r], key[best]))) best = r;
+  }
+  return best;
 }
 
 }  // namespace
@@ -142,20 +155,14 @@ void build_rank_model(const TraceView& tv, const std::vector<std::vector<size_t>
         const int32_t ag_op = m.require(OpType::kParamsAllGather, i, s, "params all-gather order");
         const int32_t mc = t.mc[m.template_row[static_cast<size_t>(ag_op)]];
         if (std::find(chunks_done.begin(), chunks_done.end(), mc) != chunks_done.end()) continue;
-        int32_t first = -1;
-        float first_start = 0;
-        for (size_t r : comp) {
-          if (t.optype[r] != OpType::kForwardCompute || t.mc[r] != mc) continue;
-          if (first < 0 || tv.start[r] < first_start) {
-            first = op_of(r);
-            first_start = tv.start[r];
-          }
-        }
-        if (first < 0) {
+        const size_t first = extreme_row(
+            comp, tv.start, [&](size_t r) { return t.optype[r] == OpType::kForwardCompute && t.mc[r] == mc; },
+            std::less<float>());
+        if (first == kNoRow) {
           throw ModelError("stage " + std::to_string(s) + ": no forward-compute of model chunk " +
                            std::to_string(mc) + " for " + m.name(ag_op));
         }
-        m.add_dep(first, ag_op);
+        m.add_dep(op_of(first), ag_op);
         chunks_done.push_back(mc);
       }
       if (!m.overlap_dp) continue;
@@ -167,20 +174,14 @@ void build_rank_model(const TraceView& tv, const std::vector<std::vector<size_t>
         const int32_t rs_op = m.require(OpType::kGradsReduceScatter, i, s, "grads reduce-scatter order");
         const int32_t mc = t.mc[m.template_row[static_cast<size_t>(rs_op)]];
         if (std::find(chunks_done.begin(), chunks_done.end(), mc) != chunks_done.end()) continue;
-        int32_t last = -1;
-        float last_end = 0;
-        for (size_t r : comp) {
-          if (t.optype[r] != OpType::kBackwardCompute || t.mc[r] != mc) continue;
-          if (last < 0 || tv.end[r] > last_end) {
-            last = op_of(r);
-            last_end = tv.end[r];
-          }
-        }
-        if (last < 0) {
+        const size_t last = extreme_row(
+            comp, tv.end, [&](size_t r) { return t.optype[r] == OpType::kBackwardCompute && t.mc[r] == mc; },
+            std::greater<float>());
+        if (last == kNoRow) {
           throw ModelError("stage " + std::to_string(s) + ": no backward-compute of model chunk " +
                            std::to_string(mc) + " for " + m.name(rs_op));
         }
-        m.add_dep(rs_op, last);
+        m.add_dep(rs_op, op_of(last));
         chunks_done.push_back(mc);
       }
     }
@@ -190,16 +191,10 @@ void build_rank_model(const TraceView& tv, const std::vector<std::vector<size_t>
   for (int32_t s = 0; s < pp; ++s) {
     const auto& rows = sorted[static_cast<size_t>(s)];
     const auto comp = rows_of(t, rows, {OpType::kForwardCompute, OpType::kBackwardCompute});
-    int32_t last = -1;
-    float last_end = 0;
-    for (size_t r : comp) {
-      if (last < 0 || tv.end[r] > last_end) {
-        last = op_of(r);
-        last_end = tv.end[r];
-      }
-    }
+    // Not kNoRow: every stage has a backward compute (checked with the stream order above).
+    const size_t last = extreme_row(comp, tv.end, [](size_t) { return true; }, std::greater<float>());
     const int32_t gc = m.require(OpType::kGc, 0, s, "gc after the last compute");
-    m.add_dep(gc, last);
+    m.add_dep(gc, op_of(last));
     int32_t num_rs = -1;
     for (size_t r : rows) {
       if (t.optype[r] == OpType::kGradsReduceScatter) num_rs = std::max(num_rs, t.seq_id[r] + 1);
@@ -209,17 +204,14 @@ void build_rank_model(const TraceView& tv, const std::vector<std::vector<size_t>
       post.push_back(m.require(OpType::kEmbeddingGradsAllReduce, 0, s, "first/last stage embedding"));
     }
     std::vector<int32_t> first_deps{gc};
+    if (m.use_dp && num_rs < 1) {
+      throw ModelError("stage " + std::to_string(s) + " has no grads-reduce-scatter op");
+    }
     if (m.use_dp && m.overlap_dp) {
-      if (num_rs < 1) {
-        throw ModelError("stage " + std::to_string(s) + " has no grads-reduce-scatter op");
-      }
       first_deps.insert(first_deps.begin(),
                         m.require(OpType::kGradsReduceScatter, num_rs - 1, s, "post-compute chain"));
       post.push_back(m.require(OpType::kSeparateGradsAllReduce, 0, s, "post-compute chain"));
     } else if (m.use_dp) {
-      if (num_rs < 1) {
-        throw ModelError("stage " + std::to_string(s) + " has no grads-reduce-scatter op");
-      }
       for (int32_t i = 0; i < num_rs; ++i) {
         post.push_back(m.require(OpType::kGradsReduceScatter, i, s, "post-compute chain"));
       }
