@@ -31,7 +31,7 @@ std::string step_list(const std::vector<int64_t>& steps) {
 
 }  // namespace
 
-std::vector<int64_t> parse_step_selection(const std::vector<std::string>& tokens) {
+std::vector<int64_t> parse_step_selection(const std::vector<std::string>& tokens, const std::string& option) {
   std::vector<int64_t> steps;
   for (const std::string& token : tokens) {
     std::string_view rest = token;
@@ -44,7 +44,7 @@ std::vector<int64_t> parse_step_selection(const std::vector<std::string>& tokens
                           ? parse_step(item, lo) && (hi = lo, true)
                           : parse_step(item.substr(0, dash), lo) && parse_step(item.substr(dash + 1), hi) && lo <= hi;
       if (!ok || hi - lo > kMaxRange) {
-        throw BadInput("--steps: '" + std::string(item) +
+        throw BadInput(option + ": '" + std::string(item) +
                        "' is not a step or a range of steps (e.g. 12 or 20-23, first <= last)");
       }
       for (int64_t s = lo; s <= hi; ++s) steps.push_back(s);
@@ -59,13 +59,7 @@ std::vector<int64_t> parse_step_selection(const std::vector<std::string>& tokens
 
 std::vector<int64_t> pick_steps(const std::string& option, const std::vector<std::string>& tokens,
                                 const std::set<int64_t>& available) {
-  std::vector<int64_t> wanted;
-  try {
-    wanted = parse_step_selection(tokens);
-  } catch (const BadInput& e) {
-    // Name the option actually given.
-    throw BadInput(option + std::string(e.what()).substr(std::string("--steps").size()));
-  }
+  const std::vector<int64_t> wanted = parse_step_selection(tokens, option);
   std::vector<int64_t> kept, missing;
   for (const int64_t s : wanted) (available.count(s) ? kept : missing).push_back(s);
   if (kept.empty()) {

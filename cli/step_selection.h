@@ -11,8 +11,10 @@
 namespace sp::cli {
 
 // "12 20-23" (or "12,20-23") to a sorted list of step numbers: each token is a step or an
-// inclusive range a-b (a <= b). Throws BadInput naming the bad token. Sorted, no repeats.
-std::vector<int64_t> parse_step_selection(const std::vector<std::string>& tokens);
+// inclusive range a-b (a <= b). Throws BadInput naming `option` and the bad token. Sorted, no
+// repeats.
+std::vector<int64_t> parse_step_selection(const std::vector<std::string>& tokens,
+                                          const std::string& option = "--steps");
 
 // The selected steps that are `available`, in order. Selected steps that are not available
 // are reported as a warning (never silently dropped); none available is BadInput. `option`
