@@ -89,6 +89,47 @@ TEST(OnlineCauses, GcPausesAreNamedOnTheirSteps) {
   }
 }
 
+// A slow link: on the given steps every rank's last bucket all-reduce transfers `extra_s`
+// longer (what ends at or after its end on each rank, the rest of backward, the optimizer and
+// the step mark, moves by as much).
+void slow_last_bucket(SyntheticRun* run, const std::vector<int64_t>& steps, double extra_s) {
+  const auto extra = static_cast<uint64_t>(extra_s * 1e9);
+  for (int64_t step : steps) {
+    for (probe::StepSummary& s : run->steps.at(static_cast<size_t>(step))) {
+      uint64_t last_end = 0;
+      for (const sp_event& e : s.ops) {
+        if (e.kind == SP_OP_COLLECTIVE) last_end = std::max(last_end, e.end_ns);
+      }
+      ASSERT_GT(last_end, 0u);
+      auto shift = [&](uint64_t& t) { t += t >= last_end ? extra : 0; };
+      for (sp_event& e : s.ops) {
+        shift(e.start_ns);
+        shift(e.end_ns);
+      }
+      shift(s.step_end_ns);
+    }
+  }
+}
+
+TEST(OnlineCauses, SlowTransfersAreComm) {
+  SyntheticJob job;
+  job.jitter = 0.005;
+  SyntheticRun run = run_synthetic(job, kSteps);
+  slow_last_bucket(&run, {8, 16, 24}, 0.03);
+  const auto verdicts = analyze(run);
+  for (size_t i = kWarmup; i < verdicts.size(); ++i) {
+    const StepVerdict& v = verdicts[i];
+    ASSERT_TRUE(v.analyzed) << v.skip_reason;
+    if (v.step == 8 || v.step == 16 || v.step == 24) {
+      EXPECT_EQ(v.cause, Cause::kComm) << "step " << v.step << ": " << v.evidence;
+      EXPECT_EQ(v.top_op, "all-reduce");
+      EXPECT_GT(v.S, 1.2);
+    } else {
+      EXPECT_EQ(v.cause, Cause::kNone) << "step " << v.step << ": " << v.evidence;
+    }
+  }
+}
+
 TEST(OnlineCauses, ASlowdownSharedByEveryRankIsNotStraggling) {
   SyntheticJob job;
   job.jitter = 0.01;
