@@ -16,9 +16,13 @@ std::string fixed(double a, int decimals) {
   return buf;
 }
 
-bool is_comm_type(std::string_view t) {
-  return t != "forward-compute" && t != "backward-compute" && t != "optimizer" && t != "gc" &&
-         t != "data-wait" && t != "other" && t != "launch-delay" && t != "unknown";
+// Whether the step's ops of this type are collectives or p2p transfers (op_role says which
+// kinds are); "launch-delay" and any name no op carries are not.
+bool is_comm_type(const StepModel& m, std::string_view t) {
+  for (const LogicalOp& op : m.ops) {
+    if (m.type_names[static_cast<size_t>(op.type)] == t) return op_role(op.kind) == OpRole::kComm;
+  }
+  return false;
 }
 
 }  // namespace
@@ -91,7 +95,7 @@ CauseResult classify(const CauseInput& in, const CauseThresholds& th) {
 
   // 4. comm: a communication type's transfer time (waiting already split off) dominates:
   // link or NIC trouble rather than a slow peer (a slow peer shows as waiting, not transfer).
-  if (is_comm_type(out.top_op)) {
+  if (is_comm_type(m, out.top_op)) {
     out.cause = Cause::kComm;
     name_rank(wr, wr_S);
     out.evidence = with_top("transfer time dominates");
