@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "straggler_probe/whatif/synthetic_trace.h"
@@ -21,23 +22,20 @@ using sp::whatif::SlowStage;
 using sp::whatif::SlowWorker;
 using sp::whatif::SyntheticJobSpec;
 
-int parse_int(std::string_view text, const std::string& what) {
-  int v = 0;
+// The whole of `text` as a T (int or double), or an error naming the option.
+template <class T>
+T parse_whole(std::string_view text, const std::string& what) {
+  T v = 0;
   const auto res = std::from_chars(text.data(), text.data() + text.size(), v);
   if (res.ec != std::errc() || res.ptr != text.data() + text.size()) {
-    throw std::invalid_argument(what + ": '" + std::string(text) + "' is not an integer");
+    throw std::invalid_argument(what + ": '" + std::string(text) + "' is not " +
+                                (std::is_integral_v<T> ? "an integer" : "a number"));
   }
   return v;
 }
 
-double parse_factor(std::string_view text, const std::string& what) {
-  double v = 0;
-  const auto res = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (res.ec != std::errc() || res.ptr != text.data() + text.size()) {
-    throw std::invalid_argument(what + ": '" + std::string(text) + "' is not a number");
-  }
-  return v;
-}
+int parse_int(std::string_view text, const std::string& what) { return parse_whole<int>(text, what); }
+double parse_factor(std::string_view text, const std::string& what) { return parse_whole<double>(text, what); }
 
 // "WHO:FACTOR" -> (WHO, FACTOR)
 std::pair<std::string_view, double> split_factor(std::string_view arg, const std::string& what) {
