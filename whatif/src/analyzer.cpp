@@ -34,6 +34,23 @@ std::vector<StepValue> ascending(const std::vector<int64_t>& steps, const std::v
   return out;
 }
 
+// Replays `work` (no launch delays) and keeps, per step, its span as a trace would show it and
+// the simulated step end. The result's views stay valid until the simulator's next run.
+SimResult replay_steps(Simulator& sim, std::span<const double> work, size_t num_steps, std::vector<double>& span,
+                       std::vector<double>& step_end) {
+  SimInput in;
+  in.work = work;
+  in.want_span = true;
+  const SimResult res = sim.run(in);
+  span.resize(num_steps);
+  step_end.resize(num_steps);
+  for (size_t s = 0; s < num_steps; ++s) {
+    span[s] = res.span_end[s] - res.span_start[s];
+    step_end[s] = res.step_end[s];
+  }
+  return res;
+}
+
 LaneModel restrict_steps(LaneModel model, const AnalyzeOptions& opts) {
   std::vector<int64_t> keep;
   for (int64_t s : *opts.steps) {
@@ -87,16 +104,7 @@ Analysis::State::State(LaneModel m, AnalyzeOptions opts)
 
   // 2. No launch delays.
   {
-    SimInput in;
-    in.work = work_base;
-    in.want_span = true;
-    const SimResult res = sim.run(in);
-    span_nodelay.resize(S);
-    sim_nodelay.resize(S);
-    for (size_t s = 0; s < S; ++s) {
-      span_nodelay[s] = res.span_end[s] - res.span_start[s];
-      sim_nodelay[s] = res.step_end[s];
-    }
+    const SimResult res = replay_steps(sim, work_base, S, span_nodelay, sim_nodelay);
     work_nodelay.resize(cells);
     for (size_t v = 0; v < N; ++v) {
       for (size_t c = v * L; c < (v + 1) * L; ++c) {
@@ -116,16 +124,7 @@ Analysis::State::State(LaneModel m, AnalyzeOptions opts)
                       pandas_series_mean(std::span<const double>(sim_nodelay));
 
   {
-    SimInput in;
-    in.work = work_ideal;
-    in.want_span = true;
-    const SimResult res = sim.run(in);
-    span_ideal.resize(S);
-    sim_ideal.resize(S);
-    for (size_t s = 0; s < S; ++s) {
-      span_ideal[s] = res.span_end[s] - res.span_start[s];
-      sim_ideal[s] = res.step_end[s];
-    }
+    replay_steps(sim, work_ideal, S, span_ideal, sim_ideal);
     sim.release_cells(ideal_start, ideal_end);
     // Later replays start from the ideal timeline's own durations.
     for (size_t c = 0; c < cells; ++c) {
