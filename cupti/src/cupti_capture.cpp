@@ -107,6 +107,9 @@ struct CuptiCapture::Impl {
   void calibrate_locked();
   bool process_locked(bool forced);
   void emit_spans(std::vector<cupti::RegionSpan>& spans);
+  // Emits what the parser and the region attribution still hold (activities waiting for their
+  // correlation, spans not yet quiescent): capture stops or hands CUPTI to another client.
+  void emit_held_locked();
   void emit(const sp_event& ev);
   void thread_main();
   void stop_thread_and_wait(std::chrono::milliseconds limit);
@@ -246,6 +249,15 @@ void CuptiCapture::Impl::emit_spans(std::vector<cupti::RegionSpan>& spans) {
   spans.clear();
 }
 
+void CuptiCapture::Impl::emit_held_locked() {
+  std::vector<cupti::GpuActivity> rest;
+  parser->drain(rest);
+  for (const auto& a : rest) regions.add(a, windows + 1);
+  std::vector<cupti::RegionSpan> spans;
+  regions.take_all(spans);
+  emit_spans(spans);
+}
+
 bool CuptiCapture::Impl::process_locked(bool forced) {
   if (!activity || g_forked_child.load(std::memory_order_relaxed)) return false;
   activity->flush(forced);
@@ -383,12 +395,7 @@ void CuptiCapture::stop() {
     s.process_locked(true);
     s.activity->disable();
   }
-  std::vector<cupti::GpuActivity> rest;
-  s.parser->drain(rest);
-  for (const auto& a : rest) s.regions.add(a, s.windows + 1);
-  std::vector<cupti::RegionSpan> spans;
-  s.regions.take_all(spans);
-  s.emit_spans(spans);
+  s.emit_held_locked();
 }
 
 bool CuptiCapture::pause(const char* reason) {
@@ -399,12 +406,7 @@ bool CuptiCapture::pause(const char* reason) {
   s.activity_fast.store(nullptr);
   s.process_locked(true);
   s.activity->disable();
-  std::vector<cupti::GpuActivity> rest;
-  s.parser->drain(rest);
-  for (const auto& a : rest) s.regions.add(a, s.windows + 1);
-  std::vector<cupti::RegionSpan> spans;
-  s.regions.take_all(spans);
-  s.emit_spans(spans);
+  s.emit_held_locked();
   s.paused.store(true);
   s.inactive_reason = std::string("paused (") + (reason != nullptr ? reason : "requested") + ")";
   ++s.pauses;
