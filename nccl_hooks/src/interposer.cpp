@@ -213,16 +213,15 @@ void Interposer::finish(const OpIdentity& id, Call& call, ncclResult_t result) {
   {
     std::lock_guard<std::mutex> lock(step_mutex_);
     if (!detector_) detector_ = std::make_unique<StepDetector>(activate().marker);
-    if (!steps_external_ && label >= 0 && label != static_cast<int64_t>(marks_made_)) {
-      steps_external_ = true;  // another producer (the Python package) marks steps
-      gpu::info("steps are marked by the application: automatic step detection off");
-    }
-    if (!steps_external_) {
+    bool stood_down_now = false;
+    if (own_marks_.sole_producer(label, &stood_down_now)) {
       boundary = detector_->on_op(id.coll, id.group_id, id.bytes, ev.start_ns, ev.end_ns);
       if (boundary == StepDetector::Boundary::kBefore && label >= 0) {
-        if (gpu::runtime_mark_step(label)) ++marks_made_;
+        own_marks_.mark(label);
         ++label;  // this operation opens the next step
       }
+    } else if (stood_down_now) {
+      gpu::info("steps are marked by the application: automatic step detection off");
     }
   }
   gpu::tag_step(ev, label);
@@ -242,7 +241,7 @@ void Interposer::finish(const OpIdentity& id, Call& call, ncclResult_t result) {
 
   if (boundary == StepDetector::Boundary::kAfter && label >= 0) {
     std::lock_guard<std::mutex> lock(step_mutex_);
-    if (gpu::runtime_mark_step(label)) ++marks_made_;
+    own_marks_.mark(label);
   }
   if (boundary != StepDetector::Boundary::kNone) {
     counters_.steps_marked.fetch_add(1, std::memory_order_relaxed);
@@ -295,8 +294,7 @@ InterposerStats Interposer::stats() const {
 void Interposer::reset_for_tests() {
   std::lock_guard<std::mutex> lock(step_mutex_);
   detector_.reset();
-  steps_external_ = false;
-  marks_made_ = 0;
+  own_marks_ = OwnStepMarks();
   for (auto& n : names_) n.store(0);
   group_name_.store(0);
   counters_.recorded = counters_.folded_groups = counters_.passthrough = 0;

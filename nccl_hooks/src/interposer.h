@@ -20,6 +20,7 @@
 
 #include "nccl_op.h"
 #include "nccl_types.h"
+#include "own_step_marks.h"
 #include "step_detector.h"
 #include "stream_timer.h"
 
@@ -99,8 +100,7 @@ class Interposer {
 
   std::mutex step_mutex_;  // the detector sees operations of all threads in one order
   std::unique_ptr<StepDetector> detector_;
-  bool steps_external_ = false;  // someone else marks steps: stand down
-  uint64_t marks_made_ = 0;
+  OwnStepMarks own_marks_;  // the detector stands down when someone else marks steps
 
   std::atomic<uint32_t> names_[16] = {};
   std::atomic<uint32_t> group_name_{0};

@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "activation.h"
+#include "own_step_marks.h"
 #include "python_presence.h"
 #include "rank_env.h"
 #include "straggler_probe/gpu/cupti_capture.h"
@@ -28,8 +29,7 @@ constinit std::atomic<NvtxStepState> g_state{NvtxStepState::kOff};
 
 // Marking: one step range closes at a time (ranges of several threads end in one order).
 constinit std::mutex g_mark_mutex{};
-constinit int64_t g_expected_label = 0;  // the label the runtime gives the next step if only we mark
-constinit bool g_stood_down = false;
+constinit OwnStepMarks g_own_marks{};
 
 std::string own_path() {
   Dl_info info{};
@@ -197,20 +197,19 @@ void nvtx_step_range_closed() noexcept {
     activate();  // a step mark may come before any range was opened
     if (!recording_allowed()) return;  // not a rank, or a forked child
     std::lock_guard<std::mutex> lock(g_mark_mutex);
-    if (g_stood_down) return;
     const int64_t label = gpu::current_step_label();
-    if (label < 0) return;  // no runtime in this image
-    if (label != g_expected_label) {
-      // Someone else marks steps (the straggler_probe package at optimizer.step(), or the
-      // application through sp_mark_step): two sources would split every step in two.
-      g_stood_down = true;
-      gpu::warn_once(gpu::WarnOnce::kNvtxStepsStoodDown,
-                     std::string(kVar) +
-                         " is ignored: the application marks the steps itself (the "
-                         "straggler_probe package or sp_mark_step); its marks win");
+    bool stood_down_now = false;
+    if (!g_own_marks.sole_producer(label, &stood_down_now)) {
+      if (stood_down_now) {
+        gpu::warn_once(gpu::WarnOnce::kNvtxStepsStoodDown,
+                       std::string(kVar) +
+                           " is ignored: the application marks the steps itself (the "
+                           "straggler_probe package or sp_mark_step); its marks win");
+      }
       return;
     }
-    if (gpu::runtime_mark_step(label)) g_expected_label = label + 1;
+    if (label < 0) return;  // no runtime in this image
+    g_own_marks.mark(label);
     gpu::CuptiCapture::instance().request_flush();  // step end: GPU records off the hot path
   } catch (...) {
   }

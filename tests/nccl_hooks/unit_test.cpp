@@ -1,5 +1,6 @@
 // Pure pieces of nccl_hooks: group folding, communicator identity, launcher environment, step
-// detection, and the CUDA-event stream timer against a simulated GPU clock.
+// detection and its stand-down rule, and the CUDA-event stream timer against a simulated GPU
+// clock.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -10,6 +11,7 @@
 #include "cuda_runtime_api.h"
 #include "nccl_op.h"
 #include "nccl_op_names.h"
+#include "own_step_marks.h"
 #include "rank_env.h"
 #include "step_detector.h"
 #include "straggler_probe/gpu/event_sink.h"
@@ -254,6 +256,34 @@ TEST(StepDetector, ExplicitMarkers) {
   off.mode = StepMarker::Mode::kOff;
   StepDetector f(off);
   for (int i = 0; i < 100; ++i) EXPECT_EQ(f.on_op(SP_COLL_ALL_REDUCE, 1, 4, 0, 0), StepDetector::Boundary::kNone);
+}
+
+// A stand-in runtime for the step marks: the last marked label, as sp_mark_step keeps it.
+int64_t g_last_marked = -1;
+int64_t sim_last_marked() { return g_last_marked; }
+int sim_mark(int64_t step) {
+  g_last_marked = step;
+  return SP_OK;
+}
+
+TEST(OwnStepMarks, MarksWhileAloneAndStandsDownForGoodAtAForeignMark) {
+  g_last_marked = -1;
+  gpu::set_runtime_step_hooks({&sim_last_marked, &sim_mark});
+  OwnStepMarks own;
+  bool now = false;
+  for (int64_t step = 0; step < 3; ++step) {
+    ASSERT_TRUE(own.sole_producer(gpu::current_step_label(), &now)) << step;
+    EXPECT_TRUE(own.mark(gpu::current_step_label()));
+  }
+  EXPECT_FALSE(now);
+  EXPECT_TRUE(own.sole_producer(-1, &now)) << "no runtime shows no foreign mark";
+  sim_mark(gpu::current_step_label());  // the application marks step 3 itself
+  EXPECT_FALSE(own.sole_producer(gpu::current_step_label(), &now));
+  EXPECT_TRUE(now) << "told once, to say so once";
+  now = false;
+  EXPECT_FALSE(own.sole_producer(gpu::current_step_label(), &now));
+  EXPECT_FALSE(now);
+  gpu::set_runtime_step_hooks({});
 }
 
 // ---- stream timer against a simulated GPU -------------------------------------------------------
