@@ -32,6 +32,9 @@ class PluginTest : public ::testing::Test {
     plugin_reset_for_tests();
     sp_test_clear();
   }
+  // Every plugin init sets the interposer aside; hand it back even when an assertion ended the
+  // test early, so the next test starts from the same state.
+  void TearDown() override { Interposer::instance().set_plugin_active(false); }
 };
 
 constexpr uint64_t kHash = 0xC0FFEE1234ull;
@@ -105,7 +108,6 @@ TEST_F(PluginTest, V5CollectiveWithKernelChannelTimes) {
   EXPECT_STREQ(sp_test_name(ev[0].name_id), "ncclAllReduce");
   EXPECT_EQ(plugin_stats().ops_gpu_timed, 1u);
   ASSERT_EQ(ncclProfiler_v5.finalize(ctx), 0);
-  Interposer::instance().set_plugin_active(false);
 }
 
 TEST_F(PluginTest, V5P2pAndSequencesPerCommunicator) {
@@ -150,7 +152,6 @@ TEST_F(PluginTest, V5P2pAndSequencesPerCommunicator) {
   EXPECT_EQ(ev[4].time_source, static_cast<uint32_t>(SP_TIME_HOST)) << "no channel timers";
   ncclProfiler_v5.finalize(a);
   ncclProfiler_v5.finalize(b);
-  Interposer::instance().set_plugin_active(false);
 }
 
 TEST_F(PluginTest, V4CollectiveWithKernelChannelTimes) {
@@ -188,7 +189,6 @@ TEST_F(PluginTest, V4CollectiveWithKernelChannelTimes) {
   EXPECT_EQ(ev[0].end_ns - ev[0].start_ns, 5000u);
   EXPECT_EQ(ev[0].time_source, static_cast<uint32_t>(SP_TIME_NCCL));
   ncclProfiler_v4.finalize(ctx);
-  Interposer::instance().set_plugin_active(false);
 }
 
 TEST_F(PluginTest, V3TakesTheCommunicatorFromTheEvents) {
@@ -215,7 +215,6 @@ TEST_F(PluginTest, V3TakesTheCommunicatorFromTheEvents) {
   EXPECT_EQ(ev[0].bytes, 12u);
   EXPECT_EQ(ev[0].time_source, static_cast<uint32_t>(SP_TIME_HOST));
   ncclProfiler_v3.finalize(ctx);
-  Interposer::instance().set_plugin_active(false);
 }
 
 TEST_F(PluginTest, V2NamesAsStrings) {
@@ -239,7 +238,6 @@ TEST_F(PluginTest, V2NamesAsStrings) {
   EXPECT_EQ(ev[0].bytes, 8u);
   EXPECT_EQ(ev[0].group_id, kHash + 2);
   ncclProfiler_v2.finalize(ctx);
-  Interposer::instance().set_plugin_active(false);
 }
 
 TEST_F(PluginTest, V1FunctionAndDatatypeAsNumbers) {
@@ -261,7 +259,6 @@ TEST_F(PluginTest, V1FunctionAndDatatypeAsNumbers) {
   EXPECT_EQ(ev[0].bytes, 200u);
   EXPECT_EQ(ev[0].group_id, kHash + 1);
   ncclProfiler_v1.finalize(ctx);
-  Interposer::instance().set_plugin_active(false);
 }
 
 TEST_F(PluginTest, UntrackedEventsGetNullHandlesAndOrphanChannelsAreCounted) {
@@ -282,7 +279,6 @@ TEST_F(PluginTest, UntrackedEventsGetNullHandlesAndOrphanChannelsAreCounted) {
   EXPECT_EQ(h, nullptr);
   EXPECT_EQ(plugin_stats().orphan_channels, 1u);
   ncclProfiler_v5.finalize(ctx);
-  Interposer::instance().set_plugin_active(false);
 }
 
 TEST_F(PluginTest, FinalizeEmitsOperationsStillWaitingForChannels) {
@@ -304,7 +300,6 @@ TEST_F(PluginTest, FinalizeEmitsOperationsStillWaitingForChannels) {
   ASSERT_EQ(ev.size(), 1u);
   EXPECT_EQ(ev[0].time_source, static_cast<uint32_t>(SP_TIME_HOST));
   EXPECT_EQ(plugin_stats().ops_swept, 1u);
-  Interposer::instance().set_plugin_active(false);
 }
 
 TEST_F(PluginTest, PoolExhaustionReturnsNullHandles) {
@@ -328,7 +323,6 @@ TEST_F(PluginTest, PoolExhaustionReturnsNullHandles) {
   EXPECT_EQ(plugin_stats().pool_exhausted, 1u);
   plugin_reset_for_tests();
   ncclProfiler_v5.finalize(ctx);
-  Interposer::instance().set_plugin_active(false);
 }
 
 }  // namespace
