@@ -16,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include "exit_codes.h"
+#include "output_dir.h"
 #include "parquet_bridge.h"
 #include "step_selection.h"
 #include "straggler_probe/whatif/analyzer.h"
@@ -143,11 +144,7 @@ int run_analyze(const AnalyzeArgs& args) {
   options.decompose_threshold = args.threshold;
 
   const fs::path out_dir(args.out);
-  std::error_code ec;
-  fs::create_directories(out_dir, ec);
-  if (ec || !fs::is_directory(out_dir)) {
-    throw BadInput("--out: cannot create directory " + args.out + (ec ? ": " + ec.message() : ""));
-  }
+  create_output_dir(args.out);
 
   Analysis analysis(trace, meta, options);
   const AnalysisResult& r = analysis.result();
@@ -160,6 +157,7 @@ int run_analyze(const AnalyzeArgs& args) {
     write_json_file(mw_to_json(*mw), (out_dir / "mw.json").string(), 4);
   } else {
     // The artifact writes no M_W when S_w is undefined; say so rather than leave a stale file.
+    std::error_code ec;
     fs::remove(out_dir / "mw.json", ec);
     spdlog::warn("M_W not computed: the slowdown is below --threshold {}, so there is no per-worker attribution",
                  args.threshold);

@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "exit_codes.h"
+#include "output_dir.h"
 #include "step_selection.h"
 #include "straggler_probe/online/analyzer.h"
 #include "summary_dir_reader.h"
@@ -106,11 +107,7 @@ int run_analyze_dir(const AnalyzeDirArgs& args) {
   }
 
   const std::string out = args.out.empty() ? (fs::path(args.dir) / "report").string() : args.out;
-  std::error_code ec;
-  fs::create_directories(out, ec);
-  if (ec || !fs::is_directory(out)) {
-    throw BadInput("--out: cannot create directory " + out + (ec ? ": " + ec.message() : ""));
-  }
+  create_output_dir(out);
   online::OnlineConfig config;
   config.world_size = index.world_size;
   config.output_dir = out;
@@ -119,6 +116,7 @@ int run_analyze_dir(const AnalyzeDirArgs& args) {
   config.ideal.window_steps = args.window_steps;
   if (!args.quiet) config.log_sink = print_line;
   // The analyzer appends to its JSONL (a live run appends across restarts); a rerun here replaces it.
+  std::error_code ec;
   fs::remove(fs::path(out) / config.jsonl_name, ec);
   online::OnlineAnalyzer analyzer(config);
 
