@@ -21,13 +21,8 @@ struct Group {
   std::vector<uint8_t> lane_mask;  // empty: all lanes
 };
 
-std::string optype_key(const LaneModel& m, size_t v, bool launch) {
-  const OpType t = m.node_optype[v];
-  if (launch && m.node_seq_id[v] == 0 &&
-      ((t == OpType::kForwardCompute && m.node_stage[v] == 0) ||
-       (t == OpType::kForwardRecv && m.node_stage[v] > 0))) {
-    return "first-op";
-  }
+// The artifact's op type column after it renames the pipeline p2p types.
+std::string renamed_type(OpType t) {
   switch (t) {
     case OpType::kForwardSend:
     case OpType::kForwardRecv: return "forward-pp-comm";
@@ -35,6 +30,16 @@ std::string optype_key(const LaneModel& m, size_t v, bool launch) {
     case OpType::kBackwardRecv: return "backward-pp-comm";
     default: return std::string(op_type_name(t));
   }
+}
+
+std::string optype_key(const LaneModel& m, size_t v, bool launch) {
+  const OpType t = m.node_optype[v];
+  if (launch && m.node_seq_id[v] == 0 &&
+      ((t == OpType::kForwardCompute && m.node_stage[v] == 0) ||
+       (t == OpType::kForwardRecv && m.node_stage[v] > 0))) {
+    return "first-op";
+  }
+  return renamed_type(t);
 }
 
 void sort_descending(std::vector<GroupValue>& v) {
@@ -142,12 +147,7 @@ void decompose_all(Analysis::State& st, bool launch, const std::vector<int64_t>&
   });
   present.erase(std::unique(present.begin(), present.end()), present.end());
   std::vector<std::string> renamed;
-  for (OpType t : present) {
-    renamed.push_back(is_p2p(t) ? (t == OpType::kForwardSend || t == OpType::kForwardRecv
-                                       ? "forward-pp-comm"
-                                       : "backward-pp-comm")
-                                : std::string(op_type_name(t)));
-  }
+  for (OpType t : present) renamed.push_back(renamed_type(t));
   std::vector<std::string> distinct = renamed;
   std::sort(distinct.begin(), distinct.end());
   const bool categorical = std::adjacent_find(distinct.begin(), distinct.end()) == distinct.end();
