@@ -72,9 +72,12 @@ std::array<int, kNumColumns> parse_header(std::string_view header, const std::st
         header.substr(start, (comma == std::string_view::npos ? header.size() : comma) - start);
     const auto it = std::find(kColumnNames.begin(), kColumnNames.end(), name);
     if (it == kColumnNames.end()) {
-      throw TraceError(file, 1, std::string(name),
-                       "not a column of the trace schema (expected dp_rank,stage,rank,step,optype,start_ts,"
-                       "duration,seq_id,mc,mb_id,gmc)");
+      std::string expected;
+      for (const std::string_view c : kColumnNames) {
+        if (!expected.empty()) expected += ',';
+        expected += c;
+      }
+      throw TraceError(file, 1, std::string(name), "not a column of the trace schema (expected " + expected + ")");
     }
     const auto col = static_cast<size_t>(it - kColumnNames.begin());
     if (position_of[col] != -1) throw TraceError(file, 1, std::string(name), "appears twice in the header");
