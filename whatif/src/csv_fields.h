@@ -1,14 +1,40 @@
-// Exact parsing of single CSV/YAML fields, and quoting of bad values for error messages.
+// Lines and exact single fields of CSV/YAML text, and quoting of bad values for error messages.
 // Internal to the loaders.
 #pragma once
 
+#include <array>
 #include <charconv>
+#include <cstring>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 
 namespace sp::whatif::detail {
+
+// Splits text into lines one at a time; a final line without '\n' counts, a trailing '\n'
+// does not start an extra line. A '\r' before '\n' is dropped (files written on Windows).
+class LineReader {
+ public:
+  explicit LineReader(std::string_view text) : text_(text) {}
+  bool next(std::string_view& line) {
+    if (pos_ >= text_.size()) return false;
+    const char* begin = text_.data() + pos_;
+    const void* nl = std::memchr(begin, '\n', text_.size() - pos_);
+    const size_t len = nl ? static_cast<size_t>(static_cast<const char*>(nl) - begin) : text_.size() - pos_;
+    line = std::string_view(begin, len);
+    pos_ += len + 1;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    ++number_;
+    return true;
+  }
+  size_t number() const { return number_; }
+
+ private:
+  std::string_view text_;
+  size_t pos_ = 0;
+  size_t number_ = 0;
+};
 
 // A whole-field decimal integer ("-1", "42"); no sign '+', spaces, or fraction. A hand loop
 // because trace integers are short and from_chars' generality shows up in load time; up to 18
@@ -43,5 +69,16 @@ std::string quote_value(std::string_view s);
 
 // Shortest text that reads back as the same double (for echoing numbers in messages).
 std::string format_number(double v);
+
+// "a<sep>b<sep>c": the names a message lists as expected.
+template <size_t N>
+std::string join(const std::array<std::string_view, N>& names, std::string_view sep) {
+  std::string out;
+  for (const std::string_view n : names) {
+    if (!out.empty()) out += sep;
+    out += n;
+  }
+  return out;
+}
 
 }  // namespace sp::whatif::detail

@@ -45,15 +45,10 @@ std::string key_error(Key k, const std::string& what) {
 
 JobMeta parse_meta(std::string_view text, const std::string& file) {
   std::array<Entry, kNumKeys> entries{};
-  size_t line_no = 0;
-  size_t pos = 0;
+  detail::LineReader lines(text);
   bool any_line = false;
-  while (pos < text.size()) {
-    const size_t nl = text.find('\n', pos);
-    std::string_view raw = text.substr(pos, (nl == std::string_view::npos ? text.size() : nl) - pos);
-    pos = nl == std::string_view::npos ? text.size() : nl + 1;
-    ++line_no;
-    if (!raw.empty() && raw.back() == '\r') raw.remove_suffix(1);
+  for (std::string_view raw; lines.next(raw);) {
+    const size_t line_no = lines.number();
     const std::string_view line = trim(raw);
     if (line.empty() || line.front() == '#') continue;
     any_line = true;
@@ -68,8 +63,7 @@ JobMeta parse_meta(std::string_view text, const std::string& file) {
     while (k < kKeyNames.size() && kKeyNames[k] != key) ++k;
     if (k == kKeyNames.size()) {
       throw TraceError(file, line_no, "",
-                       "unknown key " + detail::quote_value(key) +
-                           " (expected trial_name, run_id, dp_size, pp_size, tp_size, dsp_size, vpp_size, world_size)");
+                       "unknown key " + detail::quote_value(key) + " (expected " + detail::join(kKeyNames, ", ") + ")");
     }
     if (entries[k].line != 0) {
       throw TraceError(file, line_no, "",

@@ -18,31 +18,8 @@ namespace {
 
 using detail::Column;
 using detail::kColumnNames;
+using detail::LineReader;
 using detail::kNumColumns;
-
-// Splits text into lines one at a time; a final line without '\n' counts, a trailing '\n'
-// does not start an extra line. A '\r' before '\n' is dropped (files written on Windows).
-class LineReader {
- public:
-  explicit LineReader(std::string_view text) : text_(text) {}
-  bool next(std::string_view& line) {
-    if (pos_ >= text_.size()) return false;
-    const char* begin = text_.data() + pos_;
-    const void* nl = std::memchr(begin, '\n', text_.size() - pos_);
-    const size_t len = nl ? static_cast<size_t>(static_cast<const char*>(nl) - begin) : text_.size() - pos_;
-    line = std::string_view(begin, len);
-    pos_ += len + 1;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    ++number_;
-    return true;
-  }
-  size_t number() const { return number_; }
-
- private:
-  std::string_view text_;
-  size_t pos_ = 0;
-  size_t number_ = 0;
-};
 
 // Splits a line at commas into at most `cap` fields; returns the true field count. A plain
 // byte loop: one memchr per field costs more than the scan itself on ~8-byte fields.
@@ -72,12 +49,8 @@ std::array<int, kNumColumns> parse_header(std::string_view header, const std::st
         header.substr(start, (comma == std::string_view::npos ? header.size() : comma) - start);
     const auto it = std::find(kColumnNames.begin(), kColumnNames.end(), name);
     if (it == kColumnNames.end()) {
-      std::string expected;
-      for (const std::string_view c : kColumnNames) {
-        if (!expected.empty()) expected += ',';
-        expected += c;
-      }
-      throw TraceError(file, 1, std::string(name), "not a column of the trace schema (expected " + expected + ")");
+      throw TraceError(file, 1, std::string(name),
+                       "not a column of the trace schema (expected " + detail::join(kColumnNames, ",") + ")");
     }
     const auto col = static_cast<size_t>(it - kColumnNames.begin());
     if (position_of[col] != -1) throw TraceError(file, 1, std::string(name), "appears twice in the header");
