@@ -3,18 +3,14 @@
 #include "cause_rules.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <string_view>
+
+#include "straggler_probe/whatif/number_text.h"
 
 namespace sp::online {
 namespace {
 
-// Fixed-point text of a number with `decimals` digits after the point.
-std::string fixed(double a, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, a);
-  return buf;
-}
+using whatif::fixed;
 
 // Whether the step's ops of this type are collectives or p2p transfers (op_role says which
 // kinds are); "launch-delay" and any name no op carries are not.

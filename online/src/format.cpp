@@ -2,21 +2,16 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <map>
 
 #include "straggler_probe/online/analyzer.h"
+#include "straggler_probe/whatif/number_text.h"
 
 namespace sp::online {
 namespace {
 
-// Fixed-point text of a number with `decimals` digits after the point.
-std::string fixed(double a, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, a);
-  return buf;
-}
+using whatif::fixed;
 
 std::string pad_left(std::string s, size_t width) {
   return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;

@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <string>
 
+#include "straggler_probe/whatif/number_text.h"
+
 namespace sp::whatif {
 namespace {
 
@@ -31,12 +33,6 @@ std::string hex(const Rgb& c) {
   char buf[8];
   std::snprintf(buf, sizeof buf, "#%02x%02x%02x", static_cast<int>(std::lround(c.r)), static_cast<int>(std::lround(c.g)),
                 static_cast<int>(std::lround(c.b)));
-  return buf;
-}
-
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   return buf;
 }
 

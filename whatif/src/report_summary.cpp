@@ -2,20 +2,14 @@
 #include "straggler_probe/whatif/report_summary.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <map>
 #include <string>
 
+#include "straggler_probe/whatif/number_text.h"
 #include "straggler_probe/whatif/op_type.h"
 
 namespace sp::whatif {
 namespace {
-
-std::string num(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
 
 const GroupSlowdown* worst(const std::vector<GroupSlowdown>& groups) {
   const auto it = std::max_element(groups.begin(), groups.end(),
@@ -59,10 +53,10 @@ double worst_rank_consistency(const std::vector<std::string>& per_step) {
 std::string derive_verdict(const SummaryInput& in) {
   const double s = in.slowdown;
   if (s < kNoStragglingBelow) {
-    return "no significant straggling (S=" + num(s, 3) + " < " + num(kNoStragglingBelow, 2) + ")";
+    return "no significant straggling (S=" + fixed(s, 3) + " < " + fixed(kNoStragglingBelow, 2) + ")";
   }
   if (in.m_w && *in.m_w >= kFewWorkersMw) {
-    std::string v = "a few workers are the bottleneck (M_W=" + num(*in.m_w, 2) + ")";
+    std::string v = "a few workers are the bottleneck (M_W=" + fixed(*in.m_w, 2) + ")";
     if (in.worst_worker_dp && in.worst_worker_stage) {
       v += ": worst is dp rank " + std::to_string(*in.worst_worker_dp) + ", stage " + std::to_string(*in.worst_worker_stage);
     }
@@ -74,7 +68,7 @@ std::string derive_verdict(const SummaryInput& in) {
     if (g.name != last_stage) other_stage_share = std::max(other_stage_share, share(g.slowdown, s));
   }
   if (in.m_s && *in.m_s >= kLastStageMs && other_stage_share <= 0.2) {
-    return "last pipeline stage is the bottleneck (M_S=" + num(*in.m_s, 2) + "): rebalance the stage partitioning";
+    return "last pipeline stage is the bottleneck (M_S=" + fixed(*in.m_s, 2) + "): rebalance the stage partitioning";
   }
   const GroupSlowdown* top_op = worst(in.by_optype);
   const GroupSlowdown* top_dp = worst(in.by_dp_rank);
@@ -83,30 +77,30 @@ std::string derive_verdict(const SummaryInput& in) {
                                  (in.per_step_worst_dp_rank.empty() || worst_rank_consistency(in.per_step_worst_dp_rank) >= 0.5);
   if (compute_bound && !one_rank_to_blame) {
     std::string v = "stragglers are spread across workers and steps: suspect sequence-length imbalance";
-    if (in.m_w) v += " (M_W=" + num(*in.m_w, 2) + ")";
-    if (in.m_s && *in.m_s >= 0.3) v += "; the last stage adds to it (M_S=" + num(*in.m_s, 2) + ")";
+    if (in.m_w) v += " (M_W=" + fixed(*in.m_w, 2) + ")";
+    if (in.m_s && *in.m_s >= 0.3) v += "; the last stage adds to it (M_S=" + fixed(*in.m_s, 2) + ")";
     return v;
   }
   if (one_rank_to_blame) {
     return "dp rank " + top_dp->name + " is the bottleneck in most steps (it explains " +
-           num(100 * share(top_dp->slowdown, s), 0) + "% of the slowdown): suspect its machines or their network";
+           fixed(100 * share(top_dp->slowdown, s), 0) + "% of the slowdown): suspect its machines or their network";
   }
   if (top_op) {
     const bool comm = !is_compute_name(top_op->name) && top_op->name != "optimizer" && top_op->name != "gc";
     return std::string(comm ? "communication is the main contributor: " : "main contributor: ") + top_op->name +
-           " (S_t=" + num(top_op->slowdown, 3) + ")" + (comm ? ", suspect the network" : "");
+           " (S_t=" + fixed(top_op->slowdown, 3) + ")" + (comm ? ", suspect the network" : "");
   }
-  return "slowdown S=" + num(s, 3) + " without attribution (run with a lower --threshold to attribute it)";
+  return "slowdown S=" + fixed(s, 3) + " without attribution (run with a lower --threshold to attribute it)";
 }
 
 std::string format_summary(const SummaryInput& in) {
   std::string out;
   out += in.trial_name + ": " + std::to_string(in.steps) + " steps analysed\n";
-  out += "  slowdown S        " + num(in.slowdown, 4) + "  (waste " + num(100 * (1 - 1 / in.slowdown), 1) +
-         "% of GPU time; launch delays add " + num(in.launch_slowdown, 4) + "x on top)\n";
+  out += "  slowdown S        " + fixed(in.slowdown, 4) + "  (waste " + fixed(100 * (1 - 1 / in.slowdown), 1) +
+         "% of GPU time; launch delays add " + fixed(in.launch_slowdown, 4) + "x on top)\n";
   auto line = [&](const char* label, const std::vector<GroupSlowdown>& groups, const char* prefix) {
     if (const GroupSlowdown* g = worst(groups)) {
-      out += std::string("  ") + label + prefix + g->name + "  (S=" + num(g->slowdown, 4) + ")\n";
+      out += std::string("  ") + label + prefix + g->name + "  (S=" + fixed(g->slowdown, 4) + ")\n";
     }
   };
   line("worst stage       ", in.by_stage, "stage ");
@@ -114,13 +108,13 @@ std::string format_summary(const SummaryInput& in) {
   line("worst op type     ", in.by_optype, "");
   if (in.worst_worker_dp && in.worst_worker_stage && in.worst_worker_slowdown) {
     out += "  worst worker      dp rank " + std::to_string(*in.worst_worker_dp) + ", stage " +
-           std::to_string(*in.worst_worker_stage) + "  (S_w=" + num(*in.worst_worker_slowdown, 4) + ")\n";
+           std::to_string(*in.worst_worker_stage) + "  (S_w=" + fixed(*in.worst_worker_slowdown, 4) + ")\n";
   }
   if (in.by_stage.empty() && in.by_dp_rank.empty() && in.by_optype.empty()) {
     out += "  attribution       not computed (S below the threshold)\n";
   }
-  out += "  M_S               " + (in.m_s ? num(*in.m_s, 4) : std::string("n/a")) + "  (share explained by the last stage)\n";
-  out += "  M_W               " + (in.m_w ? num(*in.m_w, 4) : std::string("n/a")) + "  (share explained by the top 3% of workers)\n";
+  out += "  M_S               " + (in.m_s ? fixed(*in.m_s, 4) : std::string("n/a")) + "  (share explained by the last stage)\n";
+  out += "  M_W               " + (in.m_w ? fixed(*in.m_w, 4) : std::string("n/a")) + "  (share explained by the top 3% of workers)\n";
   out += "  verdict           " + derive_verdict(in) + "\n";
   return out;
 }
