@@ -11,13 +11,13 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
-#include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "nvtx_steps.h"
 #include "straggler_probe/step_summary.h"
+#include "summary_file_reader.h"
 
 extern char** environ;
 
@@ -25,6 +25,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using sp::nccl::NvtxStepRange;
+using sp::probe::testing::slurp;
 
 constexpr size_t kSteps = 12;  // nvtx_program.cpp
 
@@ -39,16 +40,6 @@ const std::string kProbeLib = SP_PROBE_LIB;
 const std::string kWorkDir = SP_TEST_WORK_DIR;
 const std::string kPython = SP_TEST_PYTHON;
 
-std::string slurp(const fs::path& p) {
-  std::string text;
-  if (FILE* f = std::fopen(p.c_str(), "rb")) {
-    char buf[4096];
-    for (size_t n; (n = std::fread(buf, 1, sizeof(buf), f)) > 0;) text.append(buf, n);
-    std::fclose(f);
-  }
-  return text;
-}
-
 size_t count(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t pos = text.find(what); pos != std::string::npos; pos = text.find(what, pos + 1)) ++n;
@@ -60,26 +51,6 @@ struct ProgramRun {
   std::string out, err;
   std::vector<sp::probe::StepSummary> steps;  // from <dir>/rank0.spsum (empty if none)
 };
-
-std::vector<sp::probe::StepSummary> read_summaries(const fs::path& path) {
-  const std::string bytes = slurp(path);
-  std::vector<sp::probe::StepSummary> out;
-  size_t pos = 0;
-  while (pos + 4 <= bytes.size()) {
-    const auto b = [&](size_t i) { return static_cast<uint32_t>(static_cast<uint8_t>(bytes[i])); };
-    const uint32_t len = b(pos) | b(pos + 1) << 8 | b(pos + 2) << 16 | b(pos + 3) << 24;
-    pos += 4;
-    if (pos + len > bytes.size()) break;
-    sp::probe::StepSummary s;
-    std::string error;
-    EXPECT_TRUE(sp::probe::decode_summary(std::string_view(bytes).substr(pos, len), &s, &error))
-        << error;
-    out.push_back(std::move(s));
-    pos += len;
-  }
-  EXPECT_EQ(pos, bytes.size()) << "no trailing partial record";
-  return out;
-}
 
 // Runs argv with only PATH, HOME and `vars` in its environment (the test's own LD_PRELOAD, RANK,
 // NVTX_INJECTION64_PATH, ... must not leak in), stdout and stderr to files.
@@ -119,7 +90,8 @@ ProgramRun run(const std::string& name, std::vector<std::string> argv,
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   r.out = slurp(out_path);
   r.err = slurp(err_path);
-  if (fs::exists(dir / "out" / "rank0.spsum")) r.steps = read_summaries(dir / "out" / "rank0.spsum");
+  const fs::path summaries = dir / "out" / "rank0.spsum";
+  if (fs::exists(summaries)) r.steps = sp::probe::testing::read_summary_file(summaries);
   return r;
 }
 

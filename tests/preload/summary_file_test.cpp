@@ -5,40 +5,18 @@
 
 #include <cstdint>
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <string>
-#include <vector>
 
-#include "straggler_probe/step_summary.h"
+#include "summary_file_reader.h"
 
 namespace {
 
-std::vector<sp::probe::StepSummary> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<sp::probe::StepSummary> out;
-  size_t pos = 0;
-  while (pos + 4 <= bytes.size()) {
-    const uint32_t len = bytes[pos] | (bytes[pos + 1] << 8) | (bytes[pos + 2] << 16) |
-                         (static_cast<uint32_t>(bytes[pos + 3]) << 24);
-    pos += 4;
-    if (pos + len > bytes.size()) break;
-    sp::probe::StepSummary s;
-    std::string error;
-    const std::string_view view(reinterpret_cast<const char*>(bytes.data() + pos), len);
-    EXPECT_TRUE(sp::probe::decode_summary(view, &s, &error)) << error;
-    out.push_back(std::move(s));
-    pos += len;
-  }
-  EXPECT_EQ(pos, bytes.size()) << "no trailing partial record";
-  return out;
-}
+using sp::probe::testing::read_summary_file;
 
 TEST(SummaryFile, StepsFoundWithoutPythonHoldTheNcclOperations) {
   const char* dir = std::getenv("SP_TEST_OUT_DIR");
   ASSERT_NE(dir, nullptr);
-  const auto steps = read_file(std::string(dir) + "/rank0.spsum");
+  const auto steps = read_summary_file(std::string(dir) + "/rank0.spsum");
   // 50 steps of (all-reduce, send/recv group): the period is found after 24 operations.
   ASSERT_GE(steps.size(), 30u);
   // None skipped: the run keeps the default grace, so its last steps are still waiting for late
