@@ -86,17 +86,6 @@ CommInfo* Interposer::lookup_comm(ncclComm_t comm) {
   return reg.add(comm, 0, rank, size, false);
 }
 
-uint32_t Interposer::name_for(sp_coll_type coll, bool group) {
-  std::atomic<uint32_t>& slot =
-      group ? group_name_ : names_[static_cast<size_t>(coll) & 15u];
-  uint32_t id = slot.load(std::memory_order_relaxed);
-  if (id == 0) {
-    id = gpu::intern_name(group ? "ncclGroup" : api_name(coll));
-    slot.store(id, std::memory_order_relaxed);
-  }
-  return id;
-}
-
 Interposer::Call Interposer::begin_op(sp_coll_type coll, ncclComm_t comm, size_t count,
                                       ncclDataType_t dt, int peer, int root,
                                       cudaStream_t stream) {
@@ -204,7 +193,7 @@ void Interposer::finish(const OpIdentity& id, Call& call, ncclResult_t result) {
   ev.peer = id.peer;
   ev.group_size = id.group_size;
   ev.stream = stream_id(id.stream);
-  ev.name_id = name_for(id.coll, id.folded_group && id.coll == SP_COLL_NONE);
+  ev.name_id = nccl_event_name(id.coll, id.folded_group && id.coll == SP_COLL_NONE);
   ev.time_source = SP_TIME_HOST;
 
   // Step detection on the host order of operations, before the event is tagged with its step.
@@ -295,8 +284,7 @@ void Interposer::reset_for_tests() {
   std::lock_guard<std::mutex> lock(step_mutex_);
   detector_.reset();
   own_marks_ = OwnStepMarks();
-  for (auto& n : names_) n.store(0);
-  group_name_.store(0);
+  forget_nccl_event_names_for_tests();
   counters_.recorded = counters_.folded_groups = counters_.passthrough = 0;
   counters_.failed_calls = counters_.graph_captured = counters_.in_progress = 0;
   counters_.steps_marked = 0;

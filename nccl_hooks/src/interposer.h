@@ -87,7 +87,6 @@ class Interposer {
   void ensure_timer();
   CommInfo* lookup_comm(ncclComm_t comm);
   void finish(const OpIdentity& id, Call& call, ncclResult_t result);
-  uint32_t name_for(sp_coll_type coll, bool group);
 
   std::atomic<bool> plugin_active_{false};
   std::atomic<bool> disabled_by_env_{false};
@@ -102,8 +101,6 @@ class Interposer {
   std::unique_ptr<StepDetector> detector_;
   OwnStepMarks own_marks_;  // the detector stands down when someone else marks steps
 
-  std::atomic<uint32_t> names_[16] = {};
-  std::atomic<uint32_t> group_name_{0};
 
   struct Counters {
     std::atomic<uint64_t> recorded{0}, folded_groups{0}, passthrough{0}, failed_calls{0},

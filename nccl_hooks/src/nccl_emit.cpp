@@ -1,8 +1,10 @@
 #include "nccl_emit.h"
 
 #include <array>
+#include <atomic>
 #include <mutex>
 
+#include "nccl_op_names.h"
 #include "straggler_probe/gpu/event_sink.h"
 
 namespace sp::nccl {
@@ -21,6 +23,10 @@ Recent& recent() {
   static Recent* r = new Recent();  // leaked: used from proxy/poller threads until exit
   return *r;
 }
+
+// Interned name ids by sp_coll_type, and of a mixed group (0: not interned yet).
+constinit std::atomic<uint32_t> g_names[16] = {};
+constinit std::atomic<uint32_t> g_group_name{0};
 
 }  // namespace
 
@@ -43,6 +49,22 @@ size_t recent_nccl_events(sp_event* out, size_t capacity) {
     out[i] = r.ring[(first + i) % kRecent];
   }
   return r.count;
+}
+
+uint32_t nccl_event_name(sp_coll_type coll, bool mixed_group) {
+  std::atomic<uint32_t>& slot =
+      mixed_group ? g_group_name : g_names[static_cast<size_t>(coll) & 15u];
+  uint32_t id = slot.load(std::memory_order_relaxed);
+  if (id == 0) {
+    id = gpu::intern_name(mixed_group ? "ncclGroup" : api_name(coll));
+    slot.store(id, std::memory_order_relaxed);
+  }
+  return id;
+}
+
+void forget_nccl_event_names_for_tests() {
+  for (auto& n : g_names) n.store(0);
+  g_group_name.store(0);
 }
 
 }  // namespace sp::nccl

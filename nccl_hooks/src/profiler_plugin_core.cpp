@@ -81,7 +81,6 @@ struct Pools {
   // stats
   std::atomic<uint64_t> contexts{0}, ops_started{0}, ops_emitted{0}, ops_gpu_timed{0},
       ops_swept{0}, pool_exhausted{0}, orphan_channels{0};
-  std::atomic<uint32_t> names[16] = {};
 };
 
 Pools& pools() {
@@ -94,16 +93,6 @@ Pools& pools() {
     return x;
   }();
   return *p;
-}
-
-uint32_t name_of(sp_coll_type coll) {
-  std::atomic<uint32_t>& slot = pools().names[static_cast<size_t>(coll) & 15u];
-  uint32_t id = slot.load(std::memory_order_relaxed);
-  if (id == 0) {
-    id = gpu::intern_name(api_name(coll));
-    slot.store(id, std::memory_order_relaxed);
-  }
-  return id;
 }
 
 // A handle from one of the pools' free lists, nullptr (counted) when the pool is exhausted.
@@ -143,7 +132,7 @@ void emit_and_free(OpHandle* h, bool swept) {
   ev.bytes = h->bytes;
   ev.peer = h->peer;
   ev.group_size = h->ctx->nranks;
-  ev.name_id = name_of(h->coll);
+  ev.name_id = nccl_event_name(h->coll);
   ev.start_ns = h->host_start;
   ev.end_ns = std::max(h->host_start, h->host_stop.load());
   ev.time_source = SP_TIME_HOST;
@@ -413,7 +402,7 @@ void plugin_reset_for_tests() {
   }
   p.contexts = p.ops_started = p.ops_emitted = p.ops_gpu_timed = 0;
   p.ops_swept = p.pool_exhausted = p.orphan_channels = 0;
-  for (auto& n : p.names) n.store(0);
+  forget_nccl_event_names_for_tests();
 }
 
 }  // namespace sp::nccl
