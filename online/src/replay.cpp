@@ -5,8 +5,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "straggler_probe/whatif/simulator.h"
-
 namespace sp::online {
 
 StepReplayer::StepReplayer(const StepModel& m) : starts_(m.starts), markers_(m.markers) {
@@ -29,13 +27,17 @@ StepReplayer::StepReplayer(const StepModel& m) : starts_(m.starts), markers_(m.m
   for (const auto& g : m.groups) graph_.add_comm_group(std::span<const int>(g), false);
 }
 
-LaneOutputs StepReplayer::run(const LaneInputs& in, bool want_cells) const {
-  // One lane per "step" of the layout: the simulator reports a step end per step, and each
-  // scenario needs its own.
-  whatif::LaneLayout layout;
-  layout.num_steps = static_cast<int32_t>(in.lanes);
-  layout.lanes_per_step = 1;
-  whatif::Simulator sim(graph_, layout);
+LaneOutputs StepReplayer::run(const LaneInputs& in, bool want_cells) {
+  auto it = simulators_.find(in.lanes);
+  if (it == simulators_.end()) {
+    // One lane per "step" of the layout: the simulator reports a step end per step, and each
+    // scenario needs its own.
+    whatif::LaneLayout layout;
+    layout.num_steps = static_cast<int32_t>(in.lanes);
+    layout.lanes_per_step = 1;
+    it = simulators_.emplace(in.lanes, whatif::Simulator(graph_, layout)).first;
+  }
+  whatif::Simulator& sim = it->second;
   whatif::SimInput input;
   input.work = in.work;
   input.launch_delay = in.delay;

@@ -3,10 +3,12 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <vector>
 
 #include "step_model.h"
 #include "straggler_probe/whatif/op_graph.h"
+#include "straggler_probe/whatif/simulator.h"
 
 namespace sp::online {
 
@@ -26,11 +28,14 @@ class StepReplayer {
  public:
   // Builds the engine's graph. Throws whatif::GraphError on a cycle (one readable line).
   explicit StepReplayer(const StepModel& model);
-  LaneOutputs run(const LaneInputs& in, bool want_cells) const;
+  LaneOutputs run(const LaneInputs& in, bool want_cells);
 
  private:
   whatif::OpGraph graph_;
   std::vector<int> starts_, markers_;
+  // One simulator per number of lanes run (a full batch, the last one, M_W's single lane): the
+  // replay order is worked out once per step and the simulator's buffers are reused.
+  std::map<size_t, whatif::Simulator> simulators_;
 };
 
 }  // namespace sp::online

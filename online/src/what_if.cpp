@@ -108,7 +108,7 @@ double share(double T, double T_fixed, double T_ideal) {
 WhatIfResult run_what_if(const StepModel& m, const Ideals& ideals, double top_fraction,
                          bool want_timeline) {
   const NodeValues values = node_values(m, ideals);
-  const StepReplayer replayer(m);
+  StepReplayer replayer(m);
   auto type_of = [&m](const Node& n) { return n.logical >= 0 ? m.ops[static_cast<size_t>(n.logical)].type : -1; };
   auto always = [](const Node&) { return true; };
   auto never = [](const Node&) { return false; };
