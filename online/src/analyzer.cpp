@@ -211,8 +211,8 @@ StepVerdict OnlineAnalyzer::Impl::analyze(int64_t step, Pending& p) {
   v.replay_s = w.T_real;
   v.nodelay_s = w.T_nodelay;
   v.ideal_s = w.T_ideal;
-  v.S = w.T_ideal > 0 ? w.T_real / w.T_ideal : 1.0;
-  v.launch_share = w.T_real > 0 ? (w.T_real - w.T_nodelay) / w.T_real : 0.0;
+  v.S = w.S();
+  v.launch_share = w.launch_share();
   v.fidelity_err = model->time_s > 0 ? std::fabs(w.T_real - model->time_s) / model->time_s : 0.0;
   v.dp_size = model->dp_size;
   v.pp_size = model->pp_size;

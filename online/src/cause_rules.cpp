@@ -35,7 +35,7 @@ CauseResult classify(const CauseInput& in, const CauseThresholds& th) {
   const StepModel& m = *in.model;
   const WhatIfResult& w = *in.what_if;
   CauseResult out;
-  const double S = w.T_ideal > 0 ? w.T_real / w.T_ideal : 1.0;
+  const double S = w.S();
 
   // The op type whose real durations alone bring back most of the slowdown.
   double top_S = 0;
@@ -84,7 +84,7 @@ CauseResult classify(const CauseInput& in, const CauseThresholds& th) {
   if (out.top_op == "launch-delay" || out.top_op == "data-wait") {
     out.cause = Cause::kHostDelay;
     name_rank(wr, wr_S);
-    out.evidence = with_top("host gaps " + fixed(100.0 * (w.T_real - w.T_nodelay) / w.T_real, 1) +
+    out.evidence = with_top("host gaps " + fixed(100.0 * w.launch_share(), 1) +
                             "% of the step");
     return out;
   }
