@@ -218,7 +218,7 @@ PYBIND11_MODULE(_core, m) {
         "pointing at this file reuses the same loaded copy.");
   m.def("runtime_warning", [] { return runtime().warning; });
   // GPU capture hand-over (torch.profiler) and stats; SP_ERR_DISABLED without GPU capture.
-  m.def("has_gpu_capture", [] { return runtime().cupti_pause != nullptr; });
+  // (has_gpu_capture and the region tags: bind_gpu_regions.)
   m.def("cupti_pause", [](const std::string& reason) {
     return runtime().cupti_pause != nullptr ? runtime().cupti_pause(reason.c_str())
                                             : static_cast<int>(SP_ERR_DISABLED);

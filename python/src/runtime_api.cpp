@@ -41,13 +41,21 @@ bool bind_all(void* handle, RuntimeApi* api) {
       bind(handle, &api->last_warning, "sp_last_warning");
   if (!all || api->abi_version() != SP_ABI_VERSION) return false;
   // Optional: a library built without CUDA has no GPU capture.
-  const bool gpu = bind(handle, &api->cupti_pause, "sp_cupti_pause") &&
+  const bool gpu = bind(handle, &api->cupti_start, "sp_cupti_start") &&
+                   bind(handle, &api->cupti_pause, "sp_cupti_pause") &&
                    bind(handle, &api->cupti_resume, "sp_cupti_resume") &&
-                   bind(handle, &api->cupti_get_stats, "sp_cupti_get_stats");
+                   bind(handle, &api->cupti_get_stats, "sp_cupti_get_stats") &&
+                   bind(handle, &api->cupti_region_push, "sp_cupti_region_push") &&
+                   bind(handle, &api->cupti_region_pop, "sp_cupti_region_pop") &&
+                   bind(handle, &api->cupti_report, "sp_cupti_report");
   if (!gpu) {
+    api->cupti_start = nullptr;
     api->cupti_pause = nullptr;
     api->cupti_resume = nullptr;
     api->cupti_get_stats = nullptr;
+    api->cupti_region_push = nullptr;
+    api->cupti_region_pop = nullptr;
+    api->cupti_report = nullptr;
   }
   return true;
 }

@@ -39,11 +39,15 @@ struct RuntimeApi {
   int (*pop_summary)(void*, size_t, size_t*, int32_t);
   int (*get_stats)(sp_stats*);
   const char* (*last_warning)();
-  // GPU capture (cupti_c_api.h): only in libstraggler_probe.so built with CUDA; null otherwise
-  // (the built-in copy has none).
+  // GPU capture (cupti_c_api.h): only in libstraggler_probe.so built with CUDA; all null
+  // otherwise (the built-in copy has none).
+  int (*cupti_start)() = nullptr;
   int (*cupti_pause)(const char*) = nullptr;
   int (*cupti_resume)() = nullptr;
   int (*cupti_get_stats)(sp_cupti_stats*) = nullptr;
+  int (*cupti_region_push)(uint32_t, int32_t, uint32_t) = nullptr;
+  void (*cupti_region_pop)() = nullptr;
+  size_t (*cupti_report)(char*, size_t, uint32_t) = nullptr;
 
   const char* source = "built-in";  // "preloaded", "shared" or "built-in"
   std::string library;              // the libstraggler_probe.so in use; empty when built-in
