@@ -4,24 +4,16 @@
 
 #include <vector>
 
+#include "probe_test_util.h"
 #include "step_assembler.h"
 
 namespace sp::probe {
 namespace {
 
-sp_event ev(uint64_t start, uint64_t end, uint32_t name_id = 0) {
-  sp_event e{};
-  e.start_ns = start;
-  e.end_ns = end;
-  e.kind = SP_OP_FORWARD;
-  e.microbatch = -1;
-  e.peer = -1;
-  e.name_id = name_id;
-  return e;
-}
+using testing::make_event;
 
 sp_event tagged(uint64_t start, uint64_t end, int64_t step) {
-  sp_event e = ev(start, end);
+  sp_event e = make_event(start, end);
   e.kind = SP_OP_KERNEL;
   e.step_plus_one = static_cast<uint64_t>(step + 1);
   return e;
@@ -43,13 +35,13 @@ std::vector<uint64_t> starts(const StepSummary& s) {
 TEST(StepAssembler, EventsGoToTheStepWhoseMarksEncloseTheirStart) {
   StepAssembler a({}, /*origin_ns=*/1000);
   Collector c;
-  a.add_event(ev(1500, 1600));
-  a.add_event(ev(2000, 2100));  // exactly at mark 0: belongs to step 0, (origin, 2000]
+  a.add_event(make_event(1500, 1600));
+  a.add_event(make_event(2000, 2100));  // exactly at mark 0: belongs to step 0, (origin, 2000]
   a.add_mark({0, 2000});
-  a.add_event(ev(2001, 2500));  // after the mark, before the next
-  a.add_event(ev(1900, 2600));  // published late, but started in step 0
+  a.add_event(make_event(2001, 2500));  // after the mark, before the next
+  a.add_event(make_event(1900, 2600));  // published late, but started in step 0
   a.add_mark({1, 3000});
-  a.add_event(ev(3500, 3600));  // open step: stays pending
+  a.add_event(make_event(3500, 3600));  // open step: stays pending
   a.close_ready(/*now=*/10000, /*grace=*/0, false, c.emit());
 
   ASSERT_EQ(c.steps.size(), 2u);
@@ -75,7 +67,7 @@ TEST(StepAssembler, WaitsForTheGracePeriodUnlessForced) {
   a.close_ready(/*now=*/1500, /*grace=*/1000, false, c.emit());
   EXPECT_TRUE(c.steps.empty());
   EXPECT_EQ(a.pending_steps(), 1u);
-  a.add_event(ev(900, 1400));  // arrives during the grace period: still counted in step 7
+  a.add_event(make_event(900, 1400));  // arrives during the grace period: still counted in step 7
   a.close_ready(2000, 1000, false, c.emit());
   ASSERT_EQ(c.steps.size(), 1u);
   EXPECT_EQ(c.steps[0].ops.size(), 1u);
@@ -90,9 +82,9 @@ TEST(StepAssembler, LateEventsAreDiscardedAndCounted) {
   Collector c;
   a.add_mark({0, 1000});
   a.close_ready(5000, 0, false, c.emit());
-  a.add_event(ev(999, 1200));  // its step is gone
-  a.add_event(ev(1000, 1200));  // on the mark: step 0 as well, so too late too
-  a.add_event(ev(1001, 1200));  // next step: fine
+  a.add_event(make_event(999, 1200));  // its step is gone
+  a.add_event(make_event(1000, 1200));  // on the mark: step 0 as well, so too late too
+  a.add_event(make_event(1001, 1200));  // next step: fine
   EXPECT_EQ(a.discarded(), 2u);
   a.add_mark({1, 2000});
   a.close_ready(5000, 0, false, c.emit());
@@ -134,7 +126,7 @@ TEST(StepAssembler, PerStepCapDropsAndCounts) {
   limits.max_events_per_step = 3;
   StepAssembler a(limits, 0);
   Collector c;
-  for (uint64_t i = 0; i < 5; ++i) a.add_event(ev(10 + i, 20 + i));
+  for (uint64_t i = 0; i < 5; ++i) a.add_event(make_event(10 + i, 20 + i));
   a.add_mark({0, 1000});
   a.close_ready(2000, 0, false, c.emit());
   ASSERT_EQ(c.steps.size(), 1u);
@@ -161,7 +153,7 @@ TEST(StepAssembler, TooManyPendingEventsCloseTheOldestStepsEarly) {
   Collector c;
   for (int64_t s = 0; s < 5; ++s) {
     const uint64_t base = static_cast<uint64_t>(1000 * s);
-    for (uint64_t i = 1; i <= 4; ++i) a.add_event(ev(base + i, base + i + 1));
+    for (uint64_t i = 1; i <= 4; ++i) a.add_event(make_event(base + i, base + i + 1));
     a.add_mark({s, base + 999});
   }
   a.close_ready(0, /*grace=*/1000000, false, c.emit());
@@ -204,7 +196,7 @@ TEST(StepAssembler, MarkThatGoesBackInTimeIsClampedToThePreviousOne) {
 
 TEST(StepAssembler, DiscardOpenCountsTheUnfinishedStep) {
   StepAssembler a({}, 0);
-  a.add_event(ev(10, 20));
+  a.add_event(make_event(10, 20));
   a.add_event(tagged(10, 20, 3));
   a.discard_open();
   EXPECT_EQ(a.discarded(), 2u);
