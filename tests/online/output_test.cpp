@@ -4,12 +4,14 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 
 #include "straggler_probe/online/analyzer.h"
 #include "synthetic_job.h"
+#include "verdict_json.h"
 
 namespace sp::online {
 namespace {
@@ -48,6 +50,22 @@ std::string temp_dir(const std::string& name) {
   const auto dir = std::filesystem::path(::testing::TempDir()) / ("sp_online_" + name);
   std::filesystem::remove_all(dir);
   return dir.string();
+}
+
+TEST(OnlineOutput, JsonlRecordWritesNonFiniteNumbersAsNull) {
+  StepVerdict v;
+  v.step = 5;
+  v.analyzed = true;
+  v.S = std::numeric_limits<double>::quiet_NaN();
+  v.fidelity_err = std::numeric_limits<double>::infinity();
+  v.worker_S = {1.0, -std::numeric_limits<double>::infinity()};
+  v.op_S = {{"all-reduce", std::numeric_limits<double>::quiet_NaN()}, {"gc", 1.5}};
+  const auto j = nlohmann::json::parse(verdict_to_json(v).dump());
+  EXPECT_TRUE(j.at("S").is_null());
+  EXPECT_TRUE(j.at("fidelity_err").is_null());
+  EXPECT_EQ(j.at("worker_S").dump(), "[1.0,null]");
+  EXPECT_EQ(j.at("op_S").dump(), R"({"all-reduce":null,"gc":1.5})");
+  EXPECT_EQ(j.at("time_s").get<double>(), 0.0);
 }
 
 TEST(OnlineOutput, LinesSummaryJsonlAndReport) {
