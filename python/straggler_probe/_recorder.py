@@ -211,10 +211,6 @@ class Recorder:
                 self.core.record(*(args[:3] + (mb,) + args[4:]))
             self._pending_recv.clear()
 
-    def data_wait(self, start_ns: int, end_ns: int, stream: int, name_id: int) -> None:
-        self.core.record(N.DATA_WAIT, start_ns, end_ns, -1, name_id, stream, N.COLL_NONE, 0, 0, 0,
-                         -1, 0, N.TIME_HOST, 0)
-
     def annotate(self, mb: int, key: str, value: str) -> None:
         self.core.annotate(mb, key, value)
 
