@@ -27,7 +27,7 @@ StepReplayer::StepReplayer(const StepModel& m) : starts_(m.starts), markers_(m.m
   for (const auto& g : m.groups) graph_.add_comm_group(std::span<const int>(g), false);
 }
 
-LaneOutputs StepReplayer::run(const LaneInputs& in, bool want_cells) {
+LaneOutputs StepReplayer::run(const LaneInputs& in, const std::vector<size_t>& cell_lanes) {
   auto it = simulators_.find(in.lanes);
   if (it == simulators_.end()) {
     // One lane per "step" of the layout: the simulator reports a step end per step, and each
@@ -51,9 +51,14 @@ LaneOutputs StepReplayer::run(const LaneInputs& in, bool want_cells) {
       out.step_time[l] = std::max(out.step_time[l], t);
     }
   }
-  if (want_cells) {
-    out.start.assign(r.start.begin(), r.start.end());
-    out.end.assign(r.end.begin(), r.end.end());
+  const size_t nodes = r.start.size() / in.lanes;
+  out.start.reserve(nodes * cell_lanes.size());
+  out.end.reserve(nodes * cell_lanes.size());
+  for (size_t v = 0; v < nodes; ++v) {
+    for (size_t l : cell_lanes) {
+      out.start.push_back(r.start[v * in.lanes + l]);
+      out.end.push_back(r.end[v * in.lanes + l]);
+    }
   }
   return out;
 }

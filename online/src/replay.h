@@ -21,14 +21,16 @@ struct LaneInputs {
 
 struct LaneOutputs {
   std::vector<double> step_time;  // per lane: the longest rank's step (end marker - start)
-  std::vector<double> start, end; // per cell, when asked for
+  // For the lanes asked for (cell_lanes), per node: lane cell_lanes[k] of node v at
+  // [v * cell_lanes.size() + k].
+  std::vector<double> start, end;
 };
 
 class StepReplayer {
  public:
   // Builds the engine's graph. Throws whatif::GraphError on a cycle (one readable line).
   explicit StepReplayer(const StepModel& model);
-  LaneOutputs run(const LaneInputs& in, bool want_cells);
+  LaneOutputs run(const LaneInputs& in, const std::vector<size_t>& cell_lanes = {});
 
  private:
   whatif::OpGraph graph_;

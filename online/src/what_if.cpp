@@ -147,15 +147,17 @@ WhatIfResult run_what_if(const StepModel& m, const Ideals& ideals, double top_fr
   }
 
   // Replayed in batches of lanes, so that memory stays proportional to the graph, not to
-  // graph x (dp + pp) scenarios, in a large job. The first batch holds lanes 0..2, whose per-node
-  // times the timeline needs.
+  // graph x (dp + pp) scenarios, in a large job. The first batch holds lanes 0 (real) and 2
+  // (ideal), whose per-node times the timeline needs.
   LaneOutputs out;
   LaneOutputs first_batch;
+  const std::vector<size_t> timeline_lanes = want_timeline ? std::vector<size_t>{0, 2} : std::vector<size_t>{};
   for (size_t begin = 0; begin < lanes.size(); begin += kLanesPerRun) {
     const size_t end = std::min(lanes.size(), begin + kLanesPerRun);
     const std::vector<Lane> batch(lanes.begin() + static_cast<std::ptrdiff_t>(begin),
                                   lanes.begin() + static_cast<std::ptrdiff_t>(end));
-    LaneOutputs o = replayer.run(build_lanes(m, values, batch), want_timeline && begin == 0);
+    LaneOutputs o = replayer.run(build_lanes(m, values, batch),
+                                 begin == 0 ? timeline_lanes : std::vector<size_t>{});
     out.step_time.insert(out.step_time.end(), o.step_time.begin(), o.step_time.end());
     if (begin == 0) first_batch = std::move(o);
   }
@@ -199,17 +201,15 @@ WhatIfResult run_what_if(const StepModel& m, const Ideals& ideals, double top_fr
   auto sel_w = [&in_w](const Node& n) { return in_w[static_cast<size_t>(n.rank)] != 0; };
   const LaneOutputs fix_w = replayer.run(
       build_lanes(m, values, {Lane{[sel_w](const Node& n) { return !sel_w(n); },
-                                   [sel_w](const Node& n) { return sel_w(n) ? Delay::kIdeal : Delay::kReal; }}}),
-      false);
+                                   [sel_w](const Node& n) { return sel_w(n) ? Delay::kIdeal : Delay::kReal; }}}));
   r.M_W = share(r.T_real, fix_w.step_time[0], r.T_ideal);
 
   if (want_timeline) {
-    const size_t lanes_n = std::min(lanes.size(), kLanesPerRun);
     for (size_t i = 0; i < m.nodes.size(); ++i) {
-      r.real_start.push_back(first_batch.start[i * lanes_n]);
-      r.real_end.push_back(first_batch.end[i * lanes_n]);
-      r.ideal_start.push_back(first_batch.start[i * lanes_n + 2]);
-      r.ideal_end.push_back(first_batch.end[i * lanes_n + 2]);
+      r.real_start.push_back(first_batch.start[2 * i]);
+      r.real_end.push_back(first_batch.end[2 * i]);
+      r.ideal_start.push_back(first_batch.start[2 * i + 1]);
+      r.ideal_end.push_back(first_batch.end[2 * i + 1]);
     }
   }
   return r;
