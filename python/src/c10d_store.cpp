@@ -32,59 +32,54 @@ struct C10dKvStore {
   c10::intrusive_ptr<c10d::Store> store;
 };
 
-int kv_set(void* self, const char* key, const void* data, size_t size, char* err, size_t cap) {
+// No exception crosses the C vtable: it becomes the one-line error and -1.
+template <class Body>
+int guarded(const char* op, char* err, size_t cap, Body&& body) {
   try {
-    const auto* bytes = static_cast<const uint8_t*>(data);
-    static_cast<C10dKvStore*>(self)->store->set(key, std::vector<uint8_t>(bytes, bytes + size));
-    return 0;
+    return body();
   } catch (const std::exception& e) {
     put_error(err, cap, e.what());
   } catch (...) {
-    put_error(err, cap, "unknown exception from c10d::Store::set");
+    put_error(err, cap, (std::string("unknown exception from c10d::Store::") + op).c_str());
   }
   return -1;
+}
+
+c10d::Store& store_of(void* self) { return *static_cast<C10dKvStore*>(self)->store; }
+
+int kv_set(void* self, const char* key, const void* data, size_t size, char* err, size_t cap) {
+  return guarded("set", err, cap, [&] {
+    const auto* bytes = static_cast<const uint8_t*>(data);
+    store_of(self).set(key, std::vector<uint8_t>(bytes, bytes + size));
+    return 0;
+  });
 }
 
 int kv_try_get(void* self, const char* key, sp_kv_sink sink, void* ctx, char* err, size_t cap) {
-  try {
-    auto& store = static_cast<C10dKvStore*>(self)->store;
+  return guarded("get", err, cap, [&] {
+    c10d::Store& store = store_of(self);
     // check() never waits; get() on a missing key would block for the store's timeout.
-    if (!store->check({std::string(key)})) return 0;
-    const std::vector<uint8_t> value = store->get(key);
+    if (!store.check({std::string(key)})) return 0;
+    const std::vector<uint8_t> value = store.get(key);
     sink(ctx, value.data(), value.size());
     return 1;
-  } catch (const std::exception& e) {
-    put_error(err, cap, e.what());
-  } catch (...) {
-    put_error(err, cap, "unknown exception from c10d::Store::get");
-  }
-  return -1;
+  });
 }
 
 int kv_remove(void* self, const char* key, char* err, size_t cap) {
-  try {
-    static_cast<C10dKvStore*>(self)->store->deleteKey(key);
+  return guarded("deleteKey", err, cap, [&] {
+    store_of(self).deleteKey(key);
     return 0;
-  } catch (const std::exception& e) {
-    put_error(err, cap, e.what());
-  } catch (...) {
-    put_error(err, cap, "unknown exception from c10d::Store::deleteKey");
-  }
-  return -1;
+  });
 }
 
 void kv_destroy(void* self) { delete static_cast<C10dKvStore*>(self); }
 
 int kv_add(void* self, const char* key, int64_t delta, int64_t* result, char* err, size_t cap) {
-  try {
-    *result = static_cast<C10dKvStore*>(self)->store->add(key, delta);
+  return guarded("add", err, cap, [&] {
+    *result = store_of(self).add(key, delta);
     return 0;
-  } catch (const std::exception& e) {
-    put_error(err, cap, e.what());
-  } catch (...) {
-    put_error(err, cap, "unknown exception from c10d::Store::add");
-  }
-  return -1;
+  });
 }
 
 const sp_kv_store_vtable kVtable = {sizeof(sp_kv_store_vtable), kv_set, kv_try_get, kv_remove,

@@ -22,46 +22,46 @@ void put_error(char* err, size_t cap, const std::string& what) {
 // A thread may not take the GIL once the interpreter is finalising.
 bool python_alive() { return Py_IsInitialized() != 0 && !_Py_IsFinalizing(); }
 
-int kv_set(void* self, const char* key, const void* data, size_t size, char* err, size_t cap) {
+// Each call takes the GIL (unless Python is going away) and turns a Python error into the
+// one-line error and -1.
+template <class Body>
+int with_python(char* err, size_t cap, Body&& body) {
   if (!python_alive()) return put_error(err, cap, "Python is shutting down"), -1;
   py::gil_scoped_acquire gil;
   try {
-    static_cast<PythonKvStore*>(self)->store.attr("set")(
-        key, py::bytes(static_cast<const char*>(data), size));
-    return 0;
+    return body();
   } catch (const std::exception& e) {
     put_error(err, cap, e.what());
   }
   return -1;
 }
 
+py::object& store_of(void* self) { return static_cast<PythonKvStore*>(self)->store; }
+
+int kv_set(void* self, const char* key, const void* data, size_t size, char* err, size_t cap) {
+  return with_python(err, cap, [&] {
+    store_of(self).attr("set")(key, py::bytes(static_cast<const char*>(data), size));
+    return 0;
+  });
+}
+
 int kv_try_get(void* self, const char* key, sp_kv_sink sink, void* ctx, char* err, size_t cap) {
-  if (!python_alive()) return put_error(err, cap, "Python is shutting down"), -1;
-  py::gil_scoped_acquire gil;
-  try {
-    auto& store = static_cast<PythonKvStore*>(self)->store;
+  return with_python(err, cap, [&] {
+    py::object& store = store_of(self);
     py::list keys;
     keys.append(key);
     if (!store.attr("check")(keys).cast<bool>()) return 0;
     const std::string value = store.attr("get")(key).cast<std::string>();
     sink(ctx, value.data(), value.size());
     return 1;
-  } catch (const std::exception& e) {
-    put_error(err, cap, e.what());
-  }
-  return -1;
+  });
 }
 
 int kv_remove(void* self, const char* key, char* err, size_t cap) {
-  if (!python_alive()) return put_error(err, cap, "Python is shutting down"), -1;
-  py::gil_scoped_acquire gil;
-  try {
-    static_cast<PythonKvStore*>(self)->store.attr("delete_key")(key);
+  return with_python(err, cap, [&] {
+    store_of(self).attr("delete_key")(key);
     return 0;
-  } catch (const std::exception& e) {
-    put_error(err, cap, e.what());
-  }
-  return -1;
+  });
 }
 
 void kv_destroy(void* self) {
@@ -74,15 +74,10 @@ void kv_destroy(void* self) {
 }
 
 int kv_add(void* self, const char* key, int64_t delta, int64_t* result, char* err, size_t cap) {
-  if (!python_alive()) return put_error(err, cap, "Python is shutting down"), -1;
-  py::gil_scoped_acquire gil;
-  try {
-    *result = static_cast<PythonKvStore*>(self)->store.attr("add")(key, delta).cast<int64_t>();
+  return with_python(err, cap, [&] {
+    *result = store_of(self).attr("add")(key, delta).cast<int64_t>();
     return 0;
-  } catch (const std::exception& e) {
-    put_error(err, cap, e.what());
-  }
-  return -1;
+  });
 }
 
 const sp_kv_store_vtable kVtable = {sizeof(sp_kv_store_vtable), kv_set, kv_try_get, kv_remove,
