@@ -27,6 +27,11 @@ py::dict status_of(const sp::pyext::Pipeline& p);
 
 using sp::pyext::runtime;
 
+// The Python API takes seconds; the pipeline counts in milliseconds.
+std::chrono::milliseconds milliseconds_of(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1e3));
+}
+
 py::tuple init(int rank, int world_size, int local_rank) {
   sp_config cfg;
   runtime().config_init(&cfg);
@@ -114,7 +119,7 @@ void start_pipeline(py::object store, int rank, int world_size, const std::strin
   o.transport.prefix = prefix;
   o.transport.max_lag = max_lag;
   o.transport.first_step = first_step;
-  o.transport.step_timeout = std::chrono::milliseconds(static_cast<int64_t>(step_timeout_s * 1e3));
+  o.transport.step_timeout = milliseconds_of(step_timeout_s);
   o.analysis.world_size = world_size;
   o.analysis.max_lag = max_lag;
   o.analysis.out_dir = out_dir;
@@ -123,11 +128,10 @@ void start_pipeline(py::object store, int rank, int world_size, const std::strin
   o.analysis.window_steps = window_steps;
   o.analysis.summary_interval = summary_interval;
   o.analysis.fault = parse_fault(fault);
-  o.analysis_timeout = std::chrono::milliseconds(static_cast<int64_t>(analysis_timeout_s * 1e3));
+  o.analysis_timeout = milliseconds_of(analysis_timeout_s);
   o.discard = discard;
   o.clock_sync = clock_sync;
-  o.clock_sync_period =
-      std::chrono::milliseconds(static_cast<int64_t>(clock_sync_period_s * 1e3));
+  o.clock_sync_period = milliseconds_of(clock_sync_period_s);
 
   sp_kv_store* kv = nullptr;
   if (PyCapsule_CheckExact(store.ptr())) {
@@ -153,7 +157,7 @@ void stop_pipeline(double drain_s) {
   if (!pipeline) return;
   {
     py::gil_scoped_release release;
-    pipeline->stop(std::chrono::milliseconds(static_cast<int64_t>(drain_s * 1e3)));
+    pipeline->stop(milliseconds_of(drain_s));
   }
   // Kept for pipeline_status(): bench and tests read the final numbers after the stop.
   if (g_final_status == nullptr) g_final_status = new py::dict();  // never freed: module lifetime
