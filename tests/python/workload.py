@@ -10,6 +10,7 @@ The job writes <out>/rank<r>.json: its per-step wall times and straggler_probe.s
 """
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import os
@@ -153,7 +154,7 @@ def run_data_parallel(spec: dict, rank: int, world: int) -> list[float]:
                     mask[i, :n] = 1
                 kwargs["attention_mask"] = mask  # picked up by the probe (seq_lens=auto)
             last_mb = mb == microbatches - 1
-            ctx = ddp.no_sync() if not last_mb else _null()
+            ctx = ddp.no_sync() if not last_mb else contextlib.nullcontext()
             with ctx:
                 loss = ddp(x, **kwargs).pow(2).mean()
                 loss.backward()
@@ -163,14 +164,6 @@ def run_data_parallel(spec: dict, rank: int, world: int) -> list[float]:
         step_times.append(now - last)
         last = now
     return step_times
-
-
-class _null:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 if __name__ == "__main__":
