@@ -98,7 +98,6 @@ class CollectiveHooks:
         self.groups = GroupTable(dist)
         self.tls = threading.local()
         self._patched: list[tuple[Any, str, Any]] = []
-        self._name_ids: dict[str, int] = {}
 
     # -- installation ---------------------------------------------------------------------------
     def install(self) -> Callable[[], None]:
