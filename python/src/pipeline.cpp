@@ -14,26 +14,20 @@
 namespace sp::pyext {
 namespace {
 
-std::mutex& output_mutex() {
-  static std::mutex m;
-  return m;
+// One mutex for both streams: a line and a warning never interleave on a shared terminal.
+void write_line(std::FILE* stream, const std::string& line) {
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::fputs(line.c_str(), stream);
+  std::fputc('\n', stream);
+  std::fflush(stream);
 }
 
 }  // namespace
 
-void print_line(const std::string& line) {
-  std::lock_guard<std::mutex> lock(output_mutex());
-  std::fputs(line.c_str(), stdout);
-  std::fputc('\n', stdout);
-  std::fflush(stdout);
-}
+void print_line(const std::string& line) { write_line(stdout, line); }
 
-void warn_line(const std::string& line) {
-  std::lock_guard<std::mutex> lock(output_mutex());
-  std::fputs(line.c_str(), stderr);
-  std::fputc('\n', stderr);
-  std::fflush(stderr);
-}
+void warn_line(const std::string& line) { write_line(stderr, line); }
 
 Pipeline::Pipeline(PipelineOptions options, sp_kv_store* store)
     : options_(std::move(options)),
