@@ -264,7 +264,7 @@ class Collector final : public StoppableLoop {
     if (Clock::now() < next && !stopping()) return false;
     next = Clock::now() + std::chrono::milliseconds(100);
     std::string error;
-    auto head = store_->try_get(o_.prefix + "h/" + std::to_string(r), &error);
+    auto head = store_->try_get(head_key(o_, r), &error);
     if (!head) return false;
     auto h = parse_store_int(*head);
     if (!h || *h < step) return false;
