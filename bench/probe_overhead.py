@@ -10,7 +10,7 @@
    thread competing with training for a core, which a GPU node's spare cores absorb.
 2. Cost per recorded event through the Python binding (_core.record), in ns, and of the probe's
    hooks per step (what a step's hooks cost in total, from the events they record).
-   plugin/'s probe_record_bench measures the C++ side alone.
+   runtime/'s probe_record_bench measures the C++ side alone.
 3. Bytes each rank sends per step to rank 0 (its encoded summaries through the store), from a
    4-rank DDP run of the same model (pipeline stats of ranks 1-3).
 

@@ -71,7 +71,7 @@ void BM_ClockRead(benchmark::State& state) {
 BENCHMARK(BM_ClockRead);
 
 void BM_RawRingPush(benchmark::State& state) {
-  auto ring = sp::probe::SpscRing<sp_event>::create(1024);
+  auto ring = sp::runtime::SpscRing<sp_event>::create(1024);
   if (!ring) {
     state.SkipWithError("cannot allocate the ring");
     return;

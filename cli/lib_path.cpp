@@ -35,7 +35,7 @@ int print_lib_path() {
   const std::string dir = exe_dir();
   candidates.push_back(dir + "/../lib/libstraggler_probe.so");     // installed: bin/ and lib/
   candidates.push_back(dir + "/../lib64/libstraggler_probe.so");
-  candidates.push_back(dir + "/../plugin/libstraggler_probe.so");  // build tree: cli/ and plugin/
+  candidates.push_back(dir + "/../runtime/libstraggler_probe.so");  // build tree: cli/ and runtime/
 #ifdef SP_BUILD_PROBE_LIB
   candidates.emplace_back(SP_BUILD_PROBE_LIB);
 #endif

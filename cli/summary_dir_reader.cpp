@@ -88,9 +88,9 @@ class RankFileIndexer {
       bytes.resize(length);
       in.read(bytes.data(), length);
       if (!in) throw BadInput(at + ": read failed (the file changed while being read?)");
-      probe::StepSummary s;
+      runtime::StepSummary s;
       std::string error;
-      if (!probe::decode_summary(bytes, &s, &error)) throw BadInput(at + ": cannot decode: " + error);
+      if (!runtime::decode_summary(bytes, &s, &error)) throw BadInput(at + ": cannot decode: " + error);
       check(s, at);
       file_->steps[s.step] = SummaryRecord{offset, length, index};
       offset += prefix.size() + length;
@@ -105,7 +105,7 @@ class RankFileIndexer {
     notes_->push_back(what + "; the rank stopped while writing it? This last record is left out");
   }
 
-  void check(const probe::StepSummary& s, const std::string& at) const {
+  void check(const runtime::StepSummary& s, const std::string& at) const {
     if (s.world_size <= 0) throw BadInput(at + ": world size " + std::to_string(s.world_size));
     if (s.rank != file_->rank) {
       throw BadInput(at + ": summary of rank " + std::to_string(s.rank) + " in the file of rank " +
@@ -152,16 +152,16 @@ std::vector<int32_t> SummaryDirIndex::missing_ranks(int64_t step) const {
   return missing;
 }
 
-probe::StepSummary SummaryDirIndex::load(int32_t rank, int64_t step) const {
+runtime::StepSummary SummaryDirIndex::load(int32_t rank, int64_t step) const {
   const RankSummaryFile& f = ranks.at(static_cast<size_t>(rank));
   const SummaryRecord& r = f.steps.at(step);
   std::ifstream in(f.path, std::ios::binary);
   std::string bytes(r.length, '\0');
   in.seekg(static_cast<std::streamoff>(r.offset + 4));
   in.read(bytes.data(), r.length);
-  probe::StepSummary s;
+  runtime::StepSummary s;
   std::string error;
-  if (!in || !probe::decode_summary(bytes, &s, &error) || s.step != step || s.rank != rank) {
+  if (!in || !runtime::decode_summary(bytes, &s, &error) || s.step != step || s.rank != rank) {
     throw BadInput(f.path + ": record " + std::to_string(r.index) + " at byte " + std::to_string(r.offset) +
                    ": changed while being analysed" + (error.empty() ? std::string() : ": " + error));
   }

@@ -42,7 +42,7 @@ struct SummaryDirIndex {
   std::vector<int32_t> missing_ranks(int64_t step) const;
   // Reads and decodes rank `rank`'s summary of `step` (which must be in its index). Throws
   // BadInput when the file changed since it was indexed.
-  probe::StepSummary load(int32_t rank, int64_t step) const;
+  runtime::StepSummary load(int32_t rank, int64_t step) const;
 };
 
 // Validates the directory and indexes every record. Throws BadInput with one line naming the

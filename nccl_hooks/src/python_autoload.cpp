@@ -42,7 +42,7 @@ __attribute__((constructor)) void straggler_probe_python_autoload() {
     path += ":";
     path += old;
   }
-  // Running from a build tree (build/plugin/libstraggler_probe.so): its package is build/python.
+  // Running from a build tree (build/runtime/libstraggler_probe.so): its package is build/python.
   const std::string tree = dir + "/../python";
   if (access((tree + "/straggler_probe/__init__.py").c_str(), R_OK) == 0) path += ":" + tree;
   setenv("PYTHONPATH", path.c_str(), 1);

@@ -25,7 +25,7 @@ namespace sp::online {
 
 struct OnlineAnalyzer::Impl {
   struct Pending {
-    std::vector<std::optional<probe::StepSummary>> by_rank;
+    std::vector<std::optional<runtime::StepSummary>> by_rank;
     int received = 0;
     std::string malformed;  // first problem found in a summary of this step
   };
@@ -58,7 +58,7 @@ struct OnlineAnalyzer::Impl {
 
   void note_error(const std::string& e) { stats.last_error = e; }
 
-  std::vector<StepVerdict> add(probe::StepSummary s);
+  std::vector<StepVerdict> add(runtime::StepSummary s);
   std::vector<StepVerdict> close_ready(bool all);
   StepVerdict close(int64_t step, Pending& p, bool complete, const std::string& why_incomplete);
   StepVerdict analyze(int64_t step, Pending& p);
@@ -69,7 +69,7 @@ struct OnlineAnalyzer::Impl {
 
 namespace {
 
-std::string missing_ranks(const std::vector<std::optional<probe::StepSummary>>& by_rank) {
+std::string missing_ranks(const std::vector<std::optional<runtime::StepSummary>>& by_rank) {
   std::string out;
   int shown = 0, total = 0;
   for (size_t r = 0; r < by_rank.size(); ++r) {
@@ -102,7 +102,7 @@ void OnlineAnalyzer::Impl::remember_closed(int64_t step) {
   while (closed.size() > cap) closed.erase(closed.begin());
 }
 
-std::vector<StepVerdict> OnlineAnalyzer::Impl::add(probe::StepSummary s) {
+std::vector<StepVerdict> OnlineAnalyzer::Impl::add(runtime::StepSummary s) {
   ++stats.summaries_received;
   const int64_t step = s.step;
   if (closed.count(step) || (!closed.empty() && step < *closed.begin())) {
@@ -180,7 +180,7 @@ StepVerdict OnlineAnalyzer::Impl::close(int64_t step, Pending& p, bool complete,
 }
 
 StepVerdict OnlineAnalyzer::Impl::analyze(int64_t step, Pending& p) {
-  std::vector<const probe::StepSummary*> by_rank;
+  std::vector<const runtime::StepSummary*> by_rank;
   for (const auto& s : p.by_rank) by_rank.push_back(s ? &*s : nullptr);
   std::string error;
   std::optional<StepModel> model = build_step_model(by_rank, ModelOptions{}, &error);
@@ -302,7 +302,7 @@ OnlineAnalyzer::OnlineAnalyzer(OnlineConfig config) {
 
 OnlineAnalyzer::~OnlineAnalyzer() = default;
 
-std::vector<StepVerdict> OnlineAnalyzer::add(probe::StepSummary summary) {
+std::vector<StepVerdict> OnlineAnalyzer::add(runtime::StepSummary summary) {
   if (!impl_) return {};
   try {
     return impl_->add(std::move(summary));

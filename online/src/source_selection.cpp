@@ -55,7 +55,7 @@ void supersede(SourceSelection* out, int rank, size_t i, const sp_event& ev, uin
 
 // Compute regions of one rank: per kind, the best source present; a lesser-source op is
 // superseded when that source has the same (micro-batch, name).
-void select_compute(const probe::StepSummary& s, int rank, SourceSelection* out) {
+void select_compute(const runtime::StepSummary& s, int rank, SourceSelection* out) {
   for (uint32_t kind : {SP_OP_FORWARD, SP_OP_BACKWARD, SP_OP_OPTIMIZER, SP_OP_OTHER}) {
     int best = 0;
     uint32_t best_source = 0;
@@ -84,10 +84,10 @@ void select_compute(const probe::StepSummary& s, int rank, SourceSelection* out)
 }
 
 // Communication of the whole step: the best source that every communicating rank has.
-void select_comm(const std::vector<const probe::StepSummary*>& by_rank, SourceSelection* out) {
+void select_comm(const std::vector<const runtime::StepSummary*>& by_rank, SourceSelection* out) {
   std::set<uint32_t> common;
   bool any = false;
-  for (const probe::StepSummary* s : by_rank) {
+  for (const runtime::StepSummary* s : by_rank) {
     std::set<uint32_t> mine;
     for (const sp_event& ev : s->ops) {
       if (is_comm(ev.kind)) mine.insert(ev.time_source);
@@ -114,7 +114,7 @@ void select_comm(const std::vector<const probe::StepSummary*>& by_rank, SourceSe
   }
   if (best == 0) return;  // no source all ranks share: keep everything, the model judges
   for (size_t r = 0; r < by_rank.size(); ++r) {
-    const probe::StepSummary& s = *by_rank[r];
+    const runtime::StepSummary& s = *by_rank[r];
     for (size_t i = 0; i < s.ops.size(); ++i) {
       const sp_event& ev = s.ops[i];
       if (is_comm(ev.kind) && ev.time_source != chosen) {
@@ -136,7 +136,7 @@ std::string time_source_name(uint32_t source) {
   }
 }
 
-SourceSelection select_sources(const std::vector<const probe::StepSummary*>& by_rank) {
+SourceSelection select_sources(const std::vector<const runtime::StepSummary*>& by_rank) {
   SourceSelection out;
   out.keep.resize(by_rank.size());
   for (size_t r = 0; r < by_rank.size(); ++r) {

@@ -34,6 +34,6 @@ struct SourceSelection {
 std::string time_source_name(uint32_t source);
 
 // by_rank[r] non-null for every rank (the model checks that first).
-SourceSelection select_sources(const std::vector<const probe::StepSummary*>& by_rank);
+SourceSelection select_sources(const std::vector<const runtime::StepSummary*>& by_rank);
 
 }  // namespace sp::online

@@ -14,7 +14,7 @@ namespace sp::online {
 namespace {
 
 // Checks what one summary can be checked for on its own.
-bool check_summary(const probe::StepSummary& s, int index, int world, std::string* error) {
+bool check_summary(const runtime::StepSummary& s, int index, int world, std::string* error) {
   const std::string who = "rank " + std::to_string(index);
   if (s.rank != index) {
     *error = who + ": summary says rank " + std::to_string(s.rank);
@@ -86,7 +86,7 @@ int intern(std::vector<std::string>* table, std::map<std::string, int>* index,
 
 }  // namespace
 
-std::optional<StepModel> build_step_model(const std::vector<const probe::StepSummary*>& by_rank,
+std::optional<StepModel> build_step_model(const std::vector<const runtime::StepSummary*>& by_rank,
                                           const ModelOptions& options, std::string* error) {
   StepModel m;
   m.world = static_cast<int>(by_rank.size());
@@ -126,7 +126,7 @@ std::optional<StepModel> build_step_model(const std::vector<const probe::StepSum
   int64_t t0 = std::numeric_limits<int64_t>::max();
   int64_t t_end = std::numeric_limits<int64_t>::min();
   for (size_t r = 0; r < by_rank.size(); ++r) {
-    const probe::StepSummary* s = by_rank[r];
+    const runtime::StepSummary* s = by_rank[r];
     if (s->step_start_ns > 0) t0 = std::min(t0, adjusted(s->step_start_ns, s->clock_offset_ns));
     for (size_t i = 0; i < s->ops.size(); ++i) {
       const sp_event& ev = s->ops[i];
@@ -149,7 +149,7 @@ std::optional<StepModel> build_step_model(const std::vector<const probe::StepSum
   std::vector<std::vector<CommStreamOp>> comm_ops(m.world);
   std::vector<CommRecord> comm;
   for (int r = 0; r < m.world; ++r) {
-    const probe::StepSummary& s = *by_rank[r];
+    const runtime::StepSummary& s = *by_rank[r];
     std::map<std::string, int> type_ordinal, key_ordinal;
     std::vector<size_t> order(s.ops.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -193,7 +193,7 @@ std::optional<StepModel> build_step_model(const std::vector<const probe::StepSum
         comm.push_back({logical, &ev});
       }
     }
-    for (const probe::Annotation& a : s.annotations) {
+    for (const runtime::Annotation& a : s.annotations) {
       if (a.key != "seq_lens" && a.key != "seq_len") continue;
       MicrobatchCost c{r, a.microbatch, 0, 0};
       if (parse_seq_lens(a.value, &c.sum_len, &c.sum_len_sq)) {
@@ -209,7 +209,7 @@ std::optional<StepModel> build_step_model(const std::vector<const probe::StepSum
   m.starts.assign(m.world, -1);
   m.marker_delay_key = intern(&m.delay_keys, &delay_index, "step-end");
   for (int r = 0; r < m.world; ++r) {
-    const probe::StepSummary& s = *by_rank[r];
+    const runtime::StepSummary& s = *by_rank[r];
     const double step_end = s.step_end_ns > 0 ? secs(s.step_end_ns, s.clock_offset_ns) : -1.0;
     // A rank's step starts at its previous step mark, or at its first op if that is earlier
     // or the mark is unknown.

@@ -91,7 +91,7 @@ struct ModelOptions {
 // Builds the model from one summary per rank (index = rank), each op timed by one source only
 // (select_sources). Returns nullopt and one line in
 // *error when the summaries contradict each other (unmatched collectives or p2p, bad layout).
-std::optional<StepModel> build_step_model(const std::vector<const probe::StepSummary*>& by_rank,
+std::optional<StepModel> build_step_model(const std::vector<const runtime::StepSummary*>& by_rank,
                                           const ModelOptions& options, std::string* error);
 
 }  // namespace sp::online

@@ -131,9 +131,9 @@ struct AnalysisWorker::Impl {
     }
 #if SP_HAVE_ONLINE
     for (size_t r = 0; r < batch.by_rank.size(); ++r) {
-      probe::StepSummary summary;
+      runtime::StepSummary summary;
       std::string error;
-      if (!probe::decode_summary(batch.by_rank[r], &summary, &error)) {
+      if (!runtime::decode_summary(batch.by_rank[r], &summary, &error)) {
         emit(skipped_line(batch.step, batch.step,
                           "summary of rank " + std::to_string(r) + " is malformed: " + error));
         return;  // the analyzer skips the step once later steps complete

@@ -21,9 +21,9 @@ SummarySource::Status SummarySource::pop(int timeout_ms, EncodedSummary* out, st
       *error = "sp_pop_summary failed with status " + std::to_string(rc);
       return Status::kBad;
     }
-    probe::StepSummary summary;
+    runtime::StepSummary summary;
     std::string decode_error;
-    if (!probe::decode_summary(std::string_view(buffer_.data(), size), &summary, &decode_error)) {
+    if (!runtime::decode_summary(std::string_view(buffer_.data(), size), &summary, &decode_error)) {
       *error = "this rank produced a summary that does not decode: " + decode_error;
       return Status::kBad;
     }

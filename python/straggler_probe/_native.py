@@ -1,6 +1,6 @@
 """The compiled core (straggler_probe._core) and the event vocabulary shared with it.
 
-Constants mirror plugin/include/straggler_probe/probe.h; they go over the wire, so they are
+Constants mirror runtime/include/straggler_probe/probe.h; they go over the wire, so they are
 checked against the extension's own values once at import (a stale build fails loudly).
 """
 from __future__ import annotations

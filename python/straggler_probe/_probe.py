@@ -48,7 +48,7 @@ class Probe:
 
         status, message = self.core.init(self.rank, self.world, self.local_rank)
         if status != 0 and (status == 2 or "STRAGGLER_PROBE_" in message):
-            # one of the runtime's own settings (plugin/README.md) is wrong: it said which
+            # one of the runtime's own settings (runtime/README.md) is wrong: it said which
             raise ConfigError(f"straggler_probe: {message}")
         if status != 0:
             raise RuntimeError(f"straggler_probe: the runtime did not start: {message}")

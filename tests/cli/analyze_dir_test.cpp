@@ -32,11 +32,11 @@ using sp::cli::testing::slurp;
 using sp::online::testing::run_synthetic;
 using sp::online::testing::SyntheticJob;
 using sp::online::testing::SyntheticRun;
-using sp::probe::StepSummary;
+using sp::runtime::StepSummary;
 
 // One record of a .spsum file: [uint32 LE length][encoded summary].
 std::string record(const StepSummary& s) {
-  const std::string bytes = sp::probe::encode_summary(s);
+  const std::string bytes = sp::runtime::encode_summary(s);
   const auto n = static_cast<uint32_t>(bytes.size());
   std::string out{static_cast<char>(n), static_cast<char>(n >> 8), static_cast<char>(n >> 16),
                   static_cast<char>(n >> 24)};

@@ -42,14 +42,14 @@ class RuntimeRegionsTest : public ::testing::Test {
     reset_gpu_log_for_tests();
     set_gpu_log_silent(true);
     CuptiCapture::instance().reset_for_tests();
-    const sp_config cfg = probe::testing::test_config();
+    const sp_config cfg = runtime::testing::test_config();
     ASSERT_EQ(sp_init(&cfg), SP_OK) << sp_last_warning();
   }
   void TearDown() override {
     CuptiCapture::instance().reset_for_tests();
     sp_shutdown();
-    probe::StepSummary s;
-    while (probe::pop_summary(&s, std::chrono::milliseconds(0)) == probe::PopStatus::kOk) {
+    runtime::StepSummary s;
+    while (runtime::pop_summary(&s, std::chrono::milliseconds(0)) == runtime::PopStatus::kOk) {
     }
     set_gpu_log_silent(false);
   }
@@ -147,15 +147,15 @@ TEST_F(RuntimeRegionsTest, TheRegionsGpuSpanReachesTheStepThatLaunchedIt) {
   ASSERT_EQ(sp_mark_step(2), SP_OK);
   ASSERT_EQ(sp_shutdown(), SP_OK);
 
-  std::vector<probe::StepSummary> steps;
-  probe::StepSummary s;
-  while (probe::pop_summary(&s, std::chrono::milliseconds(0)) == probe::PopStatus::kOk) {
+  std::vector<runtime::StepSummary> steps;
+  runtime::StepSummary s;
+  while (runtime::pop_summary(&s, std::chrono::milliseconds(0)) == runtime::PopStatus::kOk) {
     steps.push_back(s);
   }
   const sp_event* gpu = nullptr;
   const sp_event* host = nullptr;
   int64_t gpu_step = -100;
-  for (const probe::StepSummary& st : steps) {
+  for (const runtime::StepSummary& st : steps) {
     for (const sp_event& ev : st.ops) {
       if (ev.kind != SP_OP_BACKWARD) continue;
       if (ev.time_source == SP_TIME_CUPTI) {

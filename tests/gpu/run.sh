@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The probe's GPU checks, for one lent GPU (the `device` tool), in one run of under 8 minutes:
-#   1. the library: the carried build (build-gpu/plugin/libstraggler_probe.so, or $SP_LIB), else
+#   1. the library: the carried build (build-gpu/runtime/libstraggler_probe.so, or $SP_LIB), else
 #      built here (needs the project's build dependencies on the machine);
 #   2. CUPTI kernel times against CUDA events around the same GEMMs: within 1%;
 #   3. NCCL collectives at world size 1 under LD_PRELOAD: recorded with GPU times (CUDA events),
@@ -13,7 +13,7 @@
 # GPU assertions), to check the script itself.
 #
 # Carry the library when calling the device tool, e.g.
-#   run(command="bash tests/gpu/run.sh", carry=["build-gpu/plugin/libstraggler_probe.so"])
+#   run(command="bash tests/gpu/run.sh", carry=["build-gpu/runtime/libstraggler_probe.so"])
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -59,7 +59,7 @@ $PY -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cu
 # ---- 1. the library ---------------------------------------------------------------------------
 LIB=${SP_LIB:-}
 if [ -z "$LIB" ]; then
-  for c in build-gpu/plugin/libstraggler_probe.so build/plugin/libstraggler_probe.so; do
+  for c in build-gpu/runtime/libstraggler_probe.so build/runtime/libstraggler_probe.so; do
     if [ -f "$c" ]; then LIB=$ROOT/$c; break; fi
   done
 fi
@@ -72,9 +72,9 @@ else
        -DSP_BUILD_TESTS=OFF -DSP_BUILD_BENCH=OFF -DSP_BUILD_PYTHON=OFF \
        ${PYBIND_DIR:+-Dpybind11_DIR=$PYBIND_DIR} >>"$LOG" 2>&1 &&
      timeout 240 cmake --build build-device -j16 --target straggler_probe >>"$LOG" 2>&1; then
-    LIB=$ROOT/build-device/plugin/libstraggler_probe.so
+    LIB=$ROOT/build-device/runtime/libstraggler_probe.so
   else
-    say "build failed (see $LOG); carry build-gpu/plugin/libstraggler_probe.so instead"
+    say "build failed (see $LOG); carry build-gpu/runtime/libstraggler_probe.so instead"
     tail -20 "$LOG"
     exit 3
   fi

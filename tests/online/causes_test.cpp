@@ -95,7 +95,7 @@ TEST(OnlineCauses, GcPausesAreNamedOnTheirSteps) {
 void slow_last_bucket(SyntheticRun* run, const std::vector<int64_t>& steps, double extra_s) {
   const auto extra = static_cast<uint64_t>(extra_s * 1e9);
   for (int64_t step : steps) {
-    for (probe::StepSummary& s : run->steps.at(static_cast<size_t>(step))) {
+    for (runtime::StepSummary& s : run->steps.at(static_cast<size_t>(step))) {
       uint64_t last_end = 0;
       for (const sp_event& e : s.ops) {
         if (e.kind == SP_OP_COLLECTIVE) last_end = std::max(last_end, e.end_ns);

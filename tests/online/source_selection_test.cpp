@@ -30,12 +30,12 @@ sp_event allreduce(uint32_t source, uint64_t group, uint64_t seq, uint64_t start
   return testing::all_reduce_op(start_ms, end_ms, group, seq, 2, source);
 }
 
-probe::StepSummary summary(int rank, int world, std::vector<sp_event> ops) {
+runtime::StepSummary summary(int rank, int world, std::vector<sp_event> ops) {
   return testing::rank_summary(rank, world, std::move(ops), 100);
 }
 
 TEST(OnlineSourceSelection, ComputeTakesTheBestSourceOfEachOpAndKeepsWhatItLacks) {
-  const std::vector<probe::StepSummary> ss = {summary(0, 1, {
+  const std::vector<runtime::StepSummary> ss = {summary(0, 1, {
       op(SP_OP_FORWARD, SP_TIME_HOST, 0, 10, 0),          // 0: superseded by CUPTI
       op(SP_OP_FORWARD, SP_TIME_CUPTI, 1, 9, 0),          // 1
       op(SP_OP_FORWARD, SP_TIME_HOST, 10, 20, 1),         // 2: CUPTI missed it: kept
@@ -57,7 +57,7 @@ TEST(OnlineSourceSelection, ComputeTakesTheBestSourceOfEachOpAndKeepsWhatItLacks
 }
 
 TEST(OnlineSourceSelection, NamedRegionsAreMatchedByName) {
-  probe::StepSummary s = summary(0, 1, {
+  runtime::StepSummary s = summary(0, 1, {
       op(SP_OP_OTHER, SP_TIME_HOST, 0, 10),
       op(SP_OP_OTHER, SP_TIME_CUPTI, 1, 9),
       op(SP_OP_OTHER, SP_TIME_HOST, 10, 20),  // another region, never on the GPU
@@ -65,7 +65,7 @@ TEST(OnlineSourceSelection, NamedRegionsAreMatchedByName) {
   s.names = {"", "attention", "tokenize"};
   s.ops[0].name_id = s.ops[1].name_id = 1;
   s.ops[2].name_id = 2;
-  const std::vector<probe::StepSummary> ss = {s};
+  const std::vector<runtime::StepSummary> ss = {s};
   const SourceSelection sel = select_sources(testing::summary_ptrs(ss));
   EXPECT_EQ(sel.keep[0], (std::vector<bool>{false, true, true}));
 }
@@ -73,7 +73,7 @@ TEST(OnlineSourceSelection, NamedRegionsAreMatchedByName) {
 TEST(OnlineSourceSelection, CommunicationUsesTheBestSourceEveryRankHas) {
   // Both ranks have the NCCL plugin's view and the c10d hooks' view of one all-reduce (another
   // group hash and sequence numbering): NCCL wins on both.
-  std::vector<probe::StepSummary> ss = {
+  std::vector<runtime::StepSummary> ss = {
       summary(0, 2, {allreduce(SP_TIME_HOST, 7, 1, 30, 55), allreduce(SP_TIME_NCCL, 99, 0, 31, 54)}),
       summary(1, 2, {allreduce(SP_TIME_HOST, 7, 1, 50, 55), allreduce(SP_TIME_NCCL, 99, 0, 50, 54)}),
   };
@@ -92,7 +92,7 @@ TEST(OnlineSourceSelection, CommunicationUsesTheBestSourceEveryRankHas) {
 }
 
 TEST(OnlineSourceSelection, TheModelCountsAnOpTimedTwiceOnce) {
-  const std::vector<probe::StepSummary> ss = {
+  const std::vector<runtime::StepSummary> ss = {
       summary(0, 2, {op(SP_OP_FORWARD, SP_TIME_HOST, 0, 10, 0), op(SP_OP_FORWARD, SP_TIME_CUPTI, 2, 9, 0),
                      allreduce(SP_TIME_HOST, 7, 1, 30, 55), allreduce(SP_TIME_NCCL, 99, 0, 31, 54)}),
       summary(1, 2, {op(SP_OP_FORWARD, SP_TIME_HOST, 0, 20, 0), op(SP_OP_FORWARD, SP_TIME_CUPTI, 2, 19, 0),
@@ -131,7 +131,7 @@ TEST(OnlineSourceSelection, DuplicatedSourcesGiveTheSameVerdictsAndAreReported) 
   for (const auto& step : run.steps) {
     for (const auto& s : step) {
       for (auto& v : once.add(s)) v1.push_back(v);
-      probe::StepSummary d = s;
+      runtime::StepSummary d = s;
       for (const sp_event& e : s.ops) {
         sp_event c = e;
         if (e.kind == SP_OP_FORWARD || e.kind == SP_OP_BACKWARD || e.kind == SP_OP_OPTIMIZER) {

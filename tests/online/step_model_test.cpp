@@ -20,7 +20,7 @@ sp_event coll(uint64_t start_ms, uint64_t end_ms, uint64_t seq, int size) {
   return testing::all_reduce_op(start_ms, end_ms, 7, seq, size);
 }
 
-probe::StepSummary summary(int rank, int world, std::vector<sp_event> ops) {
+runtime::StepSummary summary(int rank, int world, std::vector<sp_event> ops) {
   return testing::rank_summary(rank, world, std::move(ops));
 }
 
@@ -31,14 +31,14 @@ const LogicalOp* find_op(const StepModel& m, int rank, uint32_t kind) {
   return nullptr;
 }
 
-std::optional<StepModel> build(const std::vector<probe::StepSummary>& ss, std::string* err) {
+std::optional<StepModel> build(const std::vector<runtime::StepSummary>& ss, std::string* err) {
   return build_step_model(testing::summary_ptrs(ss), ModelOptions{}, err);
 }
 
 TEST(OnlineStepModel, BackwardWaitingForItsBucketsIsNotCompute) {
   // Rank 0 computes backward 10..30 ms and launches the all-reduce at 30; rank 1 launches it at
   // 50, so it ends at 55 and rank 0's backward (which waits for it) ends at 56.
-  std::vector<probe::StepSummary> ss = {
+  std::vector<runtime::StepSummary> ss = {
       summary(0, 2, {ev(SP_OP_FORWARD, 0, 10, 0), ev(SP_OP_BACKWARD, 10, 56, 0), coll(30, 55, 1, 2)}),
       summary(1, 2, {ev(SP_OP_FORWARD, 0, 20, 0), ev(SP_OP_BACKWARD, 20, 56, 0), coll(50, 55, 1, 2)}),
   };
@@ -59,7 +59,7 @@ TEST(OnlineStepModel, BackwardWaitingForItsBucketsIsNotCompute) {
 TEST(OnlineStepModel, LateNoticeOfAnAllReduceIsHostDelayNotTransfer) {
   // Both ranks launch by 50 ms; rank 0 sees the result at 55, rank 1 only at 58 (its callback
   // waited), then runs the optimizer from 58.5.
-  std::vector<probe::StepSummary> ss = {
+  std::vector<runtime::StepSummary> ss = {
       summary(0, 2, {ev(SP_OP_BACKWARD, 0, 50, 0), coll(50, 55, 1, 2), ev(SP_OP_OPTIMIZER, 56, 60)}),
       summary(1, 2, {ev(SP_OP_BACKWARD, 0, 50, 0), coll(50, 58, 1, 2), ev(SP_OP_OPTIMIZER, 59, 60)}),
   };
@@ -75,7 +75,7 @@ TEST(OnlineStepModel, LateNoticeOfAnAllReduceIsHostDelayNotTransfer) {
 }
 
 TEST(OnlineStepModel, NestedGcPauseIsItsOwnOp) {
-  std::vector<probe::StepSummary> ss = {
+  std::vector<runtime::StepSummary> ss = {
       summary(0, 1, {ev(SP_OP_FORWARD, 0, 50, 0), ev(SP_OP_GC, 10, 40), ev(SP_OP_BACKWARD, 51, 70, 0)}),
   };
   std::string err;
@@ -111,9 +111,9 @@ TEST(OnlineStepModel, ClockOffsetsAreApplied) {
   testing::SyntheticJob job;
   job.microbatches = 2;
   const testing::SyntheticRun run = testing::run_synthetic(job, 1);
-  std::vector<probe::StepSummary> shifted = run.steps[0];
+  std::vector<runtime::StepSummary> shifted = run.steps[0];
   // Rank 2's clock runs 7 ms ahead; its summary says so.
-  probe::StepSummary& s = shifted[2];
+  runtime::StepSummary& s = shifted[2];
   for (sp_event& e : s.ops) {
     e.start_ns += 7 * kMs;
     e.end_ns += 7 * kMs;

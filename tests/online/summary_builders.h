@@ -37,9 +37,9 @@ inline sp_event all_reduce_op(uint64_t start_ms, uint64_t end_ms, uint64_t group
 }
 
 // Step 3 of `rank`, starting at t0; end_ms 0 leaves the step end unset.
-inline probe::StepSummary rank_summary(int rank, int world, std::vector<sp_event> ops,
+inline runtime::StepSummary rank_summary(int rank, int world, std::vector<sp_event> ops,
                                        uint64_t end_ms = 0) {
-  probe::StepSummary s;
+  runtime::StepSummary s;
   s.rank = rank;
   s.world_size = world;
   s.step = 3;
@@ -51,8 +51,8 @@ inline probe::StepSummary rank_summary(int rank, int world, std::vector<sp_event
 }
 
 // The by-rank view build_step_model and select_sources take (index = rank).
-inline std::vector<const probe::StepSummary*> summary_ptrs(const std::vector<probe::StepSummary>& ss) {
-  std::vector<const probe::StepSummary*> out;
+inline std::vector<const runtime::StepSummary*> summary_ptrs(const std::vector<runtime::StepSummary>& ss) {
+  std::vector<const runtime::StepSummary*> out;
   for (const auto& s : ss) out.push_back(&s);
   return out;
 }

@@ -89,10 +89,10 @@ SyntheticRun run_synthetic(const SyntheticJob& job, int num_steps) {
   std::vector<double> t(static_cast<size_t>(world), 0.0);
   uint64_t seq = 0;
   for (int step = 0; step < num_steps; ++step) {
-    std::vector<probe::StepSummary> out(static_cast<size_t>(world));
+    std::vector<runtime::StepSummary> out(static_cast<size_t>(world));
     std::vector<std::vector<Instr>> prog(static_cast<size_t>(world));
     for (int r = 0; r < world; ++r) {
-      probe::StepSummary& s = out[static_cast<size_t>(r)];
+      runtime::StepSummary& s = out[static_cast<size_t>(r)];
       s.rank = r;
       s.world_size = world;
       s.dp_rank = r % job.dp;
@@ -239,7 +239,7 @@ SyntheticRun run_synthetic(const SyntheticJob& job, int num_steps) {
     seq += static_cast<uint64_t>(job.buckets);
     double longest = 0;
     for (int r = 0; r < world; ++r) {
-      probe::StepSummary& s = out[static_cast<size_t>(r)];
+      runtime::StepSummary& s = out[static_cast<size_t>(r)];
       t[static_cast<size_t>(r)] += job.gap_s;  // the step mark comes a little after the optimizer
       s.step_end_ns = ns(t[static_cast<size_t>(r)]);
       longest = std::max(longest, static_cast<double>(s.step_end_ns - s.step_start_ns) * 1e-9);

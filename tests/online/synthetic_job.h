@@ -41,7 +41,7 @@ struct SyntheticJob {
 };
 
 struct SyntheticRun {
-  std::vector<std::vector<probe::StepSummary>> steps;  // [step][rank]
+  std::vector<std::vector<runtime::StepSummary>> steps;  // [step][rank]
   std::vector<double> step_time_s;  // the longest rank's step: its step mark - its step start
 };
 

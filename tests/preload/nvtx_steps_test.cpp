@@ -25,7 +25,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using sp::nccl::NvtxStepRange;
-using sp::probe::testing::slurp;
+using sp::runtime::testing::slurp;
 
 constexpr size_t kSteps = 12;  // nvtx_program.cpp
 
@@ -49,7 +49,7 @@ size_t count(const std::string& text, const std::string& what) {
 struct ProgramRun {
   int exit_code = -1;
   std::string out, err;
-  std::vector<sp::probe::StepSummary> steps;  // from <dir>/rank0.spsum (empty if none)
+  std::vector<sp::runtime::StepSummary> steps;  // from <dir>/rank0.spsum (empty if none)
 };
 
 // Runs argv with only PATH, HOME and `vars` in its environment (the test's own LD_PRELOAD, RANK,
@@ -91,7 +91,7 @@ ProgramRun run(const std::string& name, std::vector<std::string> argv,
   r.out = slurp(out_path);
   r.err = slurp(err_path);
   const fs::path summaries = dir / "out" / "rank0.spsum";
-  if (fs::exists(summaries)) r.steps = sp::probe::testing::read_summary_file(summaries);
+  if (fs::exists(summaries)) r.steps = sp::runtime::testing::read_summary_file(summaries);
   return r;
 }
 

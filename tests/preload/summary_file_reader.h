@@ -15,7 +15,7 @@
 
 #include "straggler_probe/step_summary.h"
 
-namespace sp::probe::testing {
+namespace sp::runtime::testing {
 
 // A whole file's bytes (empty when it cannot be read).
 inline std::string slurp(const std::string& path) {
@@ -48,4 +48,4 @@ inline std::vector<StepSummary> read_summary_file(const std::string& path) {
   return out;
 }
 
-}  // namespace sp::probe::testing
+}  // namespace sp::runtime::testing

@@ -11,7 +11,7 @@
 
 namespace {
 
-using sp::probe::testing::read_summary_file;
+using sp::runtime::testing::read_summary_file;
 
 TEST(SummaryFile, StepsFoundWithoutPythonHoldTheNcclOperations) {
   const char* dir = std::getenv("SP_TEST_OUT_DIR");

@@ -59,7 +59,7 @@ def built_library() -> Path | None:
     if not pkg:
         return None
     for lib in (Path(pkg) / "straggler_probe" / "libstraggler_probe.so",   # installed
-                Path(pkg).parent / "plugin" / "libstraggler_probe.so"):     # build tree
+                Path(pkg).parent / "runtime" / "libstraggler_probe.so"):     # build tree
         if lib.exists():
             return lib
     return None

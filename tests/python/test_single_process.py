@@ -70,7 +70,7 @@ def test_preloaded_runtime_is_the_one_used(tmp_path):
 
     import pytest
     pkg = harness.package_path()
-    lib = Path(pkg).parent / "plugin" / "libstraggler_probe.so" if pkg else None
+    lib = Path(pkg).parent / "runtime" / "libstraggler_probe.so" if pkg else None
     if lib is None or not lib.exists():
         pytest.skip("libstraggler_probe.so is not built next to the package")
     code = "from straggler_probe import _native\n" + SCRIPT

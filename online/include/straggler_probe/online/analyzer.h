@@ -51,7 +51,7 @@ class OnlineAnalyzer {
 
   // Takes one rank's summary of one step. Returns the verdicts of every step this completes or
   // gives up on (skipped steps come back with analyzed=false and a reason), oldest first.
-  std::vector<StepVerdict> add(probe::StepSummary summary);
+  std::vector<StepVerdict> add(runtime::StepSummary summary);
   // Closes all pending steps (end of training): complete ones are analysed, the rest skipped.
   std::vector<StepVerdict> finish();
 

@@ -1,0 +1,187 @@
+/* straggler_probe runtime: the C ABI of libstraggler_probe.so.
+ *
+ * These functions are the library's only exported symbols. Every entry point is safe to call
+ * before sp_init, after sp_shutdown, or when the probe has stepped aside after a failure: it then
+ * does nothing and returns SP_ERR_DISABLED (or 0 / an empty value). No function throws, blocks on
+ * another rank or allocates on the recording path.
+ *
+ * Time: all timestamps are nanoseconds on the probe clock (sp_now_ns, CLOCK_REALTIME based, the
+ * same base CUPTI uses by default), so host events, CUDA-event and CUPTI times share one axis.
+ */
+#ifndef STRAGGLER_PROBE_PROBE_H_
+#define STRAGGLER_PROBE_PROBE_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SP_API __attribute__((visibility("default")))
+#define SP_ABI_VERSION 1
+
+typedef enum sp_status {
+  SP_OK = 0,
+  SP_ERR_DISABLED = 1,  /* not initialised, shut down, or stepped aside */
+  SP_ERR_INVALID = 2,   /* bad argument (null pointer, unknown kind, bad config value) */
+  SP_ERR_DROPPED = 3,   /* buffer full: the event was dropped and counted */
+  SP_ERR_INTERNAL = 4,  /* unexpected failure; a warning was logged */
+  SP_ERR_TIMEOUT = 5,   /* nothing arrived in time (sp_pop_summary) */
+} sp_status;
+
+/* What an operation is. Values are stable: they go over the wire in step summaries. */
+typedef enum sp_op_kind {
+  SP_OP_FORWARD = 1,     /* forward compute of one micro-batch */
+  SP_OP_BACKWARD = 2,    /* backward compute of one micro-batch */
+  SP_OP_OPTIMIZER = 3,   /* optimizer step (incl. grad clipping) */
+  SP_OP_COLLECTIVE = 4,  /* all-reduce, all-gather, reduce-scatter, broadcast, barrier... */
+  SP_OP_SEND = 5,        /* point-to-point send (pipeline) */
+  SP_OP_RECV = 6,        /* point-to-point recv (pipeline) */
+  SP_OP_GC = 7,          /* Python garbage-collection pause */
+  SP_OP_DATA_WAIT = 8,   /* waiting for the data loader */
+  SP_OP_KERNEL = 9,      /* one GPU kernel (CUPTI) */
+  SP_OP_MEMCPY = 10,     /* GPU memcpy / memset (CUPTI) */
+  SP_OP_OTHER = 11,      /* user-named region */
+  SP_OP_KIND_MAX = 12
+} sp_op_kind;
+
+/* Collective type, for SP_OP_COLLECTIVE / SEND / RECV. */
+typedef enum sp_coll_type {
+  SP_COLL_NONE = 0,
+  SP_COLL_ALL_REDUCE = 1,
+  SP_COLL_ALL_GATHER = 2,
+  SP_COLL_REDUCE_SCATTER = 3,
+  SP_COLL_BROADCAST = 4,
+  SP_COLL_REDUCE = 5,
+  SP_COLL_ALL_TO_ALL = 6,
+  SP_COLL_BARRIER = 7,
+  SP_COLL_SEND = 8,
+  SP_COLL_RECV = 9,
+  SP_COLL_GATHER = 10,
+  SP_COLL_SCATTER = 11,
+} sp_coll_type;
+
+/* Where an event's times come from. */
+typedef enum sp_time_source {
+  SP_TIME_HOST = 0,        /* host clock around the call */
+  SP_TIME_CUDA_EVENT = 1,  /* CUDA events on the stream, resolved later off the training thread */
+  SP_TIME_CUPTI = 2,       /* CUPTI activity record */
+  SP_TIME_NCCL = 3,        /* NCCL profiler plugin */
+} sp_time_source;
+
+/* One complete operation. Plain data, fixed size; copied into a per-thread ring. */
+typedef struct sp_event {
+  uint64_t start_ns;     /* probe clock */
+  uint64_t end_ns;       /* probe clock; end >= start */
+  uint64_t group_id;     /* communicator / process-group identity (hash), 0 if none */
+  uint64_t seq;          /* collective sequence number within group_id, per rank */
+  uint64_t bytes;        /* payload size, 0 if unknown */
+  uint32_t kind;         /* sp_op_kind */
+  uint32_t coll;         /* sp_coll_type */
+  int32_t microbatch;    /* -1 if none */
+  int32_t peer;          /* global rank of the p2p peer, -1 if none */
+  int32_t group_size;    /* participants in group_id, 0 if unknown */
+  uint32_t stream;       /* stream id (CUDA stream or logical stream), 0 = default */
+  uint32_t name_id;      /* interned name (sp_intern), 0 if none */
+  uint32_t time_source;  /* sp_time_source */
+  /* Which step the event belongs to. 0 (the default, `reserved` in ABI 1 callers): the step whose
+   * marks enclose start_ns. Otherwise the label passed to sp_mark_step, plus one: producers whose
+   * events run past the mark (GPU work launched in step N that executes after mark N) or arrive
+   * late (CUPTI buffers) pin them to the step that launched them. Tagging needs labels >= 0 that
+   * increase from mark to mark. */
+  union {
+    uint64_t reserved;
+    uint64_t step_plus_one;
+  };
+} sp_event;
+
+typedef struct sp_config {
+  uint32_t struct_size;       /* sizeof(sp_config), for ABI evolution */
+  int32_t rank;               /* -1: read from RANK */
+  int32_t world_size;         /* -1: read from WORLD_SIZE */
+  int32_t local_rank;         /* -1: read from LOCAL_RANK */
+  uint32_t ring_capacity;     /* events per thread ring; 0: default (65536) */
+  uint32_t max_threads;       /* recording threads; 0: default (64) */
+  uint32_t flags;             /* reserved, 0 */
+  /* Added after the first draft; honoured only when struct_size covers them. 0: environment or
+   * default (see runtime/README.md). */
+  uint32_t queue_steps;         /* finished summaries kept for the transport; default 16 */
+  uint32_t step_grace_ms;       /* wait for late events after a mark before closing; default 50 */
+  uint32_t drain_interval_ms;   /* consumer thread period; default 5 */
+  uint32_t max_events_per_step; /* per-step event cap in the assembler; default 262144 */
+} sp_config;
+
+typedef struct sp_stats {
+  uint64_t events_recorded;
+  uint64_t events_dropped;     /* ring full */
+  uint64_t steps_completed;
+  uint64_t steps_skipped;      /* summaries dropped because the consumer fell behind */
+  uint64_t threads_registered;
+  uint64_t threads_rejected;   /* threads beyond max_threads (their events are dropped) */
+  /* Added after the first draft. events_recorded + events_dropped == calls that tried to record. */
+  uint64_t events_discarded;   /* recorded, but in no summary: arrived after their step closed,
+                                  over the per-step cap, or after the last mark at shutdown */
+  uint64_t regions_unbalanced; /* regions never ended (an outer region ended first) */
+  uint64_t annotations_dropped;
+  uint64_t marks_dropped;      /* step marks lost because the consumer was stuck */
+} sp_stats;
+
+SP_API uint32_t sp_abi_version(void);
+SP_API void sp_config_init(sp_config* cfg); /* fills defaults */
+SP_API int sp_init(const sp_config* cfg);   /* idempotent; SP_OK if already initialised */
+SP_API int sp_shutdown(void);
+SP_API int sp_is_enabled(void);
+
+SP_API uint64_t sp_now_ns(void);
+SP_API uint32_t sp_intern(const char* name); /* stable id for a region name; 0 on failure */
+
+/* Host-timed regions. begin returns a token for end (0 if disabled). Regions nest per thread. */
+SP_API uint64_t sp_region_begin(uint32_t kind, int32_t microbatch, uint32_t name_id);
+SP_API int sp_region_end(uint64_t token);
+
+/* A complete event whose times are already known (CUDA events, CUPTI, NCCL, collectives). */
+SP_API int sp_record(const sp_event* ev);
+
+/* Step boundary: events recorded since the previous mark belong to `step`. Never waits: it
+ * publishes (step, now) and the consumer thread cuts every thread's events at that time. */
+SP_API int sp_mark_step(int64_t step);
+/* Label of the last sp_mark_step, or -1 before the first. */
+SP_API int64_t sp_last_marked_step(void);
+
+/* Free-form annotation of the current step, e.g. ("seq_lens", "512,1024") for a micro-batch. */
+SP_API int sp_annotate(int32_t microbatch, const char* key, const char* value);
+
+/* Hand finished steps to the consumer (the transport thread) without waiting: every marked step
+ * is closed at the consumer's next pass, without the grace period for late events. */
+SP_API int sp_flush(void);
+
+/* Where this rank sits in the job, stamped on every summary from now on (-1: unknown). */
+SP_API int sp_set_topology(int32_t dp_rank, int32_t pp_stage);
+/* Estimated offset of this rank's clock to rank 0's, stamped on every summary from now on. */
+SP_API int sp_set_clock_offset(int64_t offset_ns);
+
+/* The next finished step summary, encoded (step_summary.h, decode_summary). Waits up to
+ * timeout_ms (0: no wait). SP_OK: *size bytes written to buf. SP_ERR_INVALID: buf too small,
+ * *size says how much is needed, the summary stays queued. SP_ERR_TIMEOUT: none yet.
+ * SP_ERR_DISABLED: none queued and the probe is off. Summaries queued before sp_shutdown can
+ * still be popped after it. Call from the transport thread, never the training thread. */
+SP_API int sp_pop_summary(void* buf, size_t capacity, size_t* size, int32_t timeout_ms);
+
+/* Called on the consumer thread with every finished summary, encoded as sp_pop_summary returns
+ * it, just before it is queued. The bytes are valid during the call only. It must return
+ * quickly (the consumer drains the rings between steps) and must not call sp_shutdown. NULL
+ * removes it. It may be set before sp_init and stays set across sp_shutdown / sp_init. */
+typedef void (*sp_summary_callback)(const void* data, size_t size, void* user);
+SP_API int sp_set_summary_callback(sp_summary_callback callback, void* user);
+
+SP_API int sp_get_stats(sp_stats* out);
+
+/* The last warning the probe logged (for tests and the Python layer); never NULL. */
+SP_API const char* sp_last_warning(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STRAGGLER_PROBE_PROBE_H_ */

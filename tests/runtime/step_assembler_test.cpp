@@ -1,0 +1,206 @@
+// Step cutting on the consumer side: which step each event lands in, when a step closes, and
+// what is counted when events come too late or overflow.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "probe_test_util.h"
+#include "step_assembler.h"
+
+namespace sp::runtime {
+namespace {
+
+using testing::make_event;
+
+sp_event tagged(uint64_t start, uint64_t end, int64_t step) {
+  sp_event e = make_event(start, end);
+  e.kind = SP_OP_KERNEL;
+  e.step_plus_one = static_cast<uint64_t>(step + 1);
+  return e;
+}
+
+struct Collector {
+  std::vector<StepSummary> steps;
+  StepAssembler::Emit emit() {
+    return [this](StepSummary&& s) { steps.push_back(std::move(s)); };
+  }
+};
+
+std::vector<uint64_t> starts(const StepSummary& s) {
+  std::vector<uint64_t> v;
+  for (const auto& op : s.ops) v.push_back(op.start_ns);
+  return v;
+}
+
+TEST(StepAssembler, EventsGoToTheStepWhoseMarksEncloseTheirStart) {
+  StepAssembler a({}, /*origin_ns=*/1000);
+  Collector c;
+  a.add_event(make_event(1500, 1600));
+  a.add_event(make_event(2000, 2100));  // exactly at mark 0: belongs to step 0, (origin, 2000]
+  a.add_mark({0, 2000});
+  a.add_event(make_event(2001, 2500));  // after the mark, before the next
+  a.add_event(make_event(1900, 2600));  // published late, but started in step 0
+  a.add_mark({1, 3000});
+  a.add_event(make_event(3500, 3600));  // open step: stays pending
+  a.close_ready(/*now=*/10000, /*grace=*/0, false, c.emit());
+
+  ASSERT_EQ(c.steps.size(), 2u);
+  EXPECT_EQ(c.steps[0].step, 0);
+  EXPECT_EQ(c.steps[0].step_start_ns, 1000u);
+  EXPECT_EQ(c.steps[0].step_end_ns, 2000u);
+  EXPECT_EQ(starts(c.steps[0]), (std::vector<uint64_t>{1500, 1900, 2000}));  // sorted by start
+  EXPECT_EQ(c.steps[1].step, 1);
+  EXPECT_EQ(c.steps[1].step_start_ns, 2000u);
+  EXPECT_EQ(starts(c.steps[1]), (std::vector<uint64_t>{2001}));
+  EXPECT_EQ(a.discarded(), 0u);
+
+  a.add_mark({2, 4000});
+  a.close_ready(10000, 0, false, c.emit());
+  ASSERT_EQ(c.steps.size(), 3u);
+  EXPECT_EQ(starts(c.steps[2]), (std::vector<uint64_t>{3500}));
+}
+
+TEST(StepAssembler, WaitsForTheGracePeriodUnlessForced) {
+  StepAssembler a({}, 0);
+  Collector c;
+  a.add_mark({7, 1000});
+  a.close_ready(/*now=*/1500, /*grace=*/1000, false, c.emit());
+  EXPECT_TRUE(c.steps.empty());
+  EXPECT_EQ(a.pending_steps(), 1u);
+  a.add_event(make_event(900, 1400));  // arrives during the grace period: still counted in step 7
+  a.close_ready(2000, 1000, false, c.emit());
+  ASSERT_EQ(c.steps.size(), 1u);
+  EXPECT_EQ(c.steps[0].ops.size(), 1u);
+
+  a.add_mark({8, 3000});
+  a.close_ready(3001, 1000, /*force=*/true, c.emit());
+  EXPECT_EQ(c.steps.size(), 2u);
+}
+
+TEST(StepAssembler, LateEventsAreDiscardedAndCounted) {
+  StepAssembler a({}, 0);
+  Collector c;
+  a.add_mark({0, 1000});
+  a.close_ready(5000, 0, false, c.emit());
+  a.add_event(make_event(999, 1200));  // its step is gone
+  a.add_event(make_event(1000, 1200));  // on the mark: step 0 as well, so too late too
+  a.add_event(make_event(1001, 1200));  // next step: fine
+  EXPECT_EQ(a.discarded(), 2u);
+  a.add_mark({1, 2000});
+  a.close_ready(5000, 0, false, c.emit());
+  ASSERT_EQ(c.steps.size(), 2u);
+  EXPECT_EQ(c.steps[1].ops.size(), 1u);
+}
+
+TEST(StepAssembler, TaggedEventsFollowTheirStepNotTheirTime) {
+  StepAssembler a({}, 0);
+  Collector c;
+  a.add_event(tagged(1500, 1600, 0));  // GPU work of step 0 running after step 0's mark
+  a.add_mark({0, 1000});
+  a.add_event(tagged(1700, 1800, 0));  // pending step: joins it directly
+  a.add_event(tagged(1900, 2000, 1));  // waits for mark 1
+  a.add_mark({1, 3000});
+  a.close_ready(10000, 0, false, c.emit());
+  ASSERT_EQ(c.steps.size(), 2u);
+  EXPECT_EQ(starts(c.steps[0]), (std::vector<uint64_t>{1500, 1700}));
+  EXPECT_EQ(starts(c.steps[1]), (std::vector<uint64_t>{1900}));
+  for (const auto& s : c.steps) {
+    for (const auto& op : s.ops) EXPECT_EQ(op.step_plus_one, 0u);  // resolved in the summary
+  }
+  a.add_event(tagged(5000, 5001, 1));  // step 1 already closed
+  EXPECT_EQ(a.discarded(), 1u);
+}
+
+TEST(StepAssembler, TaggedEventsForAStepThatNeverComesAreDiscardedOnceItIsPassed) {
+  StepAssembler a({}, 0);
+  Collector c;
+  a.add_event(tagged(100, 200, 5));
+  a.add_mark({6, 1000});
+  a.close_ready(10000, 0, false, c.emit());
+  EXPECT_EQ(a.discarded(), 1u);
+  EXPECT_TRUE(c.steps[0].ops.empty());
+}
+
+TEST(StepAssembler, PerStepCapDropsAndCounts) {
+  StepAssembler::Limits limits;
+  limits.max_events_per_step = 3;
+  StepAssembler a(limits, 0);
+  Collector c;
+  for (uint64_t i = 0; i < 5; ++i) a.add_event(make_event(10 + i, 20 + i));
+  a.add_mark({0, 1000});
+  a.close_ready(2000, 0, false, c.emit());
+  ASSERT_EQ(c.steps.size(), 1u);
+  EXPECT_EQ(c.steps[0].ops.size(), 3u);
+  EXPECT_EQ(c.steps[0].dropped_events, 2u);
+  EXPECT_EQ(a.discarded(), 2u);
+}
+
+TEST(StepAssembler, TooManyPendingStepsCloseEarly) {
+  StepAssembler::Limits limits;
+  limits.max_pending_steps = 2;
+  StepAssembler a(limits, 0);
+  Collector c;
+  for (int64_t s = 0; s < 5; ++s) a.add_mark({s, static_cast<uint64_t>(1000 * (s + 1))});
+  a.close_ready(0, /*grace=*/1000000, false, c.emit());
+  EXPECT_EQ(c.steps.size(), 3u);
+  EXPECT_EQ(a.pending_steps(), 2u);
+}
+
+TEST(StepAssembler, TooManyPendingEventsCloseTheOldestStepsEarly) {
+  StepAssembler::Limits limits;
+  limits.max_events_per_step = 4;  // so at most 16 events wait in all
+  StepAssembler a(limits, 0);
+  Collector c;
+  for (int64_t s = 0; s < 5; ++s) {
+    const uint64_t base = static_cast<uint64_t>(1000 * s);
+    for (uint64_t i = 1; i <= 4; ++i) a.add_event(make_event(base + i, base + i + 1));
+    a.add_mark({s, base + 999});
+  }
+  a.close_ready(0, /*grace=*/1000000, false, c.emit());
+  ASSERT_EQ(c.steps.size(), 1u);  // 20 pending > 16: the oldest step goes early, complete
+  EXPECT_EQ(c.steps[0].step, 0);
+  EXPECT_EQ(c.steps[0].ops.size(), 4u);
+  EXPECT_EQ(a.pending_steps(), 4u);
+  EXPECT_EQ(a.discarded(), 0u);
+}
+
+TEST(StepAssembler, RingDropsAndAnnotationsLandInTheStepTheyHappenedIn) {
+  StepAssembler a({}, 0);
+  Collector c;
+  a.add_ring_drops(4);
+  a.add_annotation(500, {0, "seq_lens", "512,1024"});
+  a.add_mark({0, 1000});
+  a.add_annotation(1500, {1, "seq_lens", "64"});
+  a.add_ring_drops(1);
+  a.add_mark({1, 2000});
+  a.close_ready(3000, 0, false, c.emit());
+  ASSERT_EQ(c.steps.size(), 2u);
+  EXPECT_EQ(c.steps[0].dropped_events, 4u);
+  ASSERT_EQ(c.steps[0].annotations.size(), 1u);
+  EXPECT_EQ(c.steps[0].annotations[0].value, "512,1024");
+  EXPECT_EQ(c.steps[1].dropped_events, 1u);
+  ASSERT_EQ(c.steps[1].annotations.size(), 1u);
+  EXPECT_EQ(c.steps[1].annotations[0].microbatch, 1);
+}
+
+TEST(StepAssembler, MarkThatGoesBackInTimeIsClampedToThePreviousOne) {
+  StepAssembler a({}, 0);
+  Collector c;
+  a.add_mark({0, 2000});
+  a.add_mark({1, 1500});  // wall clock stepped back
+  a.close_ready(5000, 0, false, c.emit());
+  ASSERT_EQ(c.steps.size(), 2u);
+  EXPECT_EQ(c.steps[1].step_start_ns, 2000u);
+  EXPECT_EQ(c.steps[1].step_end_ns, 2000u);
+}
+
+TEST(StepAssembler, DiscardOpenCountsTheUnfinishedStep) {
+  StepAssembler a({}, 0);
+  a.add_event(make_event(10, 20));
+  a.add_event(tagged(10, 20, 3));
+  a.discard_open();
+  EXPECT_EQ(a.discarded(), 2u);
+}
+
+}  // namespace
+}  // namespace sp::runtime
