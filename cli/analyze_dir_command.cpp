@@ -1,5 +1,5 @@
 // The analyze-dir subcommand: per-rank summary files -> OnlineAnalyzer -> per-step lines and the
-// live path's report. Steps reach the analyzer as a live rank 0 passes them on (python/src/
+// live path's report. Steps reach the analyzer as a live rank 0 passes them on (rank_pipeline/src/
 // analysis_worker.cpp): complete steps only, every rank's summary in rank order, oldest first.
 #include "analyze_dir_command.h"
 

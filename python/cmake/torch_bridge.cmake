@@ -40,7 +40,7 @@ set_target_properties(sp_python_c10d PROPERTIES
 # torch's headers are third-party: SYSTEM, so our warning policy does not apply to them.
 target_include_directories(sp_python_c10d SYSTEM PRIVATE
   ${SP_TORCH_DIR}/include ${SP_TORCH_DIR}/include/torch/csrc/api/include)
-target_include_directories(sp_python_c10d PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src)
+target_include_directories(sp_python_c10d PRIVATE ${PROJECT_SOURCE_DIR}/rank_pipeline/src)
 target_compile_definitions(sp_python_c10d PRIVATE _GLIBCXX_USE_CXX11_ABI=${SP_TORCH_CXX11_ABI})
 target_link_libraries(sp_python_c10d PRIVATE ${SP_TORCH_CPU_LIB} ${SP_C10_LIB})
 sp_set_warnings(sp_python_c10d)

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "gpu_regions.h"
-#include "pipeline.h"
+#include "rank_pipeline.h"
 #include "python_kv_store.h"
 #include "runtime_api.h"
 #include "straggler_probe/probe.h"
@@ -20,12 +20,12 @@ namespace py = pybind11;
 namespace {
 
 std::mutex g_pipeline_mutex;
-std::unique_ptr<sp::pyext::Pipeline> g_pipeline;
+std::unique_ptr<sp::rank_pipeline::RankPipeline> g_pipeline;
 py::dict* g_final_status = nullptr;  // the last pipeline's numbers, readable after it stopped
 
-py::dict status_of(const sp::pyext::Pipeline& p);
+py::dict status_of(const sp::rank_pipeline::RankPipeline& p);
 
-using sp::pyext::runtime;
+using sp::rank_pipeline::runtime;
 
 // The Python API takes seconds; the pipeline counts in milliseconds.
 std::chrono::milliseconds milliseconds_of(double seconds) {
@@ -97,12 +97,12 @@ py::object cupti_stats() {
   return out;
 }
 
-sp::pyext::FaultInjection parse_fault(const std::string& fault) {
-  if (fault == "throw") return sp::pyext::FaultInjection::kThrow;
-  if (fault == "stall") return sp::pyext::FaultInjection::kStall;
-  if (fault == "slow") return sp::pyext::FaultInjection::kSlow;
+sp::rank_pipeline::FaultInjection parse_fault(const std::string& fault) {
+  if (fault == "throw") return sp::rank_pipeline::FaultInjection::kThrow;
+  if (fault == "stall") return sp::rank_pipeline::FaultInjection::kStall;
+  if (fault == "slow") return sp::rank_pipeline::FaultInjection::kSlow;
   // "record" is a fault of the Python recording (straggler_probe/_probe.py), not of the analysis.
-  if (fault == "none" || fault == "record" || fault.empty()) return sp::pyext::FaultInjection::kNone;
+  if (fault == "none" || fault == "record" || fault.empty()) return sp::rank_pipeline::FaultInjection::kNone;
   throw py::value_error("fault_inject must be none, throw, stall, slow or record, not '" + fault + "'");
 }
 
@@ -113,7 +113,7 @@ void start_pipeline(py::object store, int rank, int world_size, const std::strin
                     const std::string& out_dir, bool log_lines, const std::string& fault,
                     bool discard, bool clock_sync, double clock_sync_period_s,
                     double slowdown_threshold, int window_steps, int summary_interval) {
-  sp::pyext::PipelineOptions o;
+  sp::rank_pipeline::RankPipelineOptions o;
   o.transport.rank = rank;
   o.transport.world_size = world_size;
   o.transport.prefix = prefix;
@@ -145,11 +145,11 @@ void start_pipeline(py::object store, int rank, int world_size, const std::strin
   std::lock_guard<std::mutex> lock(g_pipeline_mutex);
   if (g_pipeline) throw std::runtime_error("the straggler_probe pipeline is already running");
   py::gil_scoped_release release;  // the constructor starts threads that may want the GIL
-  g_pipeline = std::make_unique<sp::pyext::Pipeline>(std::move(o), kv);
+  g_pipeline = std::make_unique<sp::rank_pipeline::RankPipeline>(std::move(o), kv);
 }
 
 void stop_pipeline(double drain_s) {
-  std::unique_ptr<sp::pyext::Pipeline> pipeline;
+  std::unique_ptr<sp::rank_pipeline::RankPipeline> pipeline;
   {
     std::lock_guard<std::mutex> lock(g_pipeline_mutex);
     pipeline = std::move(g_pipeline);
@@ -165,12 +165,12 @@ void stop_pipeline(double drain_s) {
   if (pipeline->leaked()) (void)pipeline.release();  // a thread still uses it
 }
 
-std::string state_name(sp::pyext::PipelineState s) {
+std::string state_name(sp::rank_pipeline::RankPipelineState s) {
   switch (s) {
-    case sp::pyext::PipelineState::kRunning: return "running";
-    case sp::pyext::PipelineState::kStopped: return "stopped";
-    case sp::pyext::PipelineState::kSteppedAside: return "stepped-aside";
-    case sp::pyext::PipelineState::kStoppedRemotely: return "stopped-by-another-rank";
+    case sp::rank_pipeline::RankPipelineState::kRunning: return "running";
+    case sp::rank_pipeline::RankPipelineState::kStopped: return "stopped";
+    case sp::rank_pipeline::RankPipelineState::kSteppedAside: return "stepped-aside";
+    case sp::rank_pipeline::RankPipelineState::kStoppedRemotely: return "stopped-by-another-rank";
   }
   return "unknown";
 }
@@ -180,7 +180,7 @@ void request_stop(const std::string& why) {
   if (g_pipeline) g_pipeline->request_stop(why);
 }
 
-py::dict status_of(const sp::pyext::Pipeline& p) {
+py::dict status_of(const sp::rank_pipeline::RankPipeline& p) {
   py::dict out;
   out["state"] = state_name(p.state());
   out["message"] = p.message();

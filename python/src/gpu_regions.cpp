@@ -10,6 +10,8 @@ namespace py = pybind11;
 
 namespace sp::pyext {
 
+using sp::rank_pipeline::runtime;
+
 void bind_gpu_regions(py::module_& m) {
   m.def("has_gpu_capture", [] { return runtime().cupti_region_push != nullptr; },
         "Whether the runtime in use has CUPTI capture (libstraggler_probe.so built with CUDA).");

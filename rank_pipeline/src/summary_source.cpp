@@ -4,7 +4,7 @@
 #include "straggler_probe/probe.h"
 #include "straggler_probe/step_summary.h"
 
-namespace sp::pyext {
+namespace sp::rank_pipeline {
 
 SummarySource::Status SummarySource::pop(int timeout_ms, EncodedSummary* out, std::string* error) {
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -36,4 +36,4 @@ SummarySource::Status SummarySource::pop(int timeout_ms, EncodedSummary* out, st
   return Status::kBad;
 }
 
-}  // namespace sp::pyext
+}  // namespace sp::rank_pipeline

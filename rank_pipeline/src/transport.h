@@ -24,7 +24,7 @@
 #include "kv_client.h"
 #include "summary_source.h"
 
-namespace sp::pyext {
+namespace sp::rank_pipeline {
 
 struct TransportOptions {
   int rank = 0;
@@ -114,4 +114,4 @@ std::unique_ptr<TransportThread> start_collector(
     std::function<void()> watchdog, std::function<void(const std::string&)> warn,
     std::shared_ptr<StopRequest> stop, std::function<void(const std::string&)> on_remote_stop);
 
-}  // namespace sp::pyext
+}  // namespace sp::rank_pipeline

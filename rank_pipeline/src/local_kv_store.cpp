@@ -5,7 +5,7 @@
 #include <mutex>
 #include <string>
 
-namespace sp::pyext {
+namespace sp::rank_pipeline {
 namespace {
 
 struct LocalKvStore {
@@ -61,4 +61,4 @@ sp_kv_store* make_local_kv_store() {
   return &kv->base;
 }
 
-}  // namespace sp::pyext
+}  // namespace sp::rank_pipeline

@@ -11,7 +11,7 @@
 #include <mutex>
 #include <thread>
 
-namespace sp::pyext {
+namespace sp::rank_pipeline {
 
 class LoopThread {
  public:
@@ -31,4 +31,4 @@ class LoopThread {
   bool finished_ = false;
 };
 
-}  // namespace sp::pyext
+}  // namespace sp::rank_pipeline

@@ -6,7 +6,7 @@
 #include <sstream>
 #include <thread>
 
-namespace sp::pyext {
+namespace sp::rank_pipeline {
 namespace {
 
 using Steady = std::chrono::steady_clock;
@@ -375,4 +375,4 @@ void ClockSync::maybe_report(Steady::time_point started) {
   }
 }
 
-}  // namespace sp::pyext
+}  // namespace sp::rank_pipeline

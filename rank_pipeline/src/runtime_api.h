@@ -18,7 +18,7 @@
 #include "straggler_probe/gpu/cupti_c_api.h"
 #include "straggler_probe/probe.h"
 
-namespace sp::pyext {
+namespace sp::rank_pipeline {
 
 struct RuntimeApi {
   uint32_t (*abi_version)();
@@ -57,4 +57,4 @@ struct RuntimeApi {
 // Resolved once, on first use (thread-safe). Prints the warning, if any, once.
 const RuntimeApi& runtime();
 
-}  // namespace sp::pyext
+}  // namespace sp::rank_pipeline

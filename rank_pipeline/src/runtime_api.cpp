@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <vector>
 
-namespace sp::pyext {
+namespace sp::rank_pipeline {
 namespace {
 
 constexpr const char* kLibraryName = "libstraggler_probe.so";  // also its SONAME
@@ -162,4 +162,4 @@ const RuntimeApi& runtime() {
   return api;
 }
 
-}  // namespace sp::pyext
+}  // namespace sp::rank_pipeline

@@ -20,7 +20,7 @@
 #include "loop_thread.h"
 #include "transport.h"
 
-namespace sp::pyext {
+namespace sp::rank_pipeline {
 
 // Test hooks (STRAGGLER_PROBE_FAULT_INJECT): throw or stall once some steps are analysed, or make
 // every step's analysis slow (500 ms) so that rank 0 falls behind the job.
@@ -74,4 +74,4 @@ class AnalysisWorker {
   AnalysisCounters counters_;
 };
 
-}  // namespace sp::pyext
+}  // namespace sp::rank_pipeline

@@ -10,7 +10,7 @@
 #include "straggler_probe/online/analyzer.h"
 #endif
 
-namespace sp::pyext {
+namespace sp::rank_pipeline {
 namespace {
 
 int64_t now_ns() {
@@ -221,4 +221,4 @@ void AnalysisWorker::abandon() {
 
 std::string AnalysisWorker::report_dir() const { return impl_->report_dir; }
 
-}  // namespace sp::pyext
+}  // namespace sp::rank_pipeline

@@ -15,9 +15,9 @@
 #include "kv_store.h"
 #include "transport.h"
 
-namespace sp::pyext {
+namespace sp::rank_pipeline {
 
-struct PipelineOptions {
+struct RankPipelineOptions {
   TransportOptions transport;
   AnalysisOptions analysis;
   std::chrono::milliseconds analysis_timeout{30000};
@@ -26,13 +26,13 @@ struct PipelineOptions {
   std::chrono::milliseconds clock_sync_period{60000};
 };
 
-enum class PipelineState { kRunning, kStopped, kSteppedAside, kStoppedRemotely };
+enum class RankPipelineState { kRunning, kStopped, kSteppedAside, kStoppedRemotely };
 
-class Pipeline {
+class RankPipeline {
  public:
   // Takes ownership of `store` (may be null for a single-rank job: an in-process store is used).
-  Pipeline(PipelineOptions options, sp_kv_store* store);
-  ~Pipeline();
+  RankPipeline(RankPipelineOptions options, sp_kv_store* store);
+  ~RankPipeline();
 
   // After sp_shutdown: send / collect what is left (up to drain), then on rank 0 finish the
   // analysis and write the report (up to analysis_timeout). Threads that do not finish in time
@@ -42,7 +42,7 @@ class Pipeline {
   // This rank's probe failed (its recording): every rank's probe steps aside. Never blocks.
   void request_stop(const std::string& why);
 
-  PipelineState state() const { return state_.load(); }
+  RankPipelineState state() const { return state_.load(); }
   // True when stop() left a thread running: the owner must then never destroy this object.
   bool leaked() const { return leaked_; }
   std::string message() const;
@@ -54,7 +54,7 @@ class Pipeline {
   void note_batch();
   void add_clock_to_report(const std::string& dir) const;
 
-  PipelineOptions options_;
+  RankPipelineOptions options_;
   std::shared_ptr<KvClient> store_;
   std::shared_ptr<TransportCounters> counters_ = std::make_shared<TransportCounters>();
   std::shared_ptr<StopRequest> stop_ = std::make_shared<StopRequest>();
@@ -64,7 +64,7 @@ class Pipeline {
   // Rank 0: time between whole steps reaching the analysis (a moving average), for the clock
   // uncertainty warning.
   std::atomic<int64_t> last_batch_ns_{0}, step_ns_{0};
-  std::atomic<PipelineState> state_{PipelineState::kRunning};
+  std::atomic<RankPipelineState> state_{RankPipelineState::kRunning};
   std::atomic<bool> failed_once_{false};
   bool leaked_ = false;
   mutable std::mutex message_mutex_;
@@ -75,4 +75,4 @@ class Pipeline {
 void print_line(const std::string& line);
 void warn_line(const std::string& line);
 
-}  // namespace sp::pyext
+}  // namespace sp::rank_pipeline

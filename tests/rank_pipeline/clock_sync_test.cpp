@@ -9,7 +9,7 @@
 
 #include "local_kv_store.h"
 
-namespace sp::pyext {
+namespace sp::rank_pipeline {
 namespace {
 
 using namespace std::chrono_literals;
@@ -175,4 +175,4 @@ TEST(ClockSync, ResultMessagesRoundTrip) {
 }
 
 }  // namespace
-}  // namespace sp::pyext
+}  // namespace sp::rank_pipeline

@@ -3,7 +3,7 @@
 #include <array>
 #include <cstddef>
 
-namespace sp::pyext {
+namespace sp::rank_pipeline {
 namespace {
 
 constexpr size_t kErrCap = 512;
@@ -70,4 +70,4 @@ std::optional<int64_t> KvClient::add(const std::string& key, int64_t delta, std:
   return std::nullopt;
 }
 
-}  // namespace sp::pyext
+}  // namespace sp::rank_pipeline

@@ -26,7 +26,7 @@
 #include "kv_client.h"
 #include "loop_thread.h"
 
-namespace sp::pyext {
+namespace sp::rank_pipeline {
 
 struct ClockSyncOptions {
   int rank = 0;
@@ -97,4 +97,4 @@ class ClockSync {
 bool parse_clock_result(const std::string& text, RankClock* out);
 std::string format_clock_result(int rank, const ClockEstimate& e, std::optional<double> skew);
 
-}  // namespace sp::pyext
+}  // namespace sp::rank_pipeline

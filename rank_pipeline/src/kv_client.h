@@ -9,7 +9,7 @@
 
 #include "kv_store.h"
 
-namespace sp::pyext {
+namespace sp::rank_pipeline {
 
 // A decimal integer as the transport and clock sync store them; nullopt unless the whole value
 // is one integer.
@@ -34,4 +34,4 @@ class KvClient {
   sp_kv_store* store_;
 };
 
-}  // namespace sp::pyext
+}  // namespace sp::rank_pipeline

@@ -5,7 +5,7 @@
 
 #include "loop_thread.h"
 
-namespace sp::pyext {
+namespace sp::rank_pipeline {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -433,4 +433,4 @@ std::unique_ptr<TransportThread> start_collector(
                                      std::move(stop), std::move(on_remote_stop));
 }
 
-}  // namespace sp::pyext
+}  // namespace sp::rank_pipeline

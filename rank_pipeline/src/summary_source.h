@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-namespace sp::pyext {
+namespace sp::rank_pipeline {
 
 struct EncodedSummary {
   int64_t step = 0;
@@ -26,4 +26,4 @@ class SummarySource {
   std::string buffer_ = std::string(64 * 1024, '\0');
 };
 
-}  // namespace sp::pyext
+}  // namespace sp::rank_pipeline

@@ -1,4 +1,4 @@
-#include "pipeline.h"
+#include "rank_pipeline.h"
 
 #include <cmath>
 #include <cstdio>
@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #endif
 
-namespace sp::pyext {
+namespace sp::rank_pipeline {
 namespace {
 
 // One mutex for both streams: a line and a warning never interleave on a shared terminal.
@@ -29,7 +29,7 @@ void print_line(const std::string& line) { write_line(stdout, line); }
 
 void warn_line(const std::string& line) { write_line(stderr, line); }
 
-Pipeline::Pipeline(PipelineOptions options, sp_kv_store* store)
+RankPipeline::RankPipeline(RankPipelineOptions options, sp_kv_store* store)
     : options_(std::move(options)),
       store_(std::make_shared<KvClient>(store != nullptr ? store : make_local_kv_store())) {
   auto warn = [](const std::string& line) { warn_line(line); };
@@ -43,7 +43,7 @@ Pipeline::Pipeline(PipelineOptions options, sp_kv_store* store)
         options_.transport, store_, counters_, stop_,
         [this](const std::string&) {
           // Rank 0 printed the one warning; here the probe just goes quiet.
-          state_.store(PipelineState::kStoppedRemotely);
+          state_.store(RankPipelineState::kStoppedRemotely);
         },
         warn);
     return;
@@ -69,9 +69,9 @@ Pipeline::Pipeline(PipelineOptions options, sp_kv_store* store)
       });
 }
 
-Pipeline::~Pipeline() = default;
+RankPipeline::~RankPipeline() = default;
 
-void Pipeline::start_clock_sync() {
+void RankPipeline::start_clock_sync() {
   if (!options_.clock_sync || options_.transport.world_size < 2) return;
   ClockSyncOptions o;
   o.rank = options_.transport.rank;
@@ -87,7 +87,7 @@ void Pipeline::start_clock_sync() {
   clock_ = std::make_unique<ClockSync>(std::move(o), store_, std::move(hooks));
 }
 
-void Pipeline::note_batch() {
+void RankPipeline::note_batch() {
   const int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
   const int64_t last = last_batch_ns_.exchange(now);
   if (last == 0) return;
@@ -96,7 +96,7 @@ void Pipeline::note_batch() {
 }
 
 // report.json gets a "clock" section: each rank's offset to rank 0, its uncertainty and skew.
-void Pipeline::add_clock_to_report(const std::string& dir) const {
+void RankPipeline::add_clock_to_report(const std::string& dir) const {
 #if SP_HAVE_ONLINE
   if (!clock_) return;
   const std::string path = dir + "/report.json";
@@ -136,25 +136,25 @@ void Pipeline::add_clock_to_report(const std::string& dir) const {
 #endif
 }
 
-void Pipeline::fail(const std::string& message) {
+void RankPipeline::fail(const std::string& message) {
   if (failed_once_.exchange(true)) return;
   {
     std::lock_guard<std::mutex> lock(message_mutex_);
     message_ = message;
   }
-  state_.store(PipelineState::kSteppedAside);
+  state_.store(RankPipelineState::kSteppedAside);
   warn_line("straggler_probe: WARNING: " + message +
             "; the probe steps aside on every rank and training continues without it");
   if (worker_) worker_->abandon();
   stop_->raise(message);  // the collector tells the other ranks (if it still runs), then ends
 }
 
-void Pipeline::request_stop(const std::string& why) {
+void RankPipeline::request_stop(const std::string& why) {
   if (options_.transport.rank == 0 || options_.discard) {
     fail("this rank's recording failed (" + why + ")");
     return;
   }
-  state_.store(PipelineState::kSteppedAside);
+  state_.store(RankPipelineState::kSteppedAside);
   {
     std::lock_guard<std::mutex> lock(message_mutex_);
     if (message_.empty()) message_ = why;
@@ -162,19 +162,19 @@ void Pipeline::request_stop(const std::string& why) {
   stop_->raise(why);  // the sender writes the stop key; rank 0 and the others step aside
 }
 
-void Pipeline::stop(std::chrono::milliseconds drain) {
+void RankPipeline::stop(std::chrono::milliseconds drain) {
   const auto deadline = std::chrono::steady_clock::now() + drain;
   if (clock_) clock_->request_stop();
   if (worker_) worker_->set_draining();
   if (transport_) {
     transport_->request_stop(deadline);
-    // Stuck in a store call: the thread keeps running, so this Pipeline must outlive it.
+    // Stuck in a store call: the thread keeps running, so this RankPipeline must outlive it.
     if (!transport_->join(drain + std::chrono::milliseconds(2000))) leaked_ = true;
   }
-  // A clock thread stuck in a store call keeps using this Pipeline's store: leak it then.
+  // A clock thread stuck in a store call keeps using this RankPipeline's store: leak it then.
   if (clock_ && !clock_->join(std::chrono::milliseconds(1000))) leaked_ = true;
   if (worker_) {
-    const bool aside = state_.load() == PipelineState::kSteppedAside;
+    const bool aside = state_.load() == RankPipelineState::kSteppedAside;
     // An abandoned worker only has to unwind; a running one closes the analysis and writes the
     // report, which may take a while on a long job.
     if (!worker_->finish(aside ? std::chrono::milliseconds(500) : options_.analysis_timeout)) {
@@ -184,15 +184,15 @@ void Pipeline::stop(std::chrono::milliseconds drain) {
       add_clock_to_report(worker_->report_dir());
     }
   }
-  if (state_.load() == PipelineState::kRunning) state_.store(PipelineState::kStopped);
+  if (state_.load() == RankPipelineState::kRunning) state_.store(RankPipelineState::kStopped);
 }
 
-std::string Pipeline::message() const {
+std::string RankPipeline::message() const {
   std::lock_guard<std::mutex> lock(message_mutex_);
   return message_;
 }
 
-std::map<std::string, double> Pipeline::stats() const {
+std::map<std::string, double> RankPipeline::stats() const {
   std::map<std::string, double> out;
   auto put = [&](const char* name, const std::atomic<uint64_t>& v) {
     out[name] = static_cast<double>(v.load());
@@ -240,4 +240,4 @@ std::map<std::string, double> Pipeline::stats() const {
   return out;
 }
 
-}  // namespace sp::pyext
+}  // namespace sp::rank_pipeline

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-namespace sp::pyext {
+namespace sp::rank_pipeline {
 namespace {
 
 using Steady = std::chrono::steady_clock;
@@ -181,4 +181,4 @@ TEST(SkewTracker, ProjectsTheLastOffsetForwardBySkew) {
 }
 
 }  // namespace
-}  // namespace sp::pyext
+}  // namespace sp::rank_pipeline

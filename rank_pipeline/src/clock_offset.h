@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-namespace sp::pyext {
+namespace sp::rank_pipeline {
 
 struct ClockSample {
   int64_t t1_ns = 0;      // client clock, request sent
@@ -81,4 +81,4 @@ class SkewTracker {
   std::deque<Point> points_;
 };
 
-}  // namespace sp::pyext
+}  // namespace sp::rank_pipeline

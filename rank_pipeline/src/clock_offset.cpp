@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace sp::pyext {
+namespace sp::rank_pipeline {
 
 ClockEstimate best_sample_estimate(const std::vector<ClockSample>& samples) {
   ClockEstimate e;
@@ -84,4 +84,4 @@ std::optional<int64_t> SkewTracker::projected_offset(int64_t now_ns) const {
   return last.offset_ns + static_cast<int64_t>(*skew * 1e-6 * static_cast<double>(now_ns - last.at_ns));
 }
 
-}  // namespace sp::pyext
+}  // namespace sp::rank_pipeline

@@ -4,8 +4,8 @@
 
 #include "kv_store.h"
 
-namespace sp::pyext {
+namespace sp::rank_pipeline {
 
 sp_kv_store* make_local_kv_store();
 
-}  // namespace sp::pyext
+}  // namespace sp::rank_pipeline

@@ -1,6 +1,6 @@
 #include "loop_thread.h"
 
-namespace sp::pyext {
+namespace sp::rank_pipeline {
 
 LoopThread::~LoopThread() {
   if (thread_.joinable()) thread_.detach();  // join_for decided; never block in a destructor
@@ -33,4 +33,4 @@ bool LoopThread::finished() const {
   return finished_;
 }
 
-}  // namespace sp::pyext
+}  // namespace sp::rank_pipeline
