@@ -19,7 +19,7 @@
 #include "output_dir.h"
 #include "parquet_bridge.h"
 #include "step_selection.h"
-#include "straggler_probe/whatif/analyzer.h"
+#include "straggler_probe/whatif/analysis.h"
 #include "straggler_probe/whatif/report_heatmap.h"
 #include "straggler_probe/whatif/report_summary.h"
 #include "straggler_probe/whatif/report_timeline.h"

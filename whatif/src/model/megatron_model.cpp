@@ -7,7 +7,7 @@
 
 #include "derived_columns.h"
 #include "megatron_skeleton.h"
-#include "step_index.h"
+#include "trace/step_index.h"
 #include "straggler_probe/whatif/lane_model.h"
 
 namespace sp::whatif {

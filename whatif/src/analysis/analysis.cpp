@@ -6,7 +6,7 @@
 // 5. M_S / M_W on demand.
 // Where the artifact reads durations back from a replayed timeline (end - start), so do we:
 // the later replays use those values, not the inputs.
-#include "straggler_probe/whatif/analyzer.h"
+#include "straggler_probe/whatif/analysis.h"
 
 #include <algorithm>
 #include <cmath>
