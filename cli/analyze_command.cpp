@@ -47,10 +47,26 @@ std::optional<std::vector<int64_t>> select_steps(const AnalyzeArgs& args, const 
   return pick_steps("--steps", args.steps, std::set<int64_t>(trace.step.begin(), trace.step.end()));
 }
 
+// The steps the analysis will report: the selected ones (already those in the trace), else all.
+std::vector<int64_t> analysed_steps(const std::optional<std::vector<int64_t>>& selected, const TraceTable& trace) {
+  if (selected) return *selected;
+  const std::set<int64_t> all(trace.step.begin(), trace.step.end());
+  return {all.begin(), all.end()};
+}
+
 // --timeline-steps against the analysed steps, else the default (all that fit).
-std::vector<int64_t> select_timeline_steps(const AnalyzeArgs& args, const TraceTable& trace, const AnalysisResult& r) {
-  if (args.timeline_steps.empty()) return default_timeline_steps(trace, r.steps);
-  return pick_steps("--timeline-steps", args.timeline_steps, std::set<int64_t>(r.steps.begin(), r.steps.end()));
+std::vector<int64_t> select_timeline_steps(const AnalyzeArgs& args, const TraceTable& trace,
+                                           const std::vector<int64_t>& analysed) {
+  if (args.timeline_steps.empty()) return default_timeline_steps(trace, analysed);
+  return pick_steps("--timeline-steps", args.timeline_steps, std::set<int64_t>(analysed.begin(), analysed.end()));
+}
+
+// --out may not exist yet (it is created once every check has passed), but must not be a file.
+void check_output_dir(const std::string& dir) {
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) {
+    throw BadInput("--out: cannot create directory " + dir + ": it exists and is not a directory");
+  }
 }
 
 std::ofstream open_output(const fs::path& p) {
@@ -134,23 +150,25 @@ CLI::App* add_analyze_command(CLI::App& app, AnalyzeArgs& args) {
 }
 
 int run_analyze(const AnalyzeArgs& args) {
+  // Every option is checked before anything is written: a rejected option leaves --out as it was.
   if (!std::isfinite(args.threshold) || args.threshold <= 0) {
     throw BadInput("--threshold: must be a positive number, got " + std::to_string(args.threshold));
   }
+  check_output_dir(args.out);
   const JobMeta meta = load_meta(args.meta);
   const TraceTable trace = load_trace(args.trace, meta);
   AnalyzeOptions options;
   options.steps = select_steps(args, trace);
   options.decompose_threshold = args.threshold;
-
-  const fs::path out_dir(args.out);
-  create_output_dir(args.out);
+  const std::vector<int64_t> timeline_steps = select_timeline_steps(args, trace, analysed_steps(options.steps, trace));
 
   Analysis analysis(trace, meta, options);
   const AnalysisResult& r = analysis.result();
   const SlowdownExplanation ms = analysis.compute_ms();
   const std::optional<SlowdownExplanation> mw = analysis.compute_mw();
 
+  const fs::path out_dir(args.out);
+  create_output_dir(args.out);
   write_json_file(result_to_json(r), (out_dir / "result.json").string(), 2);
   write_json_file(ms_to_json(ms), (out_dir / "ms.json").string(), 4);
   if (mw) {
@@ -162,7 +180,7 @@ int run_analyze(const AnalyzeArgs& args) {
     spdlog::warn("M_W not computed: the slowdown is below --threshold {}, so there is no per-worker attribution",
                  args.threshold);
   }
-  write_timeline(out_dir / "timeline.json", trace, meta, r, select_timeline_steps(args, trace, r));
+  write_timeline(out_dir / "timeline.json", trace, meta, r, timeline_steps);
   write_heatmap(out_dir / "heatmap.svg", r);
 
   std::fputs(format_summary(summary_input(r, ms, mw)).c_str(), stdout);
