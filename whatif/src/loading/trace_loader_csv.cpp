@@ -7,6 +7,9 @@
 #include <limits>
 #include <string>
 #include <string_view>
+#include <future>
+#include <thread>
+#include <vector>
 
 #include "csv_fields.h"
 #include "straggler_probe/whatif/trace_loader.h"
@@ -150,29 +153,108 @@ class RowParser {
   mutable OpType last_type_ = OpType::kForwardCompute;
 };
 
+// What every piece of the rows is parsed against.
+struct RowSchema {
+  const std::string& file;
+  const JobMeta& meta;
+  const std::array<int, kNumColumns>& position_of;
+};
+
+// Parses the data rows in `rows` (whole lines), the first of which is line `first_line`. Each
+// call has its own RowParser (it keeps per-row state), so pieces can be parsed concurrently.
+TraceTable parse_rows(std::string_view rows, size_t first_line, const RowSchema& schema) {
+  const std::string& file = schema.file;
+  const RowParser parser(file, schema.meta, schema.position_of);
+  TraceTable table;
+  // Rows of the reference traces are ~80-100 bytes; a slight over-reserve is cheaper than regrowth.
+  table.reserve(rows.size() / 64 + 1);
+  LineReader lines(rows);
+  std::string_view line;
+  std::array<std::string_view, kNumColumns> fields;
+  while (lines.next(line)) {
+    const size_t number = first_line - 1 + lines.number();
+    if (line.empty()) throw TraceError(file, number, "", "empty line");
+    const size_t n = split_fields(line, fields.data(), fields.size());
+    if (n != kNumColumns) {
+      throw TraceError(file, number, "",
+                       "expected " + std::to_string(kNumColumns) + " fields, found " + std::to_string(n));
+    }
+    parser.parse(fields.data(), number, table);
+  }
+  return table;
+}
+
+// Up to `parts` pieces of whole lines, in order.
+std::vector<std::string_view> split_at_lines(std::string_view rows, size_t parts) {
+  std::vector<std::string_view> pieces;
+  while (!rows.empty()) {
+    const size_t left = parts - pieces.size();
+    const size_t nl = left <= 1 ? std::string_view::npos : rows.find('\n', rows.size() / left);
+    const size_t cut = nl == std::string_view::npos ? rows.size() : nl + 1;
+    pieces.push_back(rows.substr(0, cut));
+    rows.remove_prefix(cut);
+  }
+  return pieces;
+}
+
+void append_rows(TraceTable& to, const TraceTable& from) {
+  const auto append = [](auto& a, const auto& b) { a.insert(a.end(), b.begin(), b.end()); };
+  append(to.dp_rank, from.dp_rank);
+  append(to.stage, from.stage);
+  append(to.rank, from.rank);
+  append(to.step, from.step);
+  append(to.optype, from.optype);
+  append(to.start_ts, from.start_ts);
+  append(to.duration, from.duration);
+  append(to.seq_id, from.seq_id);
+  append(to.mc, from.mc);
+  append(to.mb_id, from.mb_id);
+  append(to.gmc, from.gmc);
+}
+
+// Below this the rows are parsed on the calling thread; above, in pieces on up to
+// kMaxParseThreads threads (the 4096-GPU trace's 1.9M rows: about 0.55 s on one core).
+constexpr size_t kParallelParseBytes = 4u << 20;
+constexpr unsigned kMaxParseThreads = 8;
+
+// The rows in pieces, in parallel. The first error in file order is the one reported, with
+// its true line number: each piece's first line is counted before the pieces are parsed.
+TraceTable parse_rows_in_parallel(std::string_view rows, unsigned threads, const RowSchema& schema) {
+  const std::vector<std::string_view> pieces = split_at_lines(rows, threads);
+  std::vector<std::future<size_t>> line_counts;
+  for (const std::string_view piece : pieces) {
+    line_counts.push_back(std::async(std::launch::async, [piece] {
+      return static_cast<size_t>(std::count(piece.begin(), piece.end(), '\n'));
+    }));
+  }
+  std::vector<std::future<TraceTable>> tables;
+  size_t first_line = 2;  // line 1 is the header
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    tables.push_back(std::async(std::launch::async, [&, k, first_line] {
+      return parse_rows(pieces[k], first_line, schema);
+    }));
+    first_line += line_counts[k].get();
+  }
+  TraceTable table = tables.front().get();
+  for (size_t k = 1; k < tables.size(); ++k) append_rows(table, tables[k].get());
+  return table;
+}
+
 }  // namespace
 
 TraceTable parse_trace_csv(std::string_view text, const std::string& file_label, const JobMeta& meta) {
-  LineReader lines(text);
+  LineReader header(text);
   std::string_view line;
-  if (!lines.next(line)) throw TraceError(file_label, 0, "", "empty file (expected a header line)");
+  if (!header.next(line)) throw TraceError(file_label, 0, "", "empty file (expected a header line)");
   if (line.empty()) throw TraceError(file_label, 1, "", "empty header line");
   const auto position_of = parse_header(line, file_label);
+  const size_t header_end = text.find('\n');
+  const std::string_view rows = header_end == std::string_view::npos ? std::string_view() : text.substr(header_end + 1);
 
-  TraceTable table;
-  // Rows of the reference traces are ~80-100 bytes; a slight over-reserve is cheaper than regrowth.
-  table.reserve(text.size() / 64 + 1);
-  const RowParser parser(file_label, meta, position_of);
-  std::array<std::string_view, kNumColumns> fields;
-  while (lines.next(line)) {
-    if (line.empty()) throw TraceError(file_label, lines.number(), "", "empty line");
-    const size_t n = split_fields(line, fields.data(), fields.size());
-    if (n != kNumColumns) {
-      throw TraceError(file_label, lines.number(), "",
-                       "expected " + std::to_string(kNumColumns) + " fields, found " + std::to_string(n));
-    }
-    parser.parse(fields.data(), lines.number(), table);
-  }
+  const RowSchema schema{file_label, meta, position_of};
+  const unsigned threads = std::min(std::max(1u, std::thread::hardware_concurrency()), kMaxParseThreads);
+  TraceTable table = rows.size() < kParallelParseBytes || threads == 1 ? parse_rows(rows, 2, schema)
+                                                                       : parse_rows_in_parallel(rows, threads, schema);
   if (table.size() == 0) throw TraceError(file_label, 1, "", "no data rows after the header");
   detail::check_cross_row(table, meta, file_label);
   return table;
