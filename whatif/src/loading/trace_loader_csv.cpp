@@ -75,7 +75,9 @@ class RowParser {
   RowParser(const std::string& file, const JobMeta& meta, const std::array<int, kNumColumns>& position_of)
       : file_(file), meta_(meta), position_of_(position_of) {}
 
-  void parse(const std::string_view* fields, size_t line, TraceTable& out) const {
+  // `out` is a TraceTable or a RowSlots (anything with TraceTable's push_back).
+  template <class Rows>
+  void parse(const std::string_view* fields, size_t line, Rows& out) const {
     line_ = line;
     fields_ = fields;
     const auto dp = int_in(Column::kDpRank, 0, meta_.dp_size, "dp_size");
@@ -160,14 +162,13 @@ struct RowSchema {
   const std::array<int, kNumColumns>& position_of;
 };
 
-// Parses the data rows in `rows` (whole lines), the first of which is line `first_line`. Each
-// call has its own RowParser (it keeps per-row state), so pieces can be parsed concurrently.
-TraceTable parse_rows(std::string_view rows, size_t first_line, const RowSchema& schema) {
+// Parses the data rows in `rows` (whole lines), the first of which is line `first_line`, into
+// `out`. Each call has its own RowParser (it keeps per-row state), so pieces can be parsed
+// concurrently.
+template <class Rows>
+void parse_rows(std::string_view rows, size_t first_line, const RowSchema& schema, Rows& out) {
   const std::string& file = schema.file;
   const RowParser parser(file, schema.meta, schema.position_of);
-  TraceTable table;
-  // Rows of the reference traces are ~80-100 bytes; a slight over-reserve is cheaper than regrowth.
-  table.reserve(rows.size() / 64 + 1);
   LineReader lines(rows);
   std::string_view line;
   std::array<std::string_view, kNumColumns> fields;
@@ -179,9 +180,45 @@ TraceTable parse_rows(std::string_view rows, size_t first_line, const RowSchema&
       throw TraceError(file, number, "",
                        "expected " + std::to_string(kNumColumns) + " fields, found " + std::to_string(n));
     }
-    parser.parse(fields.data(), number, table);
+    parser.parse(fields.data(), number, out);
   }
-  return table;
+}
+
+// Rows [next, ...) of a table already sized for them: each piece of a parallel parse writes its
+// own slice, so the pieces never need to be copied together.
+struct RowSlots {
+  TraceTable& table;
+  size_t next;
+  void push_back(int32_t dp, int32_t st, int32_t rk, int64_t sp, OpType t, double start, double dur, int32_t seq,
+                 int32_t mchunk, int32_t mb, int32_t gchunk) {
+    table.dp_rank[next] = dp;
+    table.stage[next] = st;
+    table.rank[next] = rk;
+    table.step[next] = sp;
+    table.optype[next] = t;
+    table.start_ts[next] = start;
+    table.duration[next] = dur;
+    table.seq_id[next] = seq;
+    table.mc[next] = mchunk;
+    table.mb_id[next] = mb;
+    table.gmc[next] = gchunk;
+    ++next;
+  }
+};
+
+void resize_rows(TraceTable& t, size_t n) {
+  const auto resize = [n](auto& column) { column.resize(n); };
+  resize(t.dp_rank);
+  resize(t.stage);
+  resize(t.rank);
+  resize(t.step);
+  resize(t.optype);
+  resize(t.start_ts);
+  resize(t.duration);
+  resize(t.seq_id);
+  resize(t.mc);
+  resize(t.mb_id);
+  resize(t.gmc);
 }
 
 // Up to `parts` pieces of whole lines, in order.
@@ -197,19 +234,10 @@ std::vector<std::string_view> split_at_lines(std::string_view rows, size_t parts
   return pieces;
 }
 
-void append_rows(TraceTable& to, const TraceTable& from) {
-  const auto append = [](auto& a, const auto& b) { a.insert(a.end(), b.begin(), b.end()); };
-  append(to.dp_rank, from.dp_rank);
-  append(to.stage, from.stage);
-  append(to.rank, from.rank);
-  append(to.step, from.step);
-  append(to.optype, from.optype);
-  append(to.start_ts, from.start_ts);
-  append(to.duration, from.duration);
-  append(to.seq_id, from.seq_id);
-  append(to.mc, from.mc);
-  append(to.mb_id, from.mb_id);
-  append(to.gmc, from.gmc);
+// Lines in a piece of whole lines (the last one may lack its '\n').
+size_t count_lines(std::string_view piece) {
+  const auto newlines = static_cast<size_t>(std::count(piece.begin(), piece.end(), '\n'));
+  return newlines + (!piece.empty() && piece.back() != '\n' ? 1 : 0);
 }
 
 // Below this the rows are parsed on the calling thread; above, in pieces on up to
@@ -217,26 +245,27 @@ void append_rows(TraceTable& to, const TraceTable& from) {
 constexpr size_t kParallelParseBytes = 4u << 20;
 constexpr unsigned kMaxParseThreads = 8;
 
-// The rows in pieces, in parallel. The first error in file order is the one reported, with
-// its true line number: each piece's first line is counted before the pieces are parsed.
+// The rows in pieces, in parallel. Every line is one row (or an error), so counting each
+// piece's lines first gives both its first line number and its slice of the table. The first
+// error in file order is the one reported.
 TraceTable parse_rows_in_parallel(std::string_view rows, unsigned threads, const RowSchema& schema) {
   const std::vector<std::string_view> pieces = split_at_lines(rows, threads);
   std::vector<std::future<size_t>> line_counts;
   for (const std::string_view piece : pieces) {
-    line_counts.push_back(std::async(std::launch::async, [piece] {
-      return static_cast<size_t>(std::count(piece.begin(), piece.end(), '\n'));
-    }));
+    line_counts.push_back(std::async(std::launch::async, [piece] { return count_lines(piece); }));
   }
-  std::vector<std::future<TraceTable>> tables;
-  size_t first_line = 2;  // line 1 is the header
+  std::vector<size_t> first_row(pieces.size() + 1, 0);
+  for (size_t k = 0; k < pieces.size(); ++k) first_row[k + 1] = first_row[k] + line_counts[k].get();
+  TraceTable table;
+  resize_rows(table, first_row.back());
+  std::vector<std::future<void>> parsed;
   for (size_t k = 0; k < pieces.size(); ++k) {
-    tables.push_back(std::async(std::launch::async, [&, k, first_line] {
-      return parse_rows(pieces[k], first_line, schema);
+    parsed.push_back(std::async(std::launch::async, [&, k] {
+      RowSlots slots{table, first_row[k]};
+      parse_rows(pieces[k], first_row[k] + 2, schema, slots);  // line 1 is the header
     }));
-    first_line += line_counts[k].get();
   }
-  TraceTable table = tables.front().get();
-  for (size_t k = 1; k < tables.size(); ++k) append_rows(table, tables[k].get());
+  for (auto& p : parsed) p.get();
   return table;
 }
 
@@ -253,8 +282,14 @@ TraceTable parse_trace_csv(std::string_view text, const std::string& file_label,
 
   const RowSchema schema{file_label, meta, position_of};
   const unsigned threads = std::min(std::max(1u, std::thread::hardware_concurrency()), kMaxParseThreads);
-  TraceTable table = rows.size() < kParallelParseBytes || threads == 1 ? parse_rows(rows, 2, schema)
-                                                                       : parse_rows_in_parallel(rows, threads, schema);
+  TraceTable table;
+  if (rows.size() < kParallelParseBytes || threads == 1) {
+    // Rows of the reference traces are ~80-100 bytes; a slight over-reserve is cheaper than regrowth.
+    table.reserve(rows.size() / 64 + 1);
+    parse_rows(rows, 2, schema, table);
+  } else {
+    table = parse_rows_in_parallel(rows, threads, schema);
+  }
   if (table.size() == 0) throw TraceError(file_label, 1, "", "no data rows after the header");
   detail::check_cross_row(table, meta, file_label);
   return table;
