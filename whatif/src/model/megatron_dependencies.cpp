@@ -80,171 +80,192 @@ size_t extreme_row(const std::vector<size_t>& rows, const std::vector<float>& ke
   return best;
 }
 
-}  // namespace
-
-void build_rank_model(const TraceView& tv, const std::vector<std::vector<size_t>>& stage_rows,
-                      int dsp_size, bool trace_has_separate_grads, ModelSkeleton& m) {
-  const TraceTable& t = *tv.table;
-  const int32_t pp = m.pp;
-  const auto op_of = [&](size_t r) { return m.find(t.optype[r], t.seq_id[r], t.stage[r]); };
-  const auto ops_of = [&](const std::vector<size_t>& rows) {
-    std::vector<int32_t> ops;
-    ops.reserve(rows.size());
-    for (size_t r : rows) ops.push_back(op_of(r));
-    return ops;
-  };
-
-  std::vector<std::vector<size_t>> sorted(static_cast<size_t>(pp));
-  for (int32_t s = 0; s < pp; ++s) {
-    sorted[static_cast<size_t>(s)] = sorted_template_rows(tv, stage_rows[static_cast<size_t>(s)]);
+// build_rank_model's steps, over the template rows of each stage in start order.
+class RankModel {
+ public:
+  RankModel(const TraceView& tv, const std::vector<std::vector<size_t>>& stage_rows, ModelSkeleton& m)
+      : tv_(tv), t_(*tv.table), m_(m), sorted_(stage_rows.size()) {
+    for (size_t s = 0; s < stage_rows.size(); ++s) sorted_[s] = sorted_template_rows(tv, stage_rows[s]);
   }
 
-  // Stream order: compute, and each p2p type separately.
-  for (int32_t s = 0; s < pp; ++s) {
-    const auto& rows = sorted[static_cast<size_t>(s)];
-    const auto comp = rows_of(t, rows, {OpType::kForwardCompute, OpType::kBackwardCompute});
-    m.chain(ops_of(comp), {});
-    for (OpType ot : {OpType::kForwardSend, OpType::kForwardRecv, OpType::kBackwardSend,
-                      OpType::kBackwardRecv}) {
-      m.chain(ops_of(rows_of(t, rows, {ot})), {});
+  // Stream order: compute, and each p2p type separately; the first backward send/recv waits
+  // for the forward two computes before the first backward compute.
+  void stream_order(int32_t s) {
+    const auto& rows = sorted_[static_cast<size_t>(s)];
+    const auto comp = compute_rows(s);
+    m_.chain(ops_of(comp), {});
+    for (OpType ot : {OpType::kForwardSend, OpType::kForwardRecv, OpType::kBackwardSend, OpType::kBackwardRecv}) {
+      m_.chain(ops_of(rows_of(t_, rows, {ot})), {});
     }
-    // The first backward send/recv waits for the forward two computes before the first
-    // backward compute.
     size_t first_bwd = comp.size();
     for (size_t i = 0; i < comp.size(); ++i) {
-      if (t.optype[comp[i]] == OpType::kBackwardCompute) {
+      if (t_.optype[comp[i]] == OpType::kBackwardCompute) {
         first_bwd = i;
         break;
       }
     }
     if (first_bwd == comp.size()) {
-      throw ModelError("stage " + std::to_string(s) +
-                       " has no backward-compute op in the first step of dp rank 0");
+      throw ModelError("stage " + std::to_string(s) + " has no backward-compute op in the first step of dp rank 0");
     }
-    if (first_bwd >= 2) {
-      for (size_t k : {first_bwd - 1, first_bwd - 2}) {
-        if (t.optype[comp[k]] != OpType::kForwardCompute) {
-          throw ModelError("stage " + std::to_string(s) + ": the compute op " + m.name(op_of(comp[k])) +
-                           " before the first backward is not a forward");
-        }
+    if (first_bwd < 2) return;
+    for (size_t k : {first_bwd - 1, first_bwd - 2}) {
+      if (t_.optype[comp[k]] != OpType::kForwardCompute) {
+        throw ModelError("stage " + std::to_string(s) + ": the compute op " + m_.name(op_of(comp[k])) +
+                         " before the first backward is not a forward");
       }
-      const int32_t fwd = op_of(comp[first_bwd - 2]);
-      for (OpType ot : {OpType::kBackwardRecv, OpType::kBackwardSend}) {
-        const int32_t op = m.find(ot, 0, s);
-        if (op >= 0) m.add_dep(op, fwd);
-      }
+    }
+    const int32_t fwd = op_of(comp[first_bwd - 2]);
+    for (OpType ot : {OpType::kBackwardRecv, OpType::kBackwardSend}) {
+      const int32_t op = m_.find(ot, 0, s);
+      if (op >= 0) m_.add_dep(op, fwd);
     }
   }
 
+  // The data-parallel stream runs in launch order.
+  void dp_stream_order(int32_t s) {
+    m_.chain(ops_of(rows_of(t_, sorted_[static_cast<size_t>(s)],
+                            {OpType::kParamsAllGather, OpType::kGradsReduceScatter})),
+             {});
+  }
+
+  // Each model chunk's params all-gather (the latest-numbered one of the chunk) precedes that
+  // chunk's first forward.
+  void all_gather_before_forward(int32_t s) {
+    const auto comp = compute_rows(s);
+    const auto ag = rows_of(t_, sorted_[static_cast<size_t>(s)], {OpType::kParamsAllGather});
+    std::vector<int32_t> chunks_done;
+    for (auto i = static_cast<int32_t>(ag.size()) - 1; i >= 0; --i) {
+      const int32_t ag_op = m_.require(OpType::kParamsAllGather, i, s, "params all-gather order");
+      const int32_t mc = chunk_of(ag_op);
+      if (std::find(chunks_done.begin(), chunks_done.end(), mc) != chunks_done.end()) continue;
+      const size_t first = extreme_row(
+          comp, tv_.start, [&](size_t r) { return t_.optype[r] == OpType::kForwardCompute && t_.mc[r] == mc; },
+          std::less<float>());
+      if (first == kNoRow) {
+        throw ModelError("stage " + std::to_string(s) + ": no forward-compute of model chunk " + std::to_string(mc) +
+                         " for " + m_.name(ag_op));
+      }
+      m_.add_dep(op_of(first), ag_op);
+      chunks_done.push_back(mc);
+    }
+  }
+
+  // Overlapped: each chunk's grads reduce-scatter (the lowest-numbered) follows the chunk's
+  // last backward.
+  void reduce_scatter_after_backward(int32_t s) {
+    const auto comp = compute_rows(s);
+    const auto rs = rows_of(t_, sorted_[static_cast<size_t>(s)], {OpType::kGradsReduceScatter});
+    std::vector<int32_t> chunks_done;
+    for (int32_t i = 0; i < static_cast<int32_t>(rs.size()); ++i) {
+      const int32_t rs_op = m_.require(OpType::kGradsReduceScatter, i, s, "grads reduce-scatter order");
+      const int32_t mc = chunk_of(rs_op);
+      if (std::find(chunks_done.begin(), chunks_done.end(), mc) != chunks_done.end()) continue;
+      const size_t last = extreme_row(
+          comp, tv_.end, [&](size_t r) { return t_.optype[r] == OpType::kBackwardCompute && t_.mc[r] == mc; },
+          std::greater<float>());
+      if (last == kNoRow) {
+        throw ModelError("stage " + std::to_string(s) + ": no backward-compute of model chunk " + std::to_string(mc) +
+                         " for " + m_.name(rs_op));
+      }
+      m_.add_dep(rs_op, op_of(last));
+      chunks_done.push_back(mc);
+    }
+  }
+
+  // After the last compute: gc -> layer-norm all-reduce -> [embedding all-reduce] -> [grads
+  // reduce-scatters, or the separate-grads all-reduce when overlapped] -> clip -> optimizer.
+  void post_compute_chain(int32_t s) {
+    const int32_t pp = m_.pp;
+    // Not kNoRow: every stage has a backward compute (checked with the stream order).
+    const size_t last = extreme_row(compute_rows(s), tv_.end, [](size_t) { return true; }, std::greater<float>());
+    const int32_t gc = m_.require(OpType::kGc, 0, s, "gc after the last compute");
+    m_.add_dep(gc, op_of(last));
+    int32_t num_rs = -1;
+    for (size_t r : sorted_[static_cast<size_t>(s)]) {
+      if (t_.optype[r] == OpType::kGradsReduceScatter) num_rs = std::max(num_rs, t_.seq_id[r] + 1);
+    }
+    std::vector<int32_t> post{m_.require(OpType::kLayernormGradsAllReduce, 0, s, "post-compute chain")};
+    if (s == 0 || s == pp - 1) {
+      post.push_back(m_.require(OpType::kEmbeddingGradsAllReduce, 0, s, "first/last stage embedding"));
+    }
+    std::vector<int32_t> first_deps;  // [the last reduce-scatter when overlapped,] gc
+    if (m_.use_dp && num_rs < 1) throw ModelError("stage " + std::to_string(s) + " has no grads-reduce-scatter op");
+    if (m_.use_dp && m_.overlap_dp) {
+      first_deps.push_back(m_.require(OpType::kGradsReduceScatter, num_rs - 1, s, "post-compute chain"));
+      post.push_back(m_.require(OpType::kSeparateGradsAllReduce, 0, s, "post-compute chain"));
+    } else if (m_.use_dp) {
+      for (int32_t i = 0; i < num_rs; ++i) post.push_back(m_.require(OpType::kGradsReduceScatter, i, s, "post-compute chain"));
+    }
+    first_deps.push_back(gc);
+    post.push_back(m_.require(OpType::kOptimizerClipMainGrad, 0, s, "post-compute chain"));
+    post.push_back(m_.require(OpType::kOptimizer, 0, s, "post-compute chain"));
+    m_.chain(post, first_deps);
+  }
+
+  // Cross-rank groups besides p2p: every dp collective (synchronised over the replicas), the
+  // embedding all-reduce of the first and last stage, clip-main-grad over all stages.
+  void sync_groups(const std::vector<std::vector<size_t>>& stage_rows) {
+    const int32_t pp = m_.pp;
+    if (m_.use_dp) {
+      for (const auto& rows : stage_rows) {
+        for (size_t r : rows) {
+          if (is_dp_comm(t_.optype[r])) add_group({op_of(r)}, true);
+        }
+      }
+    }
+    if (pp > 1) {
+      add_group({m_.require(OpType::kEmbeddingGradsAllReduce, 0, 0, "embedding sync"),
+                 m_.require(OpType::kEmbeddingGradsAllReduce, 0, pp - 1, "embedding sync")},
+                false);
+    } else {
+      add_group({m_.require(OpType::kEmbeddingGradsAllReduce, 0, 0, "embedding sync")}, false);
+    }
+    std::vector<int32_t> clip;
+    for (int32_t s = 0; s < pp; ++s) clip.push_back(m_.require(OpType::kOptimizerClipMainGrad, 0, s, "optimizer sync"));
+    add_group(clip, true);
+  }
+
+ private:
+  int32_t op_of(size_t r) const { return m_.find(t_.optype[r], t_.seq_id[r], t_.stage[r]); }
+  std::vector<int32_t> ops_of(const std::vector<size_t>& rows) const {
+    std::vector<int32_t> ops;
+    ops.reserve(rows.size());
+    for (size_t r : rows) ops.push_back(op_of(r));
+    return ops;
+  }
+  std::vector<size_t> compute_rows(int32_t s) const {
+    return rows_of(t_, sorted_[static_cast<size_t>(s)], {OpType::kForwardCompute, OpType::kBackwardCompute});
+  }
+  int32_t chunk_of(int32_t op) const { return t_.mc[m_.template_row[static_cast<size_t>(op)]]; }
+  void add_group(const std::vector<int32_t>& ops, bool sync) {
+    m_.groups.push_back(ops);
+    m_.group_sync.push_back(sync ? 1 : 0);
+  }
+
+  const TraceView& tv_;
+  const TraceTable& t_;
+  ModelSkeleton& m_;
+  std::vector<std::vector<size_t>> sorted_;
+};
+
+}  // namespace
+
+void build_rank_model(const TraceView& tv, const std::vector<std::vector<size_t>>& stage_rows,
+                      int dsp_size, bool trace_has_separate_grads, ModelSkeleton& m) {
+  RankModel model(tv, stage_rows, m);
+  const int32_t pp = m.pp;
+  for (int32_t s = 0; s < pp; ++s) model.stream_order(s);
   m.use_dp = static_cast<int64_t>(m.dp) * dsp_size > 1;
   m.overlap_dp = trace_has_separate_grads;
   if (m.use_dp) {
+    for (int32_t s = 0; s < pp; ++s) model.dp_stream_order(s);
     for (int32_t s = 0; s < pp; ++s) {
-      m.chain(ops_of(rows_of(t, sorted[static_cast<size_t>(s)],
-                             {OpType::kParamsAllGather, OpType::kGradsReduceScatter})),
-              {});
-    }
-    for (int32_t s = 0; s < pp; ++s) {
-      const auto& rows = sorted[static_cast<size_t>(s)];
-      const auto comp = rows_of(t, rows, {OpType::kForwardCompute, OpType::kBackwardCompute});
-      const auto ag = rows_of(t, rows, {OpType::kParamsAllGather});
-      // Each model chunk's params all-gather (the latest-numbered one of the chunk) precedes
-      // that chunk's first forward.
-      std::vector<int32_t> chunks_done;
-      for (auto i = static_cast<int32_t>(ag.size()) - 1; i >= 0; --i) {
-        const int32_t ag_op = m.require(OpType::kParamsAllGather, i, s, "params all-gather order");
-        const int32_t mc = t.mc[m.template_row[static_cast<size_t>(ag_op)]];
-        if (std::find(chunks_done.begin(), chunks_done.end(), mc) != chunks_done.end()) continue;
-        const size_t first = extreme_row(
-            comp, tv.start, [&](size_t r) { return t.optype[r] == OpType::kForwardCompute && t.mc[r] == mc; },
-            std::less<float>());
-        if (first == kNoRow) {
-          throw ModelError("stage " + std::to_string(s) + ": no forward-compute of model chunk " +
-                           std::to_string(mc) + " for " + m.name(ag_op));
-        }
-        m.add_dep(op_of(first), ag_op);
-        chunks_done.push_back(mc);
-      }
-      if (!m.overlap_dp) continue;
-      // Overlapped: each chunk's grads reduce-scatter (the lowest-numbered) follows the
-      // chunk's last backward.
-      const auto rs = rows_of(t, rows, {OpType::kGradsReduceScatter});
-      chunks_done.clear();
-      for (int32_t i = 0; i < static_cast<int32_t>(rs.size()); ++i) {
-        const int32_t rs_op = m.require(OpType::kGradsReduceScatter, i, s, "grads reduce-scatter order");
-        const int32_t mc = t.mc[m.template_row[static_cast<size_t>(rs_op)]];
-        if (std::find(chunks_done.begin(), chunks_done.end(), mc) != chunks_done.end()) continue;
-        const size_t last = extreme_row(
-            comp, tv.end, [&](size_t r) { return t.optype[r] == OpType::kBackwardCompute && t.mc[r] == mc; },
-            std::greater<float>());
-        if (last == kNoRow) {
-          throw ModelError("stage " + std::to_string(s) + ": no backward-compute of model chunk " +
-                           std::to_string(mc) + " for " + m.name(rs_op));
-        }
-        m.add_dep(rs_op, op_of(last));
-        chunks_done.push_back(mc);
-      }
+      model.all_gather_before_forward(s);
+      if (m.overlap_dp) model.reduce_scatter_after_backward(s);
     }
   }
-
-  // After the last compute.
-  for (int32_t s = 0; s < pp; ++s) {
-    const auto& rows = sorted[static_cast<size_t>(s)];
-    const auto comp = rows_of(t, rows, {OpType::kForwardCompute, OpType::kBackwardCompute});
-    // Not kNoRow: every stage has a backward compute (checked with the stream order above).
-    const size_t last = extreme_row(comp, tv.end, [](size_t) { return true; }, std::greater<float>());
-    const int32_t gc = m.require(OpType::kGc, 0, s, "gc after the last compute");
-    m.add_dep(gc, op_of(last));
-    int32_t num_rs = -1;
-    for (size_t r : rows) {
-      if (t.optype[r] == OpType::kGradsReduceScatter) num_rs = std::max(num_rs, t.seq_id[r] + 1);
-    }
-    std::vector<int32_t> post{m.require(OpType::kLayernormGradsAllReduce, 0, s, "post-compute chain")};
-    if (s == 0 || s == pp - 1) {
-      post.push_back(m.require(OpType::kEmbeddingGradsAllReduce, 0, s, "first/last stage embedding"));
-    }
-    std::vector<int32_t> first_deps{gc};
-    if (m.use_dp && num_rs < 1) {
-      throw ModelError("stage " + std::to_string(s) + " has no grads-reduce-scatter op");
-    }
-    if (m.use_dp && m.overlap_dp) {
-      first_deps.insert(first_deps.begin(),
-                        m.require(OpType::kGradsReduceScatter, num_rs - 1, s, "post-compute chain"));
-      post.push_back(m.require(OpType::kSeparateGradsAllReduce, 0, s, "post-compute chain"));
-    } else if (m.use_dp) {
-      for (int32_t i = 0; i < num_rs; ++i) {
-        post.push_back(m.require(OpType::kGradsReduceScatter, i, s, "post-compute chain"));
-      }
-    }
-    post.push_back(m.require(OpType::kOptimizerClipMainGrad, 0, s, "post-compute chain"));
-    post.push_back(m.require(OpType::kOptimizer, 0, s, "post-compute chain"));
-    m.chain(post, first_deps);
-  }
-
-  // Cross-rank groups besides p2p.
-  if (m.use_dp) {
-    for (const auto& rows : stage_rows) {
-      for (size_t r : rows) {
-        if (is_dp_comm(t.optype[r])) {
-          m.groups.push_back({op_of(r)});
-          m.group_sync.push_back(1);
-        }
-      }
-    }
-  }
-  if (pp > 1) {
-    m.groups.push_back({m.require(OpType::kEmbeddingGradsAllReduce, 0, 0, "embedding sync"),
-                        m.require(OpType::kEmbeddingGradsAllReduce, 0, pp - 1, "embedding sync")});
-  } else {
-    m.groups.push_back({m.require(OpType::kEmbeddingGradsAllReduce, 0, 0, "embedding sync")});
-  }
-  m.group_sync.push_back(0);
-  std::vector<int32_t> clip;
-  for (int32_t s = 0; s < pp; ++s) {
-    clip.push_back(m.require(OpType::kOptimizerClipMainGrad, 0, s, "optimizer sync"));
-  }
-  m.groups.push_back(clip);
-  m.group_sync.push_back(1);
+  for (int32_t s = 0; s < pp; ++s) model.post_compute_chain(s);
+  model.sync_groups(stage_rows);
 }
 
 }  // namespace sp::whatif
