@@ -131,45 +131,15 @@ class RankModel {
   // Each model chunk's params all-gather (the latest-numbered one of the chunk) precedes that
   // chunk's first forward.
   void all_gather_before_forward(int32_t s) {
-    const auto comp = compute_rows(s);
-    const auto ag = rows_of(t_, sorted_[static_cast<size_t>(s)], {OpType::kParamsAllGather});
-    std::vector<int32_t> chunks_done;
-    for (auto i = static_cast<int32_t>(ag.size()) - 1; i >= 0; --i) {
-      const int32_t ag_op = m_.require(OpType::kParamsAllGather, i, s, "params all-gather order");
-      const int32_t mc = chunk_of(ag_op);
-      if (std::find(chunks_done.begin(), chunks_done.end(), mc) != chunks_done.end()) continue;
-      const size_t first = extreme_row(
-          comp, tv_.start, [&](size_t r) { return t_.optype[r] == OpType::kForwardCompute && t_.mc[r] == mc; },
-          std::less<float>());
-      if (first == kNoRow) {
-        throw ModelError("stage " + std::to_string(s) + ": no forward-compute of model chunk " + std::to_string(mc) +
-                         " for " + m_.name(ag_op));
-      }
-      m_.add_dep(op_of(first), ag_op);
-      chunks_done.push_back(mc);
-    }
+    link_chunks(s, {OpType::kParamsAllGather, true, "params all-gather order"},
+                {OpType::kForwardCompute, &tv_.start, true}, false);
   }
 
   // Overlapped: each chunk's grads reduce-scatter (the lowest-numbered) follows the chunk's
   // last backward.
   void reduce_scatter_after_backward(int32_t s) {
-    const auto comp = compute_rows(s);
-    const auto rs = rows_of(t_, sorted_[static_cast<size_t>(s)], {OpType::kGradsReduceScatter});
-    std::vector<int32_t> chunks_done;
-    for (int32_t i = 0; i < static_cast<int32_t>(rs.size()); ++i) {
-      const int32_t rs_op = m_.require(OpType::kGradsReduceScatter, i, s, "grads reduce-scatter order");
-      const int32_t mc = chunk_of(rs_op);
-      if (std::find(chunks_done.begin(), chunks_done.end(), mc) != chunks_done.end()) continue;
-      const size_t last = extreme_row(
-          comp, tv_.end, [&](size_t r) { return t_.optype[r] == OpType::kBackwardCompute && t_.mc[r] == mc; },
-          std::greater<float>());
-      if (last == kNoRow) {
-        throw ModelError("stage " + std::to_string(s) + ": no backward-compute of model chunk " + std::to_string(mc) +
-                         " for " + m_.name(rs_op));
-      }
-      m_.add_dep(rs_op, op_of(last));
-      chunks_done.push_back(mc);
-    }
+    link_chunks(s, {OpType::kGradsReduceScatter, false, "grads reduce-scatter order"},
+                {OpType::kBackwardCompute, &tv_.end, false}, true);
   }
 
   // After the last compute: gc -> layer-norm all-reduce -> [embedding all-reduce] -> [grads
@@ -226,6 +196,45 @@ class RankModel {
   }
 
  private:
+  // Which collective of a model chunk is linked: op type, numbered from the last one or not.
+  struct ChunkComm {
+    OpType type;
+    bool latest_first;
+    const char* why;  // names the rule in a "needs op" error
+  };
+  // Which compute of the chunk: op type, the earliest by `key` (start) or the latest (end).
+  struct ChunkCompute {
+    OpType type;
+    const std::vector<float>* key;
+    bool earliest;
+  };
+
+  // For each model chunk, the first of its `comm` ops in numbering order and its extreme
+  // `compute` op: the comm op waits for the compute (`comm_after_compute`) or precedes it.
+  void link_chunks(int32_t s, ChunkComm comm, ChunkCompute compute, bool comm_after_compute) {
+    const auto comp = compute_rows(s);
+    const auto n = static_cast<int32_t>(rows_of(t_, sorted_[static_cast<size_t>(s)], {comm.type}).size());
+    std::vector<int32_t> chunks_done;
+    for (int32_t k = 0; k < n; ++k) {
+      const int32_t op = m_.require(comm.type, comm.latest_first ? n - 1 - k : k, s, comm.why);
+      const int32_t mc = t_.mc[m_.template_row[static_cast<size_t>(op)]];
+      if (std::find(chunks_done.begin(), chunks_done.end(), mc) != chunks_done.end()) continue;
+      const auto keep = [&](size_t r) { return t_.optype[r] == compute.type && t_.mc[r] == mc; };
+      const size_t row = compute.earliest ? extreme_row(comp, *compute.key, keep, std::less<float>())
+                                          : extreme_row(comp, *compute.key, keep, std::greater<float>());
+      if (row == kNoRow) {
+        throw ModelError("stage " + std::to_string(s) + ": no " + std::string(op_type_name(compute.type)) +
+                         " of model chunk " + std::to_string(mc) + " for " + m_.name(op));
+      }
+      if (comm_after_compute) {
+        m_.add_dep(op, op_of(row));
+      } else {
+        m_.add_dep(op_of(row), op);
+      }
+      chunks_done.push_back(mc);
+    }
+  }
+
   int32_t op_of(size_t r) const { return m_.find(t_.optype[r], t_.seq_id[r], t_.stage[r]); }
   std::vector<int32_t> ops_of(const std::vector<size_t>& rows) const {
     std::vector<int32_t> ops;
@@ -236,7 +245,6 @@ class RankModel {
   std::vector<size_t> compute_rows(int32_t s) const {
     return rows_of(t_, sorted_[static_cast<size_t>(s)], {OpType::kForwardCompute, OpType::kBackwardCompute});
   }
-  int32_t chunk_of(int32_t op) const { return t_.mc[m_.template_row[static_cast<size_t>(op)]]; }
   void add_group(const std::vector<int32_t>& ops, bool sync) {
     m_.groups.push_back(ops);
     m_.group_sync.push_back(sync ? 1 : 0);
