@@ -53,11 +53,20 @@ std::vector<int64_t> analysed_steps(const std::optional<std::vector<int64_t>>& s
   return {all.begin(), all.end()};
 }
 
-// --timeline-steps against the analysed steps, else the default (all that fit).
-std::vector<int64_t> select_timeline_steps(const AnalyzeArgs& args, const TraceTable& trace,
-                                           const std::vector<int64_t>& analysed) {
-  if (args.timeline_steps.empty()) return default_timeline_steps(trace, analysed);
+// --timeline-steps against the analysed steps; nullopt when not given (the default then
+// depends on the analysis: see default_steps_drawn).
+std::optional<std::vector<int64_t>> select_timeline_steps(const AnalyzeArgs& args,
+                                                          const std::vector<int64_t>& analysed) {
+  if (args.timeline_steps.empty()) return std::nullopt;
   return pick_steps("--timeline-steps", args.timeline_steps, std::set<int64_t>(analysed.begin(), analysed.end()));
+}
+
+// Without --timeline-steps: every analysed step when they fit in kAnalyzeTimelineEvents, else
+// the slowest steps (by S) that fit, where the stragglers show.
+std::vector<int64_t> default_steps_drawn(const TraceTable& trace, const AnalysisResult& r) {
+  std::vector<int64_t> slowest_first;
+  for (const StepValue& sv : r.blocking_step_slowdown) slowest_first.push_back(sv.step);
+  return default_timeline_steps(trace, r.steps, kAnalyzeTimelineEvents, slowest_first);
 }
 
 // --out may not exist yet (it is created once every check has passed), but must not be a file.
@@ -95,17 +104,19 @@ int run_analyze(const AnalyzeArgs& args) {
   AnalyzeOptions options;
   options.steps = select_steps(args, trace);
   options.decompose_threshold = args.threshold;
-  const std::vector<int64_t> timeline_steps = select_timeline_steps(args, trace, analysed_steps(options.steps, trace));
+  const std::optional<std::vector<int64_t>> chosen_timeline_steps =
+      select_timeline_steps(args, analysed_steps(options.steps, trace));
 
   Analysis analysis(trace, meta, options);
   const AnalysisResult& r = analysis.result();
+  std::vector<int64_t> timeline_steps = chosen_timeline_steps ? *chosen_timeline_steps : default_steps_drawn(trace, r);
   const fs::path out_dir(args.out);
   create_output_dir(args.out);
   // The timeline is the largest output (SE: 30 MB, 214k events): it is written on a thread of
   // its own while M_S and M_W are computed and the other outputs written. It reads only the
   // trace and the result, which nothing changes from here on.
   std::future<void> timeline = std::async(std::launch::async, [&] {
-    write_timeline(out_dir / "timeline.json", trace, meta, r, timeline_steps);
+    write_timeline(out_dir / "timeline.json", trace, meta, r, std::move(timeline_steps));
   });
   const SlowdownExplanation ms = analysis.compute_ms();
   const std::optional<SlowdownExplanation> mw = analysis.compute_mw();
