@@ -32,7 +32,7 @@ int fail(int code, const std::string& message) {
 
 // A short batch process that allocates and frees large buffers phase after phase (inflated
 // text, trace table, replays, timeline layout): keeping freed memory for reuse, rather than
-// handing it back to the kernel and faulting it in again, saves about 10% of analyze's time on
+// handing it back to the kernel and faulting it in again, saves 10-20% of analyze's time on
 // SE and 40% of its system time at 4096 GPUs, for 3% more peak memory (bench/README.md).
 void keep_freed_memory() {
 #if defined(M_MMAP_THRESHOLD) && defined(M_TRIM_THRESHOLD)  // glibc
