@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "heap_counter.h"
-#include "straggler_probe/whatif/analyzer.h"
+#include "straggler_probe/whatif/analysis.h"
 #include "straggler_probe/whatif/synthetic_trace.h"
 #include "straggler_probe/whatif/trace_loader.h"
 

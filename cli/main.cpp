@@ -2,6 +2,10 @@
 //
 // Exit codes (exit_codes.h): 0 success, 2 bad input (one line on stderr naming the file, line,
 // column and problem), 1 anything else. No stack traces: every exception ends here.
+#if __has_include(<malloc.h>)
+#include <malloc.h>
+#endif
+
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -26,6 +30,17 @@ int fail(int code, const std::string& message) {
   return code;
 }
 
+// A short batch process that allocates and frees large buffers phase after phase (inflated
+// text, trace table, replays, timeline layout): keeping freed memory for reuse, rather than
+// handing it back to the kernel and faulting it in again, saves 10-20% of analyze's time on
+// SE and 40% of its system time at 4096 GPUs, for 3% more peak memory (bench/README.md).
+void keep_freed_memory() {
+#if defined(M_MMAP_THRESHOLD) && defined(M_TRIM_THRESHOLD)  // glibc
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
+}
+
 // Warnings read like the errors: "straggler-probe: warning: ...", on stderr.
 void setup_logging() {
   auto logger = spdlog::stderr_logger_st("straggler-probe");
@@ -39,6 +54,7 @@ int main(int argc, char** argv) {
   using namespace sp::cli;
   // LD_PRELOAD=$(straggler-probe --lib-path) torchrun ... : answered before any parsing.
   if (argc == 2 && std::string_view(argv[1]) == "--lib-path") return print_lib_path();
+  keep_freed_memory();
   try {
     setup_logging();
     CLI::App app{"straggler-probe: find the stragglers in a large-model training trace (what-if analysis)",

@@ -72,23 +72,34 @@ std::vector<int64_t> pick_steps(const std::string& option, const std::vector<std
   return kept;
 }
 
-std::vector<int64_t> default_timeline_steps(const whatif::TraceTable& trace, const std::vector<int64_t>& analysed) {
+std::vector<int64_t> default_timeline_steps(const whatif::TraceTable& trace, const std::vector<int64_t>& analysed,
+                                            size_t budget, const std::vector<int64_t>& preference) {
   std::map<int64_t, size_t> rows;
   for (const int64_t s : analysed) rows[s] = 0;
   for (const int64_t s : trace.step) {
     if (const auto it = rows.find(s); it != rows.end()) ++it->second;
   }
+  const std::vector<int64_t>& order = preference.empty() ? analysed : preference;
   std::vector<int64_t> kept;
   size_t events = 0;
-  for (const auto& [step, n] : rows) {
-    if (!kept.empty() && events + 2 * n > kMaxTimelineEvents) break;
-    events += 2 * n;
+  for (const int64_t step : order) {
+    const auto it = rows.find(step);
+    if (it == rows.end()) continue;
+    if (!kept.empty() && events + 2 * it->second > budget) break;
+    events += 2 * it->second;
     kept.push_back(step);
   }
-  if (kept.size() < analysed.size()) {
-    spdlog::warn("timeline.json shows the first {} of {} analysed steps ({} to {}) to stay within {} events; "
-                 "choose others with --timeline-steps",
-                 kept.size(), analysed.size(), kept.front(), kept.back(), kMaxTimelineEvents);
+  std::sort(kept.begin(), kept.end());
+  if (kept.size() < rows.size()) {
+    if (preference.empty()) {
+      spdlog::warn("timeline.json shows the first {} of {} analysed steps ({} to {}) to stay within {} events; "
+                   "choose others with --timeline-steps",
+                   kept.size(), rows.size(), kept.front(), kept.back(), budget);
+    } else {
+      spdlog::warn("timeline.json shows the {} slowest of {} analysed steps ({}) to stay within {} events; "
+                   "choose others with --timeline-steps",
+                   kept.size(), rows.size(), step_list(kept), budget);
+    }
   }
   return kept;
 }

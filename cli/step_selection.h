@@ -25,8 +25,16 @@ std::vector<int64_t> pick_steps(const std::string& option, const std::vector<std
 // A timeline beyond about a million events is slow to write and too big for Perfetto's UI.
 inline constexpr size_t kMaxTimelineEvents = 1'000'000;
 
-// Default --timeline-steps: the first analysed steps whose rows, drawn twice (real and
-// ideal), stay within kMaxTimelineEvents; at least one step. Warns when steps are left out.
-std::vector<int64_t> default_timeline_steps(const whatif::TraceTable& trace, const std::vector<int64_t>& analysed);
+// What `analyze` draws unless --timeline-steps says otherwise: about 14 MB of JSON, which
+// Perfetto's UI opens at once and which is written in a few milliseconds (bench/README.md).
+inline constexpr size_t kAnalyzeTimelineEvents = 100'000;
+
+// Default --timeline-steps: analysed steps whose rows, drawn twice (real and ideal), stay
+// within `budget` events, taken in `preference` order (empty: ascending, i.e. the first steps;
+// analyze gives the steps by descending slowdown) until the next one does not fit; at least
+// one step. Returned ascending. Warns when steps are left out.
+std::vector<int64_t> default_timeline_steps(const whatif::TraceTable& trace, const std::vector<int64_t>& analysed,
+                                            size_t budget = kMaxTimelineEvents,
+                                            const std::vector<int64_t>& preference = {});
 
 }  // namespace sp::cli

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEB_PACKAGES=(cmake ninja-build g++ zlib1g-dev libspdlog-dev libgtest-dev nlohmann-json3-dev libcli11-dev libbenchmark-dev)
+DEB_PACKAGES=(cmake ninja-build g++ zlib1g-dev libdeflate-dev libspdlog-dev libgtest-dev nlohmann-json3-dev libcli11-dev libbenchmark-dev)
 missing=()
 for p in "${DEB_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

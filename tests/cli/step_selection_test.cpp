@@ -60,5 +60,19 @@ TEST(StepSelection, DefaultTimelineStepsStayWithinTheEventBudget) {
   EXPECT_EQ(default_timeline_steps(t, {1}), (Steps{1}));
 }
 
+TEST(StepSelection, DefaultTimelineStepsCanPreferTheSlowestSteps) {
+  whatif::TraceTable t;
+  // Steps 1 to 4, 10 rows each: 20 events per step drawn (real and ideal).
+  for (int64_t step : {1, 2, 3, 4}) {
+    for (int i = 0; i < 10; ++i) t.push_back(0, 0, 0, step, whatif::OpType::kGc, 0, 0, i, -1, -1, -1);
+  }
+  // Slowest first: 3, 1, 4, 2. A budget of 50 events holds two steps, returned in step order.
+  EXPECT_EQ(default_timeline_steps(t, {1, 2, 3, 4}, 50, {3, 1, 4, 2}), (Steps{1, 3}));
+  // Everything fits: every analysed step.
+  EXPECT_EQ(default_timeline_steps(t, {1, 2, 3, 4}, 80, {3, 1, 4, 2}), (Steps{1, 2, 3, 4}));
+  // Not even the slowest fits: it is drawn alone.
+  EXPECT_EQ(default_timeline_steps(t, {1, 2, 3, 4}, 10, {3, 1, 4, 2}), (Steps{3}));
+}
+
 }  // namespace
 }  // namespace sp::cli

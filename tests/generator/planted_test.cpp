@@ -6,7 +6,7 @@
 #include <cmath>
 #include <string>
 
-#include "straggler_probe/whatif/analyzer.h"
+#include "straggler_probe/whatif/analysis.h"
 #include "straggler_probe/whatif/synthetic_trace.h"
 
 namespace sp::whatif {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "straggler_probe/whatif/analyzer.h"
+#include "straggler_probe/whatif/analysis.h"
 #include "straggler_probe/whatif/lane_model.h"
 #include "straggler_probe/whatif/trace_loader.h"
 

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "straggler_probe/whatif/analyzer.h"
+#include "straggler_probe/whatif/analysis.h"
 #include "straggler_probe/whatif/result_json.h"
 #include "straggler_probe/whatif/trace_loader.h"
 

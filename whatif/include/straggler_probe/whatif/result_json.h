@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "straggler_probe/whatif/analyzer.h"
+#include "straggler_probe/whatif/analysis.h"
 
 namespace sp::whatif {
 

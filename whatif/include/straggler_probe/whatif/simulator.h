@@ -88,6 +88,11 @@ class Simulator {
   // The replay runs block by block: a few whole steps at a time (steps are independent), so
   // that the block's end times stay in cache.
   void run_block(const SimInput& in);
+  // run_block's parts: the start times of node v into `s` (one per block lane); what is kept
+  // once a node's start `s` and end `e` are known; a comm group's replay.
+  void start_node(NodeId v, const SimInput& in, double* s);
+  void finish_node(NodeId v, const SimInput& in, const double* s, const double* e);
+  void run_comm_group(const NodeId* members, size_t num_members, bool synced_over_lanes, const SimInput& in);
   // The block's per-lane values of node v from a per-cell array (with the overlay applied when
   // `alt` is given): a pointer into `base` when possible, else gathered into `scratch`.
   const double* block_values(NodeId v, std::span<const double> base,

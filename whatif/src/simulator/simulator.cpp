@@ -199,117 +199,119 @@ void Simulator::release_cells(std::vector<double>& start, std::vector<double>& e
   end_ = {};
 }
 
+void Simulator::start_node(NodeId v, const SimInput& in, double* s) {
+  const size_t B = blk_size_;
+  const SimOverlay* ov = in.overlay;
+  const double* delay = in.launch_delay.empty()
+                            ? nullptr
+                            : block_values(v, in.launch_delay, ov ? ov->launch_delay : std::span<const double>(),
+                                           ov, blk_delay_.data());
+  const int32_t d0 = dep_offsets_[static_cast<size_t>(v)];
+  const int32_t d1 = dep_offsets_[static_cast<size_t>(v) + 1];
+  if (d0 == d1) {
+    // A source starts at its step's start, delayed by its own launch delay.
+    for (size_t j = 0; j < B; ++j) {
+      const double origin = in.step_start.empty() ? 0.0 : in.step_start[blk_step_[j]];
+      s[j] = delay ? delay[j] + origin : origin;
+    }
+    return;
+  }
+  const double* e0 = blk_end_.data() + static_cast<size_t>(dep_nodes_[static_cast<size_t>(d0)]) * B;
+  std::copy(e0, e0 + B, s);
+  for (int32_t d = d0 + 1; d < d1; ++d) {
+    const double* e = blk_end_.data() + static_cast<size_t>(dep_nodes_[static_cast<size_t>(d)]) * B;
+    for (size_t j = 0; j < B; ++j) s[j] = max2(s[j], e[j]);
+  }
+  if (delay) {
+    for (size_t j = 0; j < B; ++j) s[j] = s[j] + delay[j];
+  }
+}
+
+void Simulator::finish_node(NodeId v, const SimInput& in, const double* s, const double* e) {
+  const size_t B = blk_size_;
+  const size_t num_segs = blk_seg_step_.size();
+  const size_t off = static_cast<size_t>(v) * lanes_.num_lanes();
+  const uint32_t* lanes = blk_lanes_.data();
+  if (in.want_cells) {
+    if (blk_contiguous_) {
+      std::copy(s, s + B, start_.data() + off + lanes[0]);
+      std::copy(e, e + B, end_.data() + off + lanes[0]);
+    } else {
+      for (size_t j = 0; j < B; ++j) {
+        start_[off + lanes[j]] = s[j];
+        end_[off + lanes[j]] = e[j];
+      }
+    }
+  }
+  if (ends_step_[static_cast<size_t>(v)]) {
+    for (size_t k = 0; k < num_segs; ++k) {
+      double mx = step_end_[blk_seg_step_[k]];
+      for (size_t j = blk_seg_[k]; j < blk_seg_[k + 1]; ++j) mx = max2(mx, e[j]);
+      step_end_[blk_seg_step_[k]] = mx;
+    }
+  }
+  if (in.want_span) {
+    for (size_t k = 0; k < num_segs; ++k) {
+      double lo = span_start_[blk_seg_step_[k]];
+      double hi = span_end_[blk_seg_step_[k]];
+      for (size_t j = blk_seg_[k]; j < blk_seg_[k + 1]; ++j) {
+        lo = min2(lo, s[j]);
+        hi = max2(hi, e[j]);
+      }
+      span_start_[blk_seg_step_[k]] = lo;
+      span_end_[blk_seg_step_[k]] = hi;
+    }
+  }
+}
+
+// A comm group: the transfer starts once every member has launched (across the replicas, the
+// lanes of the same step, when synced), and each member ends a transfer later.
+void Simulator::run_comm_group(const NodeId* members, size_t num_members, bool synced_over_lanes,
+                               const SimInput& in) {
+  const size_t B = blk_size_;
+  const SimOverlay* ov = in.overlay;
+  for (size_t k = 0; k < num_members; ++k) start_node(members[k], in, blk_start_.data() + k * B);
+  double* g = blk_group_.data();
+  std::copy(blk_start_.data(), blk_start_.data() + B, g);
+  for (size_t k = 1; k < num_members; ++k) {
+    const double* s = blk_start_.data() + k * B;
+    for (size_t j = 0; j < B; ++j) g[j] = max2(g[j], s[j]);
+  }
+  if (synced_over_lanes) {
+    for (size_t k = 0; k < blk_seg_step_.size(); ++k) {
+      double mx = g[blk_seg_[k]];
+      for (size_t j = blk_seg_[k] + 1; j < blk_seg_[k + 1]; ++j) mx = max2(mx, g[j]);
+      std::fill(g + blk_seg_[k], g + blk_seg_[k + 1], mx);
+    }
+  }
+  for (size_t k = 0; k < num_members; ++k) {
+    const NodeId v = members[k];
+    double* e = blk_end_.data() + static_cast<size_t>(v) * B;
+    const double* w = block_values(v, in.work, ov ? ov->work : std::span<const double>(), ov, blk_work_.data());
+    for (size_t j = 0; j < B; ++j) e[j] = g[j] + w[j];
+    finish_node(v, in, blk_start_.data() + k * B, e);
+  }
+}
+
 void Simulator::run_block(const SimInput& in) {
-  const size_t L = lanes_.num_lanes();
   const size_t B = blk_lanes_.size();
   blk_size_ = B;
   blk_contiguous_ = blk_lanes_.back() - blk_lanes_.front() + 1 == B;
-  const uint32_t* lanes = blk_lanes_.data();
-  const size_t num_segs = blk_seg_step_.size();
-  const std::span<const double> none;
   const SimOverlay* ov = in.overlay;
-  const std::span<const double> alt_work = ov ? ov->work : none;
-  const std::span<const double> alt_delay = ov ? ov->launch_delay : none;
-
-  // Start times of node v into `s` (block lanes).
-  const auto start_node = [&](NodeId v, double* s) {
-    const double* delay = in.launch_delay.empty()
-                              ? nullptr
-                              : block_values(v, in.launch_delay, alt_delay, ov, blk_delay_.data());
-    const int32_t d0 = dep_offsets_[static_cast<size_t>(v)];
-    const int32_t d1 = dep_offsets_[static_cast<size_t>(v) + 1];
-    if (d0 == d1) {
-      // A source starts at its step's start, delayed by its own launch delay.
-      for (size_t j = 0; j < B; ++j) {
-        const double origin = in.step_start.empty() ? 0.0 : in.step_start[blk_step_[j]];
-        s[j] = delay ? delay[j] + origin : origin;
-      }
-      return;
-    }
-    const double* e0 = blk_end_.data() + static_cast<size_t>(dep_nodes_[static_cast<size_t>(d0)]) * B;
-    std::copy(e0, e0 + B, s);
-    for (int32_t d = d0 + 1; d < d1; ++d) {
-      const double* e = blk_end_.data() + static_cast<size_t>(dep_nodes_[static_cast<size_t>(d)]) * B;
-      for (size_t j = 0; j < B; ++j) s[j] = max2(s[j], e[j]);
-    }
-    if (delay) {
-      for (size_t j = 0; j < B; ++j) s[j] = s[j] + delay[j];
-    }
-  };
-
-  // Bookkeeping once a node's start `s` and end `e` are known.
-  const auto finish_node = [&](NodeId v, const double* s, const double* e) {
-    const size_t off = static_cast<size_t>(v) * L;
-    if (in.want_cells) {
-      if (blk_contiguous_) {
-        std::copy(s, s + B, start_.data() + off + lanes[0]);
-        std::copy(e, e + B, end_.data() + off + lanes[0]);
-      } else {
-        for (size_t j = 0; j < B; ++j) {
-          start_[off + lanes[j]] = s[j];
-          end_[off + lanes[j]] = e[j];
-        }
-      }
-    }
-    if (ends_step_[static_cast<size_t>(v)]) {
-      for (size_t k = 0; k < num_segs; ++k) {
-        double mx = step_end_[blk_seg_step_[k]];
-        for (size_t j = blk_seg_[k]; j < blk_seg_[k + 1]; ++j) mx = max2(mx, e[j]);
-        step_end_[blk_seg_step_[k]] = mx;
-      }
-    }
-    if (in.want_span) {
-      for (size_t k = 0; k < num_segs; ++k) {
-        double lo = span_start_[blk_seg_step_[k]];
-        double hi = span_end_[blk_seg_step_[k]];
-        for (size_t j = blk_seg_[k]; j < blk_seg_[k + 1]; ++j) {
-          lo = min2(lo, s[j]);
-          hi = max2(hi, e[j]);
-        }
-        span_start_[blk_seg_step_[k]] = lo;
-        span_end_[blk_seg_step_[k]] = hi;
-      }
-    }
-  };
-
-  const size_t num_units = unit_kind_.size();
-  for (size_t u = 0; u < num_units; ++u) {
+  for (size_t u = 0; u < unit_kind_.size(); ++u) {
     const NodeId* m0 = unit_members_.data() + unit_offsets_[u];
     const NodeId* m1 = unit_members_.data() + unit_offsets_[u + 1];
-    if (unit_kind_[u] == 0) {
-      const NodeId v = *m0;
-      double* s = blk_start_.data();
-      start_node(v, s);
-      double* e = blk_end_.data() + static_cast<size_t>(v) * B;
-      const double* w = block_values(v, in.work, alt_work, ov, blk_work_.data());
-      for (size_t j = 0; j < B; ++j) e[j] = s[j] + w[j];
-      finish_node(v, s, e);
+    if (unit_kind_[u] != 0) {
+      run_comm_group(m0, static_cast<size_t>(m1 - m0), unit_kind_[u] == 2, in);
       continue;
     }
-    // A comm group: the transfer starts once every member has launched.
-    const auto nm = static_cast<size_t>(m1 - m0);
-    for (size_t k = 0; k < nm; ++k) start_node(m0[k], blk_start_.data() + k * B);
-    double* g = blk_group_.data();
-    std::copy(blk_start_.data(), blk_start_.data() + B, g);
-    for (size_t k = 1; k < nm; ++k) {
-      const double* s = blk_start_.data() + k * B;
-      for (size_t j = 0; j < B; ++j) g[j] = max2(g[j], s[j]);
-    }
-    if (unit_kind_[u] == 2) {
-      // A collective across the replicas: they are the lanes of the same step.
-      for (size_t k = 0; k < num_segs; ++k) {
-        double mx = g[blk_seg_[k]];
-        for (size_t j = blk_seg_[k] + 1; j < blk_seg_[k + 1]; ++j) mx = max2(mx, g[j]);
-        std::fill(g + blk_seg_[k], g + blk_seg_[k + 1], mx);
-      }
-    }
-    for (size_t k = 0; k < nm; ++k) {
-      const NodeId v = m0[k];
-      double* e = blk_end_.data() + static_cast<size_t>(v) * B;
-      const double* w = block_values(v, in.work, alt_work, ov, blk_work_.data());
-      for (size_t j = 0; j < B; ++j) e[j] = g[j] + w[j];
-      finish_node(v, blk_start_.data() + k * B, e);
-    }
+    const NodeId v = *m0;
+    double* s = blk_start_.data();
+    start_node(v, in, s);
+    double* e = blk_end_.data() + static_cast<size_t>(v) * B;
+    const double* w = block_values(v, in.work, ov ? ov->work : std::span<const double>(), ov, blk_work_.data());
+    for (size_t j = 0; j < B; ++j) e[j] = s[j] + w[j];
+    finish_node(v, in, s, e);
   }
 }
 

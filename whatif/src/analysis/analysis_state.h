@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "straggler_probe/whatif/analyzer.h"
+#include "straggler_probe/whatif/analysis.h"
 #include "straggler_probe/whatif/simulator.h"
 
 namespace sp::whatif {

@@ -90,27 +90,19 @@ void write_trace_csv(const TraceTable& table, const std::string& path) {
   Sink sink(path);
   std::string buf = "dp_rank,stage,rank,step,optype,start_ts,duration,seq_id,mc,mb_id,gmc\n";
   buf.reserve(1 << 20);
+  const auto field = [&buf](int64_t v) {
+    append_int(buf, v);
+    buf.push_back(',');
+  };
   for (size_t i = 0; i < table.size(); ++i) {
-    append_int(buf, table.dp_rank[i]);
-    buf.push_back(',');
-    append_int(buf, table.stage[i]);
-    buf.push_back(',');
-    append_int(buf, table.rank[i]);
-    buf.push_back(',');
-    append_int(buf, table.step[i]);
-    buf.push_back(',');
+    field(table.dp_rank[i]), field(table.stage[i]), field(table.rank[i]), field(table.step[i]);
     buf.append(op_type_name(table.optype[i]));
     buf.push_back(',');
     append_time(buf, table.start_ts[i]);
     buf.push_back(',');
     append_time(buf, table.duration[i]);
     buf.push_back(',');
-    append_int(buf, table.seq_id[i]);
-    buf.push_back(',');
-    append_int(buf, table.mc[i]);
-    buf.push_back(',');
-    append_int(buf, table.mb_id[i]);
-    buf.push_back(',');
+    field(table.seq_id[i]), field(table.mc[i]), field(table.mb_id[i]);
     append_int(buf, table.gmc[i]);
     buf.push_back('\n');
     if (buf.size() > (1 << 20) - 256) {

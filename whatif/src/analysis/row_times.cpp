@@ -3,7 +3,7 @@
 #include <limits>
 
 #include "analysis_state.h"
-#include "step_index.h"
+#include "trace/step_index.h"
 
 namespace sp::whatif {
 

@@ -82,17 +82,16 @@ std::optional<Finding> first_misplaced_rank(const TraceTable& t, const JobMeta& 
       first = i;
       continue;
     }
+    if (t.dp_rank[i] == t.dp_rank[first] && t.stage[i] == t.stage[first]) continue;
     const std::string where = " on line " + std::to_string(line_of_row(first));
     if (t.dp_rank[i] != t.dp_rank[first]) {
       return Finding{i, "dp_rank",
                      "rank " + std::to_string(t.rank[i]) + " has dp_rank " + std::to_string(t.dp_rank[i]) +
                          " here but dp_rank " + std::to_string(t.dp_rank[first]) + where};
     }
-    if (t.stage[i] != t.stage[first]) {
-      return Finding{i, "stage",
-                     "rank " + std::to_string(t.rank[i]) + " has stage " + std::to_string(t.stage[i]) +
-                         " here but stage " + std::to_string(t.stage[first]) + where};
-    }
+    return Finding{i, "stage",
+                   "rank " + std::to_string(t.rank[i]) + " has stage " + std::to_string(t.stage[i]) +
+                       " here but stage " + std::to_string(t.stage[first]) + where};
   }
   return std::nullopt;
 }

@@ -6,7 +6,7 @@
 // 5. M_S / M_W on demand.
 // Where the artifact reads durations back from a replayed timeline (end - start), so do we:
 // the later replays use those values, not the inputs.
-#include "straggler_probe/whatif/analyzer.h"
+#include "straggler_probe/whatif/analysis.h"
 
 #include <algorithm>
 #include <cmath>
@@ -64,6 +64,37 @@ LaneModel restrict_steps(LaneModel model, const AnalyzeOptions& opts) {
   return select_steps(model, keep);
 }
 
+// Traced step times: float32, like the artifact's shifted columns.
+std::vector<float> traced_step_times(const LaneModel& model) {
+  const size_t N = model.graph.num_nodes();
+  const size_t L = model.lanes.num_lanes();
+  const auto dp = static_cast<size_t>(model.dp_size);
+  std::vector<float> base32(model.steps.size());
+  for (size_t s = 0; s < base32.size(); ++s) {
+    float lo = std::numeric_limits<float>::infinity(), hi = -lo;
+    for (size_t v = 0; v < N; ++v) {
+      for (size_t l = s * dp; l < (s + 1) * dp; ++l) {
+        lo = std::min(lo, model.real_start[v * L + l]);
+        hi = std::max(hi, model.real_end[v * L + l]);
+      }
+    }
+    base32[s] = hi - lo;
+  }
+  return base32;
+}
+
+// S_w = min(S of its dp rank, S of its stage), [stage * dp_size + dp_rank].
+std::vector<double> worker_slowdowns(const AnalysisResult& r) {
+  std::vector<double> by_dp(static_cast<size_t>(r.dp_size)), by_stage(static_cast<size_t>(r.pp_size));
+  for (const auto& g : r.blocking_by_dp_rank->overall) by_dp[std::stoul(g.key)] = g.value;
+  for (const auto& g : r.blocking_by_stage->overall) by_stage[std::stoul(g.key)] = g.value;
+  std::vector<double> sw(by_dp.size() * by_stage.size());
+  for (size_t s = 0; s < by_stage.size(); ++s) {
+    for (size_t d = 0; d < by_dp.size(); ++d) sw[s * by_dp.size() + d] = std::min(by_dp[d], by_stage[s]);
+  }
+  return sw;
+}
+
 }  // namespace
 
 Analysis::State::State(LaneModel m, AnalyzeOptions opts)
@@ -89,18 +120,8 @@ Analysis::State::State(LaneModel m, AnalyzeOptions opts)
   r.dp_size = model.dp_size;
   r.pp_size = model.pp_size;
 
-  // 1. Traced step times: float32, like the artifact's shifted columns.
-  std::vector<float> base32(S);
-  for (size_t s = 0; s < S; ++s) {
-    float lo = std::numeric_limits<float>::infinity(), hi = -lo;
-    for (size_t v = 0; v < N; ++v) {
-      for (size_t l = s * static_cast<size_t>(model.dp_size); l < (s + 1) * static_cast<size_t>(model.dp_size); ++l) {
-        lo = std::min(lo, model.real_start[v * L + l]);
-        hi = std::max(hi, model.real_end[v * L + l]);
-      }
-    }
-    base32[s] = hi - lo;
-  }
+  // 1. Traced step times.
+  const std::vector<float> base32 = traced_step_times(model);
 
   // 2. No launch delays.
   {
@@ -155,17 +176,7 @@ Analysis::State::State(LaneModel m, AnalyzeOptions opts)
     decompose_all(*this, false, target(r.blocking_step_slowdown));
   }
 
-  if (r.blocking_by_dp_rank && r.blocking_by_stage) {
-    std::vector<double> by_dp(static_cast<size_t>(model.dp_size)), by_stage(static_cast<size_t>(model.pp_size));
-    for (const auto& g : r.blocking_by_dp_rank->overall) by_dp[std::stoul(g.key)] = g.value;
-    for (const auto& g : r.blocking_by_stage->overall) by_stage[std::stoul(g.key)] = g.value;
-    r.worker_slowdown.resize(by_dp.size() * by_stage.size());
-    for (size_t s = 0; s < by_stage.size(); ++s) {
-      for (size_t d = 0; d < by_dp.size(); ++d) {
-        r.worker_slowdown[s * by_dp.size() + d] = std::min(by_dp[d], by_stage[s]);
-      }
-    }
-  }
+  if (r.blocking_by_dp_rank && r.blocking_by_stage) r.worker_slowdown = worker_slowdowns(r);
 }
 
 Analysis::Analysis(const TraceTable& trace, const JobMeta& meta, AnalyzeOptions options) {
