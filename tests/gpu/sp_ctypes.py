@@ -16,7 +16,7 @@ class SpEvent(ctypes.Structure):
                 ("microbatch", ctypes.c_int32), ("peer", ctypes.c_int32),
                 ("group_size", ctypes.c_int32), ("stream", ctypes.c_uint32),
                 ("name_id", ctypes.c_uint32), ("time_source", ctypes.c_uint32),
-                ("reserved", ctypes.c_uint64)]
+                ("step_plus_one", ctypes.c_uint64)]
 
 
 class CuptiStats(ctypes.Structure):
