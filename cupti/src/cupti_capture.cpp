@@ -21,10 +21,12 @@
 #include "region_attribution.h"
 #include "straggler_probe/gpu/event_sink.h"
 #include "straggler_probe/gpu/external_ids.h"
-#include "straggler_probe/gpu/gpu_log.h"
+#include "straggler_probe/log.h"
 #include "straggler_probe/probe.h"
 
 namespace sp::gpu {
+
+namespace log = runtime::log;
 namespace {
 
 // Per-thread nesting of our external-correlation pushes, so that a pop never removes an id we did
@@ -164,7 +166,7 @@ bool CuptiCapture::Impl::start_locked(const cupti::CuptiApi& a, int maj, uint32_
   std::string error;
   if (!enable_locked(&error)) {
     inactive_reason = error + " (no CUDA driver or GPU?)";
-    warn_once(WarnOnce::kCuptiNoDriver, "GPU kernel capture disabled: " + inactive_reason);
+    log::warn_once("cupti_no_driver", "GPU kernel capture disabled: " + inactive_reason);
     activity_fast.store(nullptr);
     return false;
   }
@@ -175,7 +177,7 @@ bool CuptiCapture::Impl::start_locked(const cupti::CuptiApi& a, int maj, uint32_
   std::call_once(g_atfork_once, [] { pthread_atfork(nullptr, nullptr, &on_fork_child); });
   for (const char* env : {"KINETO_USE_DAEMON", "KINETO_CONFIG", "TEARDOWN_CUPTI"}) {
     if (std::getenv(env) != nullptr) {
-      info(std::string(env) +
+      log::info(std::string(env) +
            " is set: on-demand torch profiling may take CUPTI over; the probe pauses when told "
            "(sp_cupti_pause / the Python package's profiler hook)");
     }
@@ -188,7 +190,7 @@ bool CuptiCapture::Impl::start_locked(const cupti::CuptiApi& a, int maj, uint32_
     }
     flusher = std::thread([this] { thread_main(); });
   }
-  info("CUPTI " + std::to_string(major) + " activity capture started (API version " +
+  log::info("CUPTI " + std::to_string(major) + " activity capture started (API version " +
        std::to_string(version) + ")");
   return true;
 }
@@ -285,7 +287,7 @@ bool CuptiCapture::Impl::process_locked(bool forced) {
     const uint32_t before = clock.time_base_changes();
     calibrate_locked();
     if (clock.time_base_changes() != before) {
-      warn_once(WarnOnce::kCuptiTimeBaseChanged,
+      log::warn_once("cupti_time_base_changed",
                 "CUPTI time base changed (another profiler installed a timestamp callback?); "
                 "clock calibration restarted");
     }
@@ -321,13 +323,13 @@ bool CuptiCapture::Impl::process_locked(bool forced) {
 
   const uint64_t dropped = activity->poll_dropped();
   if (dropped > 0) {
-    warn_once(WarnOnce::kCuptiDropped,
+    log::warn_once("cupti_dropped",
               "CUPTI dropped " + std::to_string(dropped) +
                   " activity records (buffer pool full: raise STRAGGLER_PROBE_CUPTI_BUFFERS); "
                   "drops are counted in the GPU capture stats");
   }
   if (activity->stats().foreign_buffers > 0) {
-    warn_once(WarnOnce::kCuptiForeignProfiler,
+    log::warn_once("cupti_foreign_profiler",
               "another CUPTI client (torch.profiler / Nsight?) registered activity buffers; GPU "
               "capture should be paused while it runs (sp_cupti_pause / sp_cupti_resume)");
   }
@@ -343,23 +345,23 @@ bool CuptiCapture::start() {
   const CuptiCaptureOptions opts = cupti_options_from_env(&errors);
   if (!errors.empty()) {
     errors.pop_back();
-    warn_once(WarnOnce::kCuptiBadEnv, errors);
+    log::warn_once("cupti_bad_env", errors);
   }
   if (!opts.enabled) {
     impl_->attempted.store(true);
     impl_->inactive_reason = "disabled by STRAGGLER_PROBE_CUPTI=0";
-    info("GPU kernel capture disabled by STRAGGLER_PROBE_CUPTI=0");
+    log::info("GPU kernel capture disabled by STRAGGLER_PROBE_CUPTI=0");
     return false;
   }
   cupti::LoadedCupti loaded = cupti::load_cupti(cupti::loader_options_from_env());
   if (!loaded.ok()) {
     impl_->inactive_reason = loaded.error;
     if (loaded.retryable) {
-      info(loaded.error);  // CUDA not in the process yet: a later trigger tries again
+      log::info(loaded.error);  // CUDA not in the process yet: a later trigger tries again
       return false;
     }
     impl_->attempted.store(true);
-    warn_once(WarnOnce::kCuptiUnavailable, "GPU kernel capture disabled: " + loaded.error);
+    log::warn_once("cupti_unavailable", "GPU kernel capture disabled: " + loaded.error);
     return false;
   }
   impl_->attempted.store(true);
@@ -410,7 +412,7 @@ bool CuptiCapture::pause(const char* reason) {
   s.paused.store(true);
   s.inactive_reason = std::string("paused (") + (reason != nullptr ? reason : "requested") + ")";
   ++s.pauses;
-  info(std::string("GPU capture paused: ") + (reason != nullptr ? reason : "requested"));
+  log::info(std::string("GPU capture paused: ") + (reason != nullptr ? reason : "requested"));
   return true;
 }
 
@@ -422,14 +424,14 @@ bool CuptiCapture::resume() {
   // Re-register our callbacks and re-enable the kinds: the other client disabled them and
   // registered its own callbacks.
   if (!s.enable_locked(&error)) {
-    warn_once(WarnOnce::kCuptiForeignProfiler, "GPU capture could not resume: " + error);
+    log::warn_once("cupti_foreign_profiler", "GPU capture could not resume: " + error);
     return false;
   }
   // The time base may have changed (Kineto's TSC timestamp callback): calibrate from scratch.
   s.clock.reset();
   s.calibrate_locked();
   s.paused.store(false);
-  info("GPU capture resumed");
+  log::info("GPU capture resumed");
   return true;
 }
 

@@ -10,9 +10,11 @@
 #include "straggler_probe/gpu/cupti_capture.h"
 #include "summary_file_writer.h"
 #include "straggler_probe/gpu/event_sink.h"
-#include "straggler_probe/gpu/gpu_log.h"
+#include "straggler_probe/log.h"
 
 namespace sp::nccl {
+
+namespace log = runtime::log;
 namespace {
 
 std::atomic<bool> g_forked{false};
@@ -24,7 +26,7 @@ std::once_flag g_atfork_once;
 void on_fork_child() {
   g_forked.store(true, std::memory_order_relaxed);
   g_recording.store(false, std::memory_order_relaxed);
-  gpu::set_gpu_log_silent(true);
+  log::set_silent(true);
 }
 
 }  // namespace
@@ -43,19 +45,19 @@ const Activation& activate() {
   a->is_rank = a->env.is_rank && !in_forked_child();
   if (!a->is_rank) {
     // Not a training rank: silent, pass-through.
-    gpu::set_gpu_log_silent(true);
+    log::set_silent(true);
   } else {
-    if (!a->env.error.empty()) gpu::warn_once(gpu::WarnOnce::kRankEnvInvalid, a->env.error);
+    if (!a->env.error.empty()) log::warn_once("rank_env_invalid", a->env.error);
     std::string error;
     if (!parse_step_marker(std::getenv("STRAGGLER_PROBE_STEP_MARKER"), &a->marker, &error)) {
-      gpu::warn_once(gpu::WarnOnce::kStepMarkerInvalid, error + "; using auto");
+      log::warn_once("step_marker_invalid", error + "; using auto");
       a->marker = StepMarker{};
     }
     // An NVTX step range (nvtx_steps.h) is the explicit choice: the operation-sequence detector
     // stands down, and a marker set at the same time is named once and ignored.
     if (nvtx_step_state() == NvtxStepState::kInjected) {
       if (a->marker.mode != StepMarker::Mode::kAuto && a->marker.mode != StepMarker::Mode::kOff) {
-        gpu::warn_once(gpu::WarnOnce::kNvtxSteps,
+        log::warn_once("nvtx_steps",
                        std::string("STRAGGLER_PROBE_STEP_NVTX and STRAGGLER_PROBE_STEP_MARKER=") +
                            std::getenv("STRAGGLER_PROBE_STEP_MARKER") +
                            " are both set: steps end with the NVTX range, the marker is ignored");
@@ -67,7 +69,7 @@ const Activation& activate() {
     std::string why;
     start_summary_file_writer(a->env.rank, &why);
     gpu::CuptiCapture::instance().start();
-    gpu::info("GPU capture active in rank " + std::to_string(a->env.rank) + "/" +
+    log::info("GPU capture active in rank " + std::to_string(a->env.rank) + "/" +
               std::to_string(a->env.world_size) + " (" + a->env.source + ")");
     g_recording.store(true, std::memory_order_relaxed);
   }

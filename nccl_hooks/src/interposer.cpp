@@ -10,9 +10,11 @@
 #include "real_nccl.h"
 #include "straggler_probe/gpu/cupti_capture.h"
 #include "straggler_probe/gpu/event_sink.h"
-#include "straggler_probe/gpu/gpu_log.h"
+#include "straggler_probe/log.h"
 
 namespace sp::nccl {
+
+namespace log = runtime::log;
 namespace {
 
 // Per-thread state: NCCL's own group depth is per thread, and so is ours.
@@ -57,19 +59,19 @@ void Interposer::ensure_timer() {
   }
   CudaRt rt;
   if (mode != nullptr && std::strcmp(mode, "host") == 0) {
-    gpu::info("NCCL operations timed on the host (STRAGGLER_PROBE_NCCL_TIMING=host)");
+    log::info("NCCL operations timed on the host (STRAGGLER_PROBE_NCCL_TIMING=host)");
   } else if (load_resident_cudart(&rt)) {
     auto t = std::make_unique<StreamTimer>(rt, StreamTimerOptions{});
     if (t->start()) {
       timer_ = std::move(t);
       timer_fast_.store(timer_.get(), std::memory_order_release);
     } else {
-      gpu::warn_once(gpu::WarnOnce::kCudaTimerUnavailable,
+      log::warn_once("cuda_timer_unavailable",
                      "CUDA events unavailable (no driver/device?): NCCL operations are timed on "
                      "the host");
     }
   } else {
-    gpu::info("no CUDA runtime in the process: NCCL operations timed on the host");
+    log::info("no CUDA runtime in the process: NCCL operations timed on the host");
   }
   timer_checked_.store(true, std::memory_order_release);
 }
@@ -100,7 +102,7 @@ Interposer::Call Interposer::begin_op(sp_coll_type coll, ncclComm_t comm, size_t
   StreamTimer* timer = timer_fast_.load(std::memory_order_acquire);
   if (timer != nullptr && timer->capturing(stream)) {
     counters_.graph_captured.fetch_add(1, std::memory_order_relaxed);
-    gpu::warn_once(gpu::WarnOnce::kNcclGraphCapture,
+    log::warn_once("nccl_graph_capture",
                    "NCCL operations captured into a CUDA graph replay without passing through the "
                    "NCCL API: the interposer does not see the replays (CUPTI kernel records and "
                    "the NCCL profiler plugin do)");
@@ -210,14 +212,14 @@ void Interposer::finish(const OpIdentity& id, Call& call, ncclResult_t result) {
         ++label;  // this operation opens the next step
       }
     } else if (stood_down_now) {
-      gpu::info("steps are marked by the application: automatic step detection off");
+      log::info("steps are marked by the application: automatic step detection off");
     }
   }
   gpu::tag_step(ev, label);
 
   if (result == ncclInProgress) {
     counters_.in_progress.fetch_add(1, std::memory_order_relaxed);
-    gpu::info("non-blocking communicator: its operations are timed on the host");
+    log::info("non-blocking communicator: its operations are timed on the host");
     if (timer != nullptr) timer->cancel(call.timing);
     call.timing = nullptr;
   }

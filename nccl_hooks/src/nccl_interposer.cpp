@@ -8,7 +8,7 @@
 #include "nccl_op_names.h"
 #include "nccl_types.h"
 #include "real_nccl.h"
-#include "straggler_probe/gpu/gpu_log.h"
+#include "straggler_probe/log.h"
 
 #define SP_NCCL_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -18,7 +18,7 @@ using sp::nccl::Interposer;
 using sp::nccl::real_nccl;
 
 ncclResult_t missing(const char* name) {
-  sp::gpu::warn_once(sp::gpu::WarnOnce::kNcclRealMissing,
+  sp::runtime::log::warn_once("nccl_real_missing",
                      std::string("the real ") + name + " is not in this process (libnccl.so.2 "
                      "not loaded?): the call fails with ncclInternalError");
   return ncclInternalError;

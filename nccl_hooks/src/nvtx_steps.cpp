@@ -15,9 +15,11 @@
 #include "rank_env.h"
 #include "straggler_probe/gpu/cupti_capture.h"
 #include "straggler_probe/gpu/event_sink.h"
-#include "straggler_probe/gpu/gpu_log.h"
+#include "straggler_probe/log.h"
 
 namespace sp::nccl {
+
+namespace log = runtime::log;
 namespace {
 
 constexpr const char* kVar = "STRAGGLER_PROBE_STEP_NVTX";
@@ -58,7 +60,7 @@ bool ascii_matches(const NvtxStepRange& range, size_t name_length, char (*at)(co
 }
 
 void warn_unavailable(const std::string& why) {
-  gpu::warn_once(gpu::WarnOnce::kNvtxSteps,
+  log::warn_once("nvtx_steps",
                  std::string(kVar) + ": " + why +
                      "; steps come from STRAGGLER_PROBE_STEP_MARKER (default auto) instead");
   g_state.store(NvtxStepState::kUnavailable, std::memory_order_release);
@@ -201,7 +203,7 @@ void nvtx_step_range_closed() noexcept {
     bool stood_down_now = false;
     if (!g_own_marks.sole_producer(label, &stood_down_now)) {
       if (stood_down_now) {
-        gpu::warn_once(gpu::WarnOnce::kNvtxStepsStoodDown,
+        log::warn_once("nvtx_steps_stood_down",
                        std::string(kVar) +
                            " is ignored: the application marks the steps itself (the "
                            "straggler_probe package or sp_mark_step); its marks win");

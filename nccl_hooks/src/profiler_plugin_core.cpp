@@ -12,9 +12,11 @@
 #include "nccl_op_names.h"
 #include "straggler_probe/gpu/cupti_capture.h"
 #include "straggler_probe/gpu/event_sink.h"
-#include "straggler_probe/gpu/gpu_log.h"
+#include "straggler_probe/log.h"
 
 namespace sp::nccl {
+
+namespace log = runtime::log;
 namespace {
 
 constexpr uint64_t kTagContext = 0x5350'4354'5800'0001ull;  // "SPCTX"
@@ -146,7 +148,7 @@ void emit_and_free(OpHandle* h, bool swept) {
       ev.time_source = SP_TIME_NCCL;
       p.ops_gpu_timed.fetch_add(1, std::memory_order_relaxed);
     } else {
-      gpu::warn_once(gpu::WarnOnce::kNcclPluginVersion,
+      log::warn_once("nccl_gpu_timer_skew",
                      "NCCL kernel timers are far from the host clock; NCCL operations keep host "
                      "times");
     }
@@ -271,7 +273,7 @@ int plugin_init(void** context, int* activation_mask, const PluginInit& init) {
     // One process-wide mask: never narrow what another communicator's context asked for.
     *activation_mask |= mask;
   }
-  gpu::info("NCCL profiler plugin v" + std::to_string(init.version) + " attached to " +
+  log::info("NCCL profiler plugin v" + std::to_string(init.version) + " attached to " +
             (init.comm_name != nullptr ? std::string(init.comm_name) : std::string("a comm")) +
             " (rank " + std::to_string(init.rank) + "/" + std::to_string(init.nranks) + ")");
   return 0;

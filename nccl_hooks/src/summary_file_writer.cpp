@@ -13,7 +13,7 @@
 
 #include "activation.h"
 #include "python_presence.h"
-#include "straggler_probe/gpu/gpu_log.h"
+#include "straggler_probe/log.h"
 #include "straggler_probe/probe.h"
 
 extern "C" {
@@ -23,6 +23,8 @@ int sp_flush(void) __attribute__((weak));
 }
 
 namespace sp::nccl {
+
+namespace log = runtime::log;
 namespace {
 
 struct Writer {
@@ -101,7 +103,7 @@ bool start_summary_file_writer(int32_t rank, std::string* why) {
     std::FILE* f = std::fopen(path.c_str(), "wb");
     if (f == nullptr) {
       *why = "cannot open " + path;
-      gpu::warn_once(gpu::WarnOnce::kSummaryFile,
+      log::warn_once("summary_file",
                      "STRAGGLER_PROBE_OUT_DIR: cannot write " + path + "; summaries not kept");
       return;
     }
@@ -112,7 +114,7 @@ bool start_summary_file_writer(int32_t rank, std::string* why) {
     });
     g_writer.store(w);
     std::atexit(&at_exit);
-    gpu::info("writing step summaries to " + path);
+    log::info("writing step summaries to " + path);
     started = true;
   });
   return started;

@@ -10,7 +10,7 @@
 #include "clock.h"
 #include "gpu_region_tags.h"
 #include "lifecycle.h"
-#include "logging.h"
+#include "straggler_probe/log.h"
 #include "probe_state.h"
 #include "recorder.h"
 
