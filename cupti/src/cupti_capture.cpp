@@ -498,26 +498,19 @@ CuptiCaptureStats CuptiCapture::stats() const {
   out.cupti_major = s.major;
   out.cupti_version = s.version;
   out.windows = s.windows;
+#define SP_COPY(name) out.name = from.name;
   if (s.parser) {
-    const cupti::ParserStats& p = s.parser->stats();
-    out.records = p.records;
-    out.kernels = p.kernels;
-    out.memcpys = p.memcpys;
-    out.memsets = p.memsets;
-    out.syncs = p.syncs;
-    out.cuda_events = p.cuda_events;
-    out.external_correlations = p.external_correlations;
-    out.zero_timestamps = p.zero_timestamps;
+    const cupti::ParserStats& from = s.parser->stats();
+    SP_CUPTI_PARSER_COUNTERS(SP_COPY)
   }
+  if (s.activity) {
+    const cupti::ActivityApiStats from = s.activity->stats();
+    SP_CUPTI_ACTIVITY_COUNTERS(SP_COPY)
+  }
+#undef SP_COPY
   out.tagged_activities = s.regions.stats().tagged;
   out.untagged_activities = s.regions.stats().untagged;
   out.nccl_kernels = s.regions.stats().nccl_tagged;
-  if (s.activity) {
-    const cupti::ActivityApiStats a = s.activity->stats();
-    out.dropped_records = a.dropped_records;
-    out.buffers_refused = a.buffers_refused;
-    out.foreign_buffers = a.foreign_buffers;
-  }
   out.events_emitted = s.events_emitted;
   out.emit_failures = s.emit_failures;
   out.pauses = s.pauses;

@@ -37,6 +37,17 @@ typedef struct sp_cupti_stats {
   uint32_t pauses;
 } sp_cupti_stats;
 
+/* Every field of sp_cupti_stats after struct_size, in order, as X(type, name): the one list the
+ * C entry point copies by (cupti_c_api.cpp) and the Python package reads by (core_module.cpp).
+ * A field added to the struct is added here, at the end, and nowhere else. */
+#define SP_CUPTI_STATS_FIELDS(X)                                                          \
+  X(int32_t, active) X(int32_t, paused) X(int32_t, cupti_major) X(uint64_t, windows)       \
+  X(uint64_t, kernels) X(uint64_t, memcpys) X(uint64_t, tagged_activities)                \
+  X(uint64_t, untagged_activities) X(uint64_t, nccl_kernels) X(uint64_t, dropped_records) \
+  X(uint64_t, buffers_refused) X(uint64_t, events_emitted) X(double, clock_skew_ppm)      \
+  X(int64_t, clock_offset_ns) X(uint64_t, clock_uncertainty_ns)                           \
+  X(uint32_t, time_base_changes) X(uint32_t, pauses)
+
 /* Starts CUPTI capture (idempotent). SP_OK when capturing, SP_ERR_DISABLED when unavailable
  * (one warning was printed). */
 SP_API int sp_cupti_start(void);
