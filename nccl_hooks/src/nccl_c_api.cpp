@@ -3,20 +3,20 @@
 
 #include <cstring>
 
-#include "interposer.h"
+#include "interposer/interposer_recorder.h"
 #include "nccl_emit.h"
-#include "profiler_plugin_core.h"
+#include "plugin/profiler_plugin_core.h"
 
 extern "C" {
 
 int sp_nccl_get_stats(sp_nccl_stats* out) {
   if (out == nullptr) return SP_ERR_INVALID;
   try {
-    const sp::nccl::InterposerStats i = sp::nccl::Interposer::instance().stats();
+    const sp::nccl::InterposerStats i = sp::nccl::InterposerRecorder::instance().stats();
     const sp::nccl::PluginStats p = sp::nccl::plugin_stats();
     sp_nccl_stats s{};
     s.struct_size = sizeof(s);
-    s.plugin_active = sp::nccl::Interposer::instance().plugin_active() ? 1 : 0;
+    s.plugin_active = sp::nccl::InterposerRecorder::instance().plugin_active() ? 1 : 0;
     s.recorded = i.recorded;
     s.folded_groups = i.folded_groups;
     s.passthrough = i.passthrough;

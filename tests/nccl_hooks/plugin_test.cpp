@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "fake_runtime.h"
-#include "interposer.h"
-#include "nccl_profiler_api.h"
-#include "profiler_plugin_core.h"
+#include "interposer/interposer_recorder.h"
+#include "plugin/nccl_profiler_api.h"
+#include "plugin/profiler_plugin_core.h"
 #include "straggler_probe/gpu/event_sink.h"
 
 namespace sp::nccl {
@@ -34,7 +34,7 @@ class PluginTest : public ::testing::Test {
   }
   // Every plugin init sets the interposer aside; hand it back even when an assertion ended the
   // test early, so the next test starts from the same state.
-  void TearDown() override { Interposer::instance().set_plugin_active(false); }
+  void TearDown() override { InterposerRecorder::instance().set_plugin_active(false); }
 };
 
 constexpr uint64_t kHash = 0xC0FFEE1234ull;
@@ -49,7 +49,7 @@ TEST_F(PluginTest, V5CollectiveWithKernelChannelTimes) {
   EXPECT_TRUE(mask & kProfileKernelCh);
   EXPECT_TRUE(mask & kProfileKernelLaunch);
   EXPECT_FALSE(mask & kProfileProxyStep) << "no per-step proxy events: overhead";
-  EXPECT_TRUE(Interposer::instance().plugin_active()) << "the interposer steps aside";
+  EXPECT_TRUE(InterposerRecorder::instance().plugin_active()) << "the interposer steps aside";
 
   api::DescrV5 coll{};
   coll.type = kProfileColl;

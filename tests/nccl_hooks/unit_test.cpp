@@ -8,14 +8,14 @@
 #include <vector>
 
 #include "comm_registry.h"
-#include "cuda_runtime_api.h"
-#include "nccl_op.h"
+#include "interposer/cuda_runtime_api.h"
+#include "interposer/nccl_op.h"
 #include "nccl_op_names.h"
-#include "own_step_marks.h"
-#include "rank_env.h"
-#include "step_detector.h"
+#include "preload/own_step_marks.h"
+#include "preload/rank_env.h"
+#include "preload/step_detector.h"
 #include "straggler_probe/gpu/event_sink.h"
-#include "stream_timer.h"
+#include "interposer/stream_timer.h"
 
 namespace sp::nccl {
 namespace {

@@ -9,8 +9,8 @@
 // threads and CUPTI state do not exist in it.
 #pragma once
 
-#include "rank_env.h"
-#include "step_detector.h"
+#include "preload/rank_env.h"
+#include "preload/step_detector.h"
 
 namespace sp::nccl {
 

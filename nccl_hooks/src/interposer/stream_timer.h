@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "cuda_runtime_api.h"
+#include "interposer/cuda_runtime_api.h"
 #include "straggler_probe/probe.h"
 
 namespace sp::nccl {

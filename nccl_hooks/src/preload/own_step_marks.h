@@ -1,4 +1,4 @@
-// The stand-down rule of the native step sources (the NCCL operation sequence in interposer.cpp,
+// The stand-down rule of the native step sources (the NCCL operation sequence in interposer_recorder.cpp,
 // an NVTX range in nvtx_steps.cpp): a source marks steps only while it is the only producer.
 //
 // While it is, the runtime's current step label equals the number of marks the source made

@@ -1,7 +1,7 @@
 // NCCL profiler plugin API v4 (NCCL 2.27): the communicator's identity comes with init, and
 // KernelCh events carry the GPU %globaltimer of each channel's start (descriptor) and stop
 // (KernelChStop state), the operation's GPU times.
-#include "nccl_profiler_adapter.h"
+#include "plugin/nccl_profiler_adapter.h"
 
 namespace sp::nccl {
 namespace {

@@ -1,13 +1,13 @@
-#include "profiler_plugin_core.h"
+#include "plugin/profiler_plugin_core.h"
 
 #include <algorithm>
 #include <array>
 #include <mutex>
 #include <vector>
 
-#include "activation.h"
+#include "preload/activation.h"
 #include "comm_registry.h"
-#include "interposer.h"
+#include "interposer/interposer_recorder.h"
 #include "nccl_emit.h"
 #include "nccl_op_names.h"
 #include "straggler_probe/gpu/cupti_capture.h"
@@ -267,7 +267,7 @@ int plugin_init(void** context, int* activation_mask, const PluginInit& init) {
       if (init.version >= 4) mask |= kProfileKernelCh;
       if (init.version >= 5) mask |= kProfileKernelLaunch;
       // The plugin records NCCL operations: the interposer (if preloaded too) steps aside.
-      Interposer::instance().set_plugin_active(true);
+      InterposerRecorder::instance().set_plugin_active(true);
       gpu::CuptiCapture::instance().start();
     }
     // One process-wide mask: never narrow what another communicator's context asked for.

@@ -1,4 +1,4 @@
-#include "rank_env.h"
+#include "preload/rank_env.h"
 
 #include <cerrno>
 #include <cstdlib>

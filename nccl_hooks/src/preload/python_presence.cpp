@@ -1,4 +1,4 @@
-#include "python_presence.h"
+#include "preload/python_presence.h"
 
 #include <dlfcn.h>
 

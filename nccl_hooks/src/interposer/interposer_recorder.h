@@ -1,5 +1,5 @@
 // The recording side of the nccl* interposer (the entry points themselves are in
-// nccl_interposer.cpp): per-call bookkeeping, group folding, timing and step detection.
+// nccl_entry_points.cpp): per-call bookkeeping, group folding, timing and step detection.
 //
 // A call is recorded when this process is a rank, the NCCL profiler plugin is not active (it
 // records the same operations better), the call is not nested inside another interposed call, and
@@ -18,11 +18,11 @@
 #include <memory>
 #include <mutex>
 
-#include "nccl_op.h"
+#include "interposer/nccl_op.h"
 #include "nccl_types.h"
-#include "own_step_marks.h"
-#include "step_detector.h"
-#include "stream_timer.h"
+#include "preload/own_step_marks.h"
+#include "preload/step_detector.h"
+#include "interposer/stream_timer.h"
 
 namespace sp::nccl {
 
@@ -38,9 +38,9 @@ struct InterposerStats {
   uint64_t cuda_event_fallbacks = 0;  // timer present, timing not possible: host times
 };
 
-class Interposer {
+class InterposerRecorder {
  public:
-  static Interposer& instance();
+  static InterposerRecorder& instance();
 
   // What one interposed call carries from before the real call to after it.
   struct Call {
@@ -82,7 +82,7 @@ class Interposer {
   void set_timer_for_tests(std::unique_ptr<StreamTimer> timer);
 
  private:
-  Interposer() = default;
+  InterposerRecorder() = default;
   bool should_record();
   void ensure_timer();
   CommInfo* lookup_comm(ncclComm_t comm);

@@ -1,4 +1,4 @@
-#include "nvtx_steps.h"
+#include "preload/nvtx_steps.h"
 
 #include <dlfcn.h>
 #include <sys/stat.h>
@@ -9,10 +9,10 @@
 #include <cstring>
 #include <mutex>
 
-#include "activation.h"
-#include "own_step_marks.h"
-#include "python_presence.h"
-#include "rank_env.h"
+#include "preload/activation.h"
+#include "preload/own_step_marks.h"
+#include "preload/python_presence.h"
+#include "preload/rank_env.h"
 #include "straggler_probe/gpu/cupti_capture.h"
 #include "straggler_probe/gpu/event_sink.h"
 #include "straggler_probe/log.h"

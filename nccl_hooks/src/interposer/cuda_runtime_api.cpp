@@ -1,4 +1,4 @@
-#include "cuda_runtime_api.h"
+#include "interposer/cuda_runtime_api.h"
 
 #include <dlfcn.h>
 

@@ -1,13 +1,13 @@
-#include "interposer.h"
+#include "interposer/interposer_recorder.h"
 
 #include <cstdlib>
 #include <cstring>
 
-#include "activation.h"
-#include "cuda_runtime_api.h"
+#include "preload/activation.h"
+#include "interposer/cuda_runtime_api.h"
 #include "nccl_emit.h"
 #include "nccl_op_names.h"
-#include "real_nccl.h"
+#include "interposer/real_nccl.h"
 #include "straggler_probe/gpu/cupti_capture.h"
 #include "straggler_probe/gpu/event_sink.h"
 #include "straggler_probe/log.h"
@@ -33,23 +33,23 @@ uint32_t stream_id(void* stream) {
 
 }  // namespace
 
-Interposer& Interposer::instance() {
-  static Interposer* i = new Interposer();  // leaked: NCCL may be called during exit
+InterposerRecorder& InterposerRecorder::instance() {
+  static InterposerRecorder* i = new InterposerRecorder();  // leaked: NCCL may be called during exit
   return *i;
 }
 
-uint64_t Interposer::group_id_of(const ncclUniqueId& id) {
+uint64_t InterposerRecorder::group_id_of(const ncclUniqueId& id) {
   return CommRegistry::id_from_unique_id(id.internal, sizeof(id.internal));
 }
 
-bool Interposer::should_record() {
+bool InterposerRecorder::should_record() {
   activate();
   if (!recording_allowed() || plugin_active_.load(std::memory_order_relaxed)) return false;
   if (disabled_by_env_.load(std::memory_order_relaxed)) return false;
   return tl.nesting == 0;
 }
 
-void Interposer::ensure_timer() {
+void InterposerRecorder::ensure_timer() {
   if (timer_checked_.load(std::memory_order_acquire)) return;
   std::lock_guard<std::mutex> lock(timer_mutex_);
   if (timer_checked_.load()) return;
@@ -76,7 +76,7 @@ void Interposer::ensure_timer() {
   timer_checked_.store(true, std::memory_order_release);
 }
 
-CommInfo* Interposer::lookup_comm(ncclComm_t comm) {
+CommInfo* InterposerRecorder::lookup_comm(ncclComm_t comm) {
   CommRegistry& reg = comm_registry();
   if (CommInfo* c = reg.find(comm)) return c;
   // A communicator created before we could see it: rank and size from NCCL, no cross-rank
@@ -88,7 +88,7 @@ CommInfo* Interposer::lookup_comm(ncclComm_t comm) {
   return reg.add(comm, 0, rank, size, false);
 }
 
-Interposer::Call Interposer::begin_op(sp_coll_type coll, ncclComm_t comm, size_t count,
+InterposerRecorder::Call InterposerRecorder::begin_op(sp_coll_type coll, ncclComm_t comm, size_t count,
                                       ncclDataType_t dt, int peer, int root,
                                       cudaStream_t stream) {
   Call call;
@@ -127,7 +127,7 @@ Interposer::Call Interposer::begin_op(sp_coll_type coll, ncclComm_t comm, size_t
   return call;
 }
 
-void Interposer::end_op(Call& call, ncclResult_t result) {
+void InterposerRecorder::end_op(Call& call, ncclResult_t result) {
   --tl.nesting;
   if (call.in_group) {
     if (result == ncclSuccess || result == ncclInProgress) tl.group.add(call.op);
@@ -138,7 +138,7 @@ void Interposer::end_op(Call& call, ncclResult_t result) {
   finish(identify_single(call.op), call, result);
 }
 
-void Interposer::group_start_done(ncclResult_t result) {
+void InterposerRecorder::group_start_done(ncclResult_t result) {
   if (result != ncclSuccess) return;
   if (tl.group_depth++ == 0) {
     tl.group.reset();
@@ -147,7 +147,7 @@ void Interposer::group_start_done(ncclResult_t result) {
   }
 }
 
-Interposer::Call Interposer::begin_group_end() {
+InterposerRecorder::Call InterposerRecorder::begin_group_end() {
   Call call;
   ++tl.nesting;
   if (tl.group_depth != 1 || tl.group.count() == 0) return call;  // inner end, or empty group
@@ -166,7 +166,7 @@ Interposer::Call Interposer::begin_group_end() {
   return call;
 }
 
-void Interposer::end_group_end(Call& call, ncclResult_t result) {
+void InterposerRecorder::end_group_end(Call& call, ncclResult_t result) {
   --tl.nesting;
   if (tl.group_depth > 0) --tl.group_depth;
   if (!call.group_end) return;
@@ -177,7 +177,7 @@ void Interposer::end_group_end(Call& call, ncclResult_t result) {
   finish(id, call, result);
 }
 
-void Interposer::finish(const OpIdentity& id, Call& call, ncclResult_t result) {
+void InterposerRecorder::finish(const OpIdentity& id, Call& call, ncclResult_t result) {
   StreamTimer* timer = timer_fast_.load(std::memory_order_acquire);
   if (result != ncclSuccess && result != ncclInProgress) {
     counters_.failed_calls.fetch_add(1, std::memory_order_relaxed);
@@ -240,14 +240,14 @@ void Interposer::finish(const OpIdentity& id, Call& call, ncclResult_t result) {
   }
 }
 
-void Interposer::comm_created(ncclComm_t comm, uint64_t group_id, int rank, int size,
+void InterposerRecorder::comm_created(ncclComm_t comm, uint64_t group_id, int rank, int size,
                               bool known) {
   if (comm == nullptr) return;
   comm_registry().add(comm, group_id, rank, size, known);
   if (recording_allowed()) gpu::CuptiCapture::instance().start();  // CUDA surely loaded now
 }
 
-void Interposer::comm_split(ncclComm_t parent, ncclComm_t child, uint64_t tag) {
+void InterposerRecorder::comm_split(ncclComm_t parent, ncclComm_t child, uint64_t tag) {
   if (child == nullptr) return;
   CommInfo* p = comm_registry().find(parent);
   const uint64_t parent_id = p != nullptr ? p->group_id : 0;
@@ -263,9 +263,9 @@ void Interposer::comm_split(ncclComm_t parent, ncclComm_t child, uint64_t tag) {
                known);
 }
 
-void Interposer::comm_destroyed(ncclComm_t comm) { comm_registry().remove(comm); }
+void InterposerRecorder::comm_destroyed(ncclComm_t comm) { comm_registry().remove(comm); }
 
-InterposerStats Interposer::stats() const {
+InterposerStats InterposerRecorder::stats() const {
   InterposerStats s;
   s.recorded = counters_.recorded.load();
   s.folded_groups = counters_.folded_groups.load();
@@ -282,7 +282,7 @@ InterposerStats Interposer::stats() const {
   return s;
 }
 
-void Interposer::reset_for_tests() {
+void InterposerRecorder::reset_for_tests() {
   std::lock_guard<std::mutex> lock(step_mutex_);
   detector_.reset();
   own_marks_ = OwnStepMarks();
@@ -294,7 +294,7 @@ void Interposer::reset_for_tests() {
   tl = ThreadState();
 }
 
-void Interposer::set_timer_for_tests(std::unique_ptr<StreamTimer> timer) {
+void InterposerRecorder::set_timer_for_tests(std::unique_ptr<StreamTimer> timer) {
   std::lock_guard<std::mutex> lock(timer_mutex_);
   timer_fast_.store(timer.get());
   timer_ = std::move(timer);

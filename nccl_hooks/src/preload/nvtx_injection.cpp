@@ -13,7 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "nvtx_steps.h"
+#include "preload/nvtx_steps.h"
 
 namespace sp::nccl {
 namespace {

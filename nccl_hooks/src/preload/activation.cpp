@@ -1,4 +1,4 @@
-#include "activation.h"
+#include "preload/activation.h"
 
 #include <pthread.h>
 
@@ -6,9 +6,9 @@
 #include <cstdlib>
 #include <mutex>
 
-#include "nvtx_steps.h"
+#include "preload/nvtx_steps.h"
 #include "straggler_probe/gpu/cupti_capture.h"
-#include "summary_file_writer.h"
+#include "preload/summary_file_writer.h"
 #include "straggler_probe/gpu/event_sink.h"
 #include "straggler_probe/log.h"
 

@@ -1,4 +1,4 @@
-#include "stream_timer.h"
+#include "interposer/stream_timer.h"
 
 #include <chrono>
 

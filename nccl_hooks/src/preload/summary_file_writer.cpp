@@ -1,4 +1,4 @@
-#include "summary_file_writer.h"
+#include "preload/summary_file_writer.h"
 
 #include <dlfcn.h>
 #include <sys/stat.h>
@@ -11,8 +11,8 @@
 #include <thread>
 #include <vector>
 
-#include "activation.h"
-#include "python_presence.h"
+#include "preload/activation.h"
+#include "preload/python_presence.h"
 #include "straggler_probe/log.h"
 #include "straggler_probe/probe.h"
 

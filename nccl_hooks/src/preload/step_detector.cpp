@@ -1,4 +1,4 @@
-#include "step_detector.h"
+#include "preload/step_detector.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -1,4 +1,4 @@
-#include "nccl_op.h"
+#include "interposer/nccl_op.h"
 
 #include "nccl_op_names.h"
 

@@ -14,8 +14,8 @@
 #include <cstdint>
 
 #include "nccl_op_names.h"
-#include "nccl_profiler_api.h"
-#include "profiler_plugin_core.h"
+#include "plugin/nccl_profiler_api.h"
+#include "plugin/profiler_plugin_core.h"
 
 namespace sp::nccl {
 

@@ -1,4 +1,4 @@
-#include "real_nccl.h"
+#include "interposer/real_nccl.h"
 
 #include <dlfcn.h>
 

@@ -1,20 +1,20 @@
 // The nccl* entry points: with LD_PRELOAD they take precedence over libnccl.so.2's weak nccl*
-// symbols; each forwards to the real pnccl* (real_nccl.h) and records the call (interposer.h).
+// symbols; each forwards to the real pnccl* (real_nccl.h) and records the call (interposer_recorder.h).
 // The prototypes are nccl.h's when the headers are available, so the compiler checks every one.
 #include <atomic>
 #include <string>
 
-#include "interposer.h"
+#include "interposer/interposer_recorder.h"
 #include "nccl_op_names.h"
 #include "nccl_types.h"
-#include "real_nccl.h"
+#include "interposer/real_nccl.h"
 #include "straggler_probe/log.h"
 
 #define SP_NCCL_EXPORT extern "C" __attribute__((visibility("default")))
 
 namespace {
 
-using sp::nccl::Interposer;
+using sp::nccl::InterposerRecorder;
 using sp::nccl::real_nccl;
 
 ncclResult_t missing(const char* name) {
@@ -28,8 +28,8 @@ template <typename Fn, typename... Args>
 ncclResult_t op(Fn* real, const char* name, sp_coll_type coll, ncclComm_t comm, size_t count,
                 ncclDataType_t dt, int peer, int root, cudaStream_t stream, Args... args) {
   if (real == nullptr) return missing(name);
-  Interposer& ip = Interposer::instance();
-  Interposer::Call call = ip.begin_op(coll, comm, count, dt, peer, root, stream);
+  InterposerRecorder& ip = InterposerRecorder::instance();
+  InterposerRecorder::Call call = ip.begin_op(coll, comm, count, dt, peer, root, stream);
   const ncclResult_t r = real(args...);
   ip.end_op(call, r);
   return r;
@@ -117,15 +117,15 @@ SP_NCCL_EXPORT ncclResult_t ncclGroupStart() {
   auto* real = real_nccl().GroupStart;
   if (real == nullptr) return missing("ncclGroupStart");
   const ncclResult_t r = real();
-  Interposer::instance().group_start_done(r);
+  InterposerRecorder::instance().group_start_done(r);
   return r;
 }
 
 SP_NCCL_EXPORT ncclResult_t ncclGroupEnd() {
   auto* real = real_nccl().GroupEnd;
   if (real == nullptr) return missing("ncclGroupEnd");
-  Interposer& ip = Interposer::instance();
-  Interposer::Call call = ip.begin_group_end();
+  InterposerRecorder& ip = InterposerRecorder::instance();
+  InterposerRecorder::Call call = ip.begin_group_end();
   const ncclResult_t r = real();
   ip.end_group_end(call, r);
   return r;
@@ -139,7 +139,7 @@ SP_NCCL_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclU
   if (real == nullptr) return missing("ncclCommInitRank");
   const ncclResult_t r = real(comm, nranks, commId, rank);
   if ((r == ncclSuccess || r == ncclInProgress) && comm != nullptr) {
-    Interposer::instance().comm_created(*comm, Interposer::group_id_of(commId), rank, nranks, true);
+    InterposerRecorder::instance().comm_created(*comm, InterposerRecorder::group_id_of(commId), rank, nranks, true);
   }
   return r;
 }
@@ -151,7 +151,7 @@ SP_NCCL_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks,
   if (real == nullptr) return missing("ncclCommInitRankConfig");
   const ncclResult_t r = real(comm, nranks, commId, rank, config);
   if ((r == ncclSuccess || r == ncclInProgress) && comm != nullptr) {
-    Interposer::instance().comm_created(*comm, Interposer::group_id_of(commId), rank, nranks, true);
+    InterposerRecorder::instance().comm_created(*comm, InterposerRecorder::group_id_of(commId), rank, nranks, true);
   }
   return r;
 }
@@ -166,8 +166,8 @@ SP_NCCL_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nr
       nId > 0) {
     // Every rank passes the same nId ids: hash them all.
     uint64_t id = 0;
-    for (int i = 0; i < nId; ++i) id = id * 1000003u ^ Interposer::group_id_of(commIds[i]);
-    Interposer::instance().comm_created(*newcomm, id, myrank, nranks, true);
+    for (int i = 0; i < nId; ++i) id = id * 1000003u ^ InterposerRecorder::group_id_of(commIds[i]);
+    InterposerRecorder::instance().comm_created(*newcomm, id, myrank, nranks, true);
   }
   return r;
 }
@@ -181,7 +181,7 @@ SP_NCCL_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const i
     static std::atomic<uint64_t> counter{0};
     const uint64_t id = sp::nccl::CommRegistry::child_id(0x1a11, static_cast<uint64_t>(ndev),
                                                          counter.fetch_add(1));
-    for (int i = 0; i < ndev; ++i) Interposer::instance().comm_created(comms[i], id, i, ndev, true);
+    for (int i = 0; i < ndev; ++i) InterposerRecorder::instance().comm_created(comms[i], id, i, ndev, true);
   }
   return r;
 }
@@ -195,7 +195,7 @@ SP_NCCL_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, n
   // parent's child counter, as every member does: that keeps the counters in step.
   if ((r == ncclSuccess || r == ncclInProgress) && newcomm != nullptr) {
     if (*newcomm != nullptr) {
-      Interposer::instance().comm_split(comm, *newcomm, static_cast<uint64_t>(color) + 1);
+      InterposerRecorder::instance().comm_split(comm, *newcomm, static_cast<uint64_t>(color) + 1);
     } else if (auto* p = sp::nccl::comm_registry().find(comm)) {
       p->children.fetch_add(1);
     }
@@ -211,7 +211,7 @@ SP_NCCL_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksLis
   const ncclResult_t r =
       real(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
   if ((r == ncclSuccess || r == ncclInProgress) && newcomm != nullptr && *newcomm != nullptr) {
-    Interposer::instance().comm_split(comm, *newcomm, 0x5471a4c0ull);
+    InterposerRecorder::instance().comm_split(comm, *newcomm, 0x5471a4c0ull);
   }
   return r;
 }
@@ -225,13 +225,13 @@ SP_NCCL_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
 SP_NCCL_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   auto* real = real_nccl().CommDestroy;
   if (real == nullptr) return missing("ncclCommDestroy");
-  Interposer::instance().comm_destroyed(comm);  // before: the address may be reused at once
+  InterposerRecorder::instance().comm_destroyed(comm);  // before: the address may be reused at once
   return real(comm);
 }
 
 SP_NCCL_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
   auto* real = real_nccl().CommAbort;
   if (real == nullptr) return missing("ncclCommAbort");
-  Interposer::instance().comm_destroyed(comm);
+  InterposerRecorder::instance().comm_destroyed(comm);
   return real(comm);
 }
