@@ -267,13 +267,9 @@ void InterposerRecorder::comm_destroyed(ncclComm_t comm) { comm_registry().remov
 
 InterposerStats InterposerRecorder::stats() const {
   InterposerStats s;
-  s.recorded = counters_.recorded.load();
-  s.folded_groups = counters_.folded_groups.load();
-  s.passthrough = counters_.passthrough.load();
-  s.failed_calls = counters_.failed_calls.load();
-  s.graph_captured = counters_.graph_captured.load();
-  s.in_progress = counters_.in_progress.load();
-  s.steps_marked = counters_.steps_marked.load();
+#define SP_LOAD(name) s.name = counters_.name.load();
+  SP_INTERPOSER_COUNTERS(SP_LOAD)
+#undef SP_LOAD
   if (StreamTimer* t = timer_fast_.load()) {
     const StreamTimerStats ts = t->stats();
     s.cuda_event_timed = ts.timed;
@@ -287,9 +283,9 @@ void InterposerRecorder::reset_for_tests() {
   detector_.reset();
   own_marks_ = OwnStepMarks();
   forget_nccl_event_names_for_tests();
-  counters_.recorded = counters_.folded_groups = counters_.passthrough = 0;
-  counters_.failed_calls = counters_.graph_captured = counters_.in_progress = 0;
-  counters_.steps_marked = 0;
+#define SP_RESET(name) counters_.name = 0;
+  SP_INTERPOSER_COUNTERS(SP_RESET)
+#undef SP_RESET
   plugin_active_.store(false);
   tl = ThreadState();
 }

@@ -26,14 +26,18 @@
 
 namespace sp::nccl {
 
+// The recorder's own counters: one list for the stats struct, the atomics, their read and reset.
+//   passthrough: not recorded (not a rank, plugin active, nested, disabled); failed_calls: NCCL
+//   returned an error (nothing recorded); graph_captured: skipped, the stream was capturing into
+//   a CUDA graph; in_progress: non-blocking communicator, host-timed
+#define SP_INTERPOSER_COUNTERS(X) \
+  X(recorded) X(folded_groups) X(passthrough) X(failed_calls) X(graph_captured) X(in_progress) \
+  X(steps_marked)
+
 struct InterposerStats {
-  uint64_t recorded = 0;
-  uint64_t folded_groups = 0;
-  uint64_t passthrough = 0;       // not recorded (not a rank, plugin active, nested, disabled)
-  uint64_t failed_calls = 0;      // NCCL returned an error: nothing recorded
-  uint64_t graph_captured = 0;    // skipped: stream capturing into a CUDA graph
-  uint64_t in_progress = 0;       // non-blocking communicator: host-timed
-  uint64_t steps_marked = 0;
+#define SP_DECLARE(name) uint64_t name = 0;
+  SP_INTERPOSER_COUNTERS(SP_DECLARE)
+#undef SP_DECLARE
   uint64_t cuda_event_timed = 0;      // GPU-timed through the stream timer
   uint64_t cuda_event_fallbacks = 0;  // timer present, timing not possible: host times
 };
@@ -103,8 +107,9 @@ class InterposerRecorder {
 
 
   struct Counters {
-    std::atomic<uint64_t> recorded{0}, folded_groups{0}, passthrough{0}, failed_calls{0},
-        graph_captured{0}, in_progress{0}, steps_marked{0};
+#define SP_DECLARE(name) std::atomic<uint64_t> name{0};
+    SP_INTERPOSER_COUNTERS(SP_DECLARE)
+#undef SP_DECLARE
   } counters_;
 };
 

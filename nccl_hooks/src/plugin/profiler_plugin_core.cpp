@@ -80,9 +80,9 @@ struct Pools {
   std::array<OpHandle, kMaxOps>* ops = nullptr;
   std::array<ChannelHandle, kMaxChannels>* channels = nullptr;
   std::atomic<uint64_t> next_launch{1};
-  // stats
-  std::atomic<uint64_t> contexts{0}, ops_started{0}, ops_emitted{0}, ops_gpu_timed{0},
-      ops_swept{0}, pool_exhausted{0}, orphan_channels{0};
+#define SP_DECLARE(name) std::atomic<uint64_t> name{0};
+  SP_PLUGIN_COUNTERS(SP_DECLARE)
+#undef SP_DECLARE
 };
 
 Pools& pools() {
@@ -378,13 +378,9 @@ void plugin_sweep(uint64_t older_than_ns) {
 PluginStats plugin_stats() {
   Pools& p = pools();
   PluginStats s;
-  s.contexts = p.contexts.load();
-  s.ops_started = p.ops_started.load();
-  s.ops_emitted = p.ops_emitted.load();
-  s.ops_gpu_timed = p.ops_gpu_timed.load();
-  s.ops_swept = p.ops_swept.load();
-  s.pool_exhausted = p.pool_exhausted.load();
-  s.orphan_channels = p.orphan_channels.load();
+#define SP_LOAD(name) s.name = p.name.load();
+  SP_PLUGIN_COUNTERS(SP_LOAD)
+#undef SP_LOAD
   return s;
 }
 
@@ -402,8 +398,9 @@ void plugin_reset_for_tests() {
     h.in_use = false;
     p.free_channels.push_back(&h);
   }
-  p.contexts = p.ops_started = p.ops_emitted = p.ops_gpu_timed = 0;
-  p.ops_swept = p.pool_exhausted = p.orphan_channels = 0;
+#define SP_RESET(name) p.name = 0;
+  SP_PLUGIN_COUNTERS(SP_RESET)
+#undef SP_RESET
   forget_nccl_event_names_for_tests();
 }
 

@@ -61,14 +61,17 @@ struct EventDesc {
   bool has_gpu_timer = false;
 };
 
+// The plugin's counters: one list for the stats struct, the atomics, their read and reset.
+//   ops_swept: channels never all reported, host times; pool_exhausted: a null handle was
+//   returned (NCCL skips that event); orphan_channels: KernelCh without a live parent
+#define SP_PLUGIN_COUNTERS(X) \
+  X(contexts) X(ops_started) X(ops_emitted) X(ops_gpu_timed) X(ops_swept) X(pool_exhausted) \
+  X(orphan_channels)
+
 struct PluginStats {
-  uint64_t contexts = 0;
-  uint64_t ops_started = 0;
-  uint64_t ops_emitted = 0;
-  uint64_t ops_gpu_timed = 0;
-  uint64_t ops_swept = 0;          // channels never all reported: host times
-  uint64_t pool_exhausted = 0;     // null handle returned
-  uint64_t orphan_channels = 0;    // KernelCh without a live parent
+#define SP_DECLARE(name) uint64_t name = 0;
+  SP_PLUGIN_COUNTERS(SP_DECLARE)
+#undef SP_DECLARE
 };
 
 struct PluginInit {

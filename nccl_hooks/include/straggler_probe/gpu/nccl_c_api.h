@@ -30,6 +30,18 @@ typedef struct sp_nccl_stats {
   uint64_t plugin_ops_swept;    /* plugin: channels never all reported */
 } sp_nccl_stats;
 
+/* The fields of sp_nccl_stats after plugin_active, in order, with where they come from: the one
+ * list the C entry point copies by (nccl_c_api.cpp). X(field, source, counter): source is
+ * `interposer` (InterposerStats) or `plugin` (PluginStats). Add new fields at the end. */
+#define SP_NCCL_STATS_FIELDS(X)                                                                \
+  X(recorded, interposer, recorded) X(folded_groups, interposer, folded_groups)                \
+  X(passthrough, interposer, passthrough) X(failed_calls, interposer, failed_calls)            \
+  X(graph_captured, interposer, graph_captured) X(in_progress, interposer, in_progress)        \
+  X(steps_marked, interposer, steps_marked) X(cuda_event_timed, interposer, cuda_event_timed)  \
+  X(cuda_event_fallbacks, interposer, cuda_event_fallbacks)                                    \
+  X(plugin_contexts, plugin, contexts) X(plugin_ops, plugin, ops_emitted)                      \
+  X(plugin_ops_gpu_timed, plugin, ops_gpu_timed) X(plugin_ops_swept, plugin, ops_swept)
+
 SP_API int sp_nccl_get_stats(sp_nccl_stats* out);
 /* The last (up to 64) NCCL operations recorded, oldest first; returns how many exist. */
 SP_API size_t sp_nccl_recent_ops(sp_event* out, size_t capacity);
