@@ -22,6 +22,7 @@
 #include "straggler_probe/gpu/event_sink.h"
 #include "straggler_probe/gpu/external_ids.h"
 #include "straggler_probe/log.h"
+#include "straggler_probe/op_kinds.h"
 #include "straggler_probe/probe.h"
 
 namespace sp::gpu {
@@ -41,18 +42,10 @@ std::once_flag g_atfork_once;
 
 void on_fork_child() { g_forked_child.store(true, std::memory_order_relaxed); }
 
-const char* kind_name(uint32_t kind) {
-  switch (kind) {
-    case SP_OP_FORWARD: return "forward";
-    case SP_OP_BACKWARD: return "backward";
-    case SP_OP_OPTIMIZER: return "optimizer";
-    case SP_OP_COLLECTIVE: return "collective";
-    case SP_OP_SEND: return "send";
-    case SP_OP_RECV: return "recv";
-    case SP_OP_OTHER: return "region";
-    case 0: return "outside-regions";
-    default: return "kind";
-  }
+// The report's name of a region type: the kind's (straggler_probe/op_kinds.h); kernels outside
+// every region are under type 0.
+std::string_view region_type_name(uint32_t kind) {
+  return kind == 0 ? std::string_view("outside-regions") : op_kind_name(kind, "kind");
 }
 
 uint64_t cupti_now(void* ctx) {
@@ -542,7 +535,7 @@ std::string CuptiCapture::report(size_t top_k) const {
     os << "GPU capture inactive: " << s.inactive_reason << "\n";
   }
   for (const auto& [kind, name_id] : s.regions.region_types()) {
-    os << kind_name(kind);
+    os << region_type_name(kind);
     if (name_id != 0) os << "#" << name_id;
     os << ":\n";
     for (const cupti::TopKernel& k : s.regions.top_kernels(kind, name_id, top_k)) {
