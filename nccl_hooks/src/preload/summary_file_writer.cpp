@@ -15,6 +15,7 @@
 #include "preload/python_presence.h"
 #include "straggler_probe/log.h"
 #include "straggler_probe/probe.h"
+#include "straggler_probe/summary_file.h"
 
 extern "C" {
 int sp_pop_summary(void* buf, size_t capacity, size_t* size, int32_t timeout_ms)
@@ -48,14 +49,13 @@ bool drain_one(Writer& w, int32_t timeout_ms) {
     rc = sp_pop_summary(w.buf.data(), w.buf.size(), &size, 0);
   }
   if (rc != SP_OK) return false;
-  const uint32_t len = static_cast<uint32_t>(size);
-  const uint8_t header[4] = {static_cast<uint8_t>(len), static_cast<uint8_t>(len >> 8),
-                             static_cast<uint8_t>(len >> 16), static_cast<uint8_t>(len >> 24)};
   std::lock_guard<std::mutex> lock(w.file_mutex);
   if (w.file == nullptr) return false;
-  std::fwrite(header, 1, sizeof(header), w.file);
-  std::fwrite(w.buf.data(), 1, size, w.file);
-  std::fflush(w.file);
+  if (!runtime::summary_file::append_record(w.file, w.buf.data(), size)) {
+    log::warn_once("summary_file_write", "STRAGGLER_PROBE_OUT_DIR: a step summary could not be "
+                                         "written (disk full?); later steps are still tried");
+    return true;  // it was popped: go on with the next one
+  }
   w.written.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
@@ -99,7 +99,7 @@ bool start_summary_file_writer(int32_t rank, std::string* why) {
   bool started = false;
   std::call_once(g_once, [&] {
     mkdir(dir, 0755);  // may exist already
-    const std::string path = std::string(dir) + "/rank" + std::to_string(rank) + ".spsum";
+    const std::string path = std::string(dir) + "/" + runtime::summary_file::file_name(rank);
     std::FILE* f = std::fopen(path.c_str(), "wb");
     if (f == nullptr) {
       *why = "cannot open " + path;

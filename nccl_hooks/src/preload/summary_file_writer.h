@@ -3,8 +3,8 @@
 // In a Python process the package's transport drains the runtime's step summaries and rank 0
 // analyses them live. A rank without Python (a C++ trainer under LD_PRELOAD) has no transport, so
 // with STRAGGLER_PROBE_OUT_DIR set this writer drains them instead (sp_pop_summary on its own
-// thread) into <dir>/rank<R>.spsum for offline analysis: a sequence of records
-// [uint32 little-endian length][summary bytes as sp_pop_summary returns them (step_summary.h)].
+// thread) into <dir>/rank<R>.spsum for offline analysis, framed as straggler_probe/summary_file.h
+// says (records [uint32 little-endian length][summary bytes as sp_pop_summary returns them]).
 // At exit it flushes the runtime and drains what is left (bounded wait).
 #pragma once
 
