@@ -1,4 +1,4 @@
-// The NCCL profiler plugin entry points ncclProfiler_v1..v5 driven with synthetic descriptors of
+// The NCCL profiler plugin entry points ncclProfiler_v1..v6 driven with synthetic descriptors of
 // each version, as NCCL would call them: the expected events come out (communicator identity,
 // rank, size, sequence, bytes, peer, and GPU times from KernelCh for v4/v5).
 #include <gtest/gtest.h>
@@ -108,6 +108,70 @@ TEST_F(PluginTest, V5CollectiveWithKernelChannelTimes) {
   EXPECT_STREQ(sp_test_name(ev[0].name_id), "ncclAllReduce");
   EXPECT_EQ(plugin_stats().ops_gpu_timed, 1u);
   ASSERT_EQ(ncclProfiler_v5.finalize(ctx), 0);
+}
+
+// v6 (NCCL 2.29+ asks for it first): v5's events unchanged, and copy-engine collectives, which
+// launch no kernel and report no channels, recorded at their stop with host times.
+TEST_F(PluginTest, V6CollectiveChannelsAndCopyEngineCollectives) {
+  void* ctx = nullptr;
+  int mask = 0;
+  ASSERT_EQ(ncclProfiler_v6.init(&ctx, kHash + 6, &mask, "tp", 1, 4, 2, nullptr), 0);
+  EXPECT_STREQ(ncclProfiler_v6.name, "straggler_probe");
+  EXPECT_TRUE(mask & kProfileColl);
+  EXPECT_TRUE(mask & kProfileKernelCh);
+  EXPECT_TRUE(mask & kProfileKernelLaunch);
+  EXPECT_TRUE(mask & kProfileCeColl);
+  EXPECT_FALSE(mask & (kProfileCeSync | kProfileCeBatch)) << "the parts of a CE collective: not needed";
+
+  api::DescrV6 coll{};
+  coll.type = kProfileColl;
+  coll.coll.func = "AllReduce";
+  coll.coll.count = 256;
+  coll.coll.datatype = "ncclFloat32";
+  coll.coll.nChannels = 1;
+  void* h = nullptr;
+  ASSERT_EQ(ncclProfiler_v6.startEvent(ctx, &h, &coll), 0);
+  ASSERT_EQ(ncclProfiler_v6.stopEvent(h), 0);
+  const uint64_t t0 = gpu::probe_now_ns();
+  api::DescrV6 k{};
+  k.type = kProfileKernelCh;
+  k.parentObj = h;
+  k.kernelCh.pTimer = t0 + 100;
+  void* kh = nullptr;
+  ASSERT_EQ(ncclProfiler_v6.startEvent(ctx, &kh, &k), 0);
+  api::StateArgsV6 stop{};
+  stop.kernelCh.pTimer = t0 + 7100;
+  ASSERT_EQ(ncclProfiler_v6.recordEventState(kh, kStateKernelChStop, &stop), 0);
+  ASSERT_EQ(ncclProfiler_v6.stopEvent(kh), 0);
+
+  api::DescrV6 ce{};
+  ce.type = kProfileCeColl;
+  ce.rank = 2;
+  ce.ceColl.func = "AllGather";
+  ce.ceColl.count = 1000;
+  ce.ceColl.datatype = "ncclBfloat16";
+  ce.ceColl.syncStrategy = "MC";
+  ce.ceColl.ceSeqNum = 7;
+  void* ceh = nullptr;
+  ASSERT_EQ(ncclProfiler_v6.startEvent(ctx, &ceh, &ce), 0);
+  ASSERT_NE(ceh, nullptr);
+  ASSERT_EQ(ncclProfiler_v6.stopEvent(ceh), 0);
+
+  const auto ev = recorded();
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_EQ(ev[0].coll, static_cast<uint32_t>(SP_COLL_ALL_REDUCE));
+  EXPECT_EQ(ev[0].time_source, static_cast<uint32_t>(SP_TIME_NCCL));
+  EXPECT_EQ(ev[0].end_ns - ev[0].start_ns, 7000u);
+  EXPECT_EQ(ev[1].kind, static_cast<uint32_t>(SP_OP_COLLECTIVE));
+  EXPECT_EQ(ev[1].coll, static_cast<uint32_t>(SP_COLL_ALL_GATHER));
+  EXPECT_EQ(ev[1].group_id, kHash + 6);
+  EXPECT_EQ(ev[1].group_size, 4);
+  EXPECT_EQ(ev[1].bytes, 2000u);
+  EXPECT_EQ(ev[1].seq, 1u) << "the communicator's collective sequence, shared with kernel collectives";
+  EXPECT_EQ(ev[1].time_source, static_cast<uint32_t>(SP_TIME_HOST));
+  EXPECT_STREQ(sp_test_name(ev[1].name_id), "ncclAllGather");
+  EXPECT_EQ(plugin_stats().ce_ops, 1u);
+  ASSERT_EQ(ncclProfiler_v6.finalize(ctx), 0);
 }
 
 TEST_F(PluginTest, V5P2pAndSequencesPerCommunicator) {

@@ -6,7 +6,8 @@
 //   - the communicator hash: on each Coll/P2p event in v1-v3, given to init from v4;
 //   - nChannels on Coll/P2p, and the %globaltimer stamps of KernelCh events (the channel's start
 //     in the descriptor, its stop in the KernelChStop state args): v4 and later. v3 declares
-//     KernelCh without timers; it is not requested there (plugin_init's mask) and reads as empty.
+//     KernelCh without timers; it is not requested there (plugin_init's mask) and reads as empty;
+//   - copy-engine collectives (CeColl): v6.
 // Each nccl_profiler_vN.cpp adds only its init (the signature is the version's) and defines the
 // exported table with make_profiler.
 #pragma once
@@ -14,7 +15,7 @@
 #include <cstdint>
 
 #include "nccl_op_names.h"
-#include "plugin/nccl_profiler_api.h"
+#include "plugin/nccl_profiler_common.h"
 #include "plugin/profiler_plugin_core.h"
 
 namespace sp::nccl {
@@ -43,6 +44,17 @@ void read_kernel_channel([[maybe_unused]] const Descr& e, [[maybe_unused]] Event
   }
 }
 
+// v6: a collective the copy engines run. Its fields are a Coll's; no channels report for it.
+template <typename Descr>
+void read_ce_collective([[maybe_unused]] const Descr& e, [[maybe_unused]] EventDesc& d) {
+  if constexpr (requires { e.ceColl.ceSeqNum; }) {
+    d.coll = coll_type_of(e.ceColl.func);
+    d.count = e.ceColl.count;
+    d.datatype_size = element_size_of(e.ceColl.datatype);
+    d.root = e.ceColl.root;
+  }
+}
+
 template <typename Descr, typename StateArgs>
 struct ProfilerAdapter {
   static api::Result start_event(void* context, void** handle, Descr* e) {
@@ -62,6 +74,8 @@ struct ProfilerAdapter {
       d.peer = e->p2p.peer;
     } else if (e->type == kProfileKernelCh) {
       read_kernel_channel(*e, d);
+    } else if (e->type == kProfileCeColl) {
+      read_ce_collective(*e, d);
     }
     return plugin_start_event(context, handle, d);
   }

@@ -2,6 +2,7 @@
 // The communicator is identified per event (commHash); operations get host times around NCCL's
 // enqueue only (GPU times need API v4).
 #include "plugin/nccl_profiler_adapter.h"
+#include "plugin/nccl_profiler_v1.h"
 
 extern "C" {
 __attribute__((visibility("default"))) constinit sp::nccl::api::ProfilerV1 ncclProfiler_v1 =

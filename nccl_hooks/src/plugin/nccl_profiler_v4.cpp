@@ -2,6 +2,7 @@
 // KernelCh events carry the GPU %globaltimer of each channel's start (descriptor) and stop
 // (KernelChStop state), the operation's GPU times.
 #include "plugin/nccl_profiler_adapter.h"
+#include "plugin/nccl_profiler_v4.h"
 
 namespace sp::nccl {
 namespace {

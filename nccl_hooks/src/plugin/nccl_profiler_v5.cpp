@@ -3,6 +3,7 @@
 // probe pushes a CUPTI external correlation id so that CUPTI's record of the NCCL kernel is
 // tagged (profiler_plugin_core.cpp). Collective/p2p/KernelCh handling is v4's.
 #include "plugin/nccl_profiler_adapter.h"
+#include "plugin/nccl_profiler_v5.h"
 
 namespace sp::nccl {
 namespace {

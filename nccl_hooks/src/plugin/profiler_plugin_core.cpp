@@ -203,7 +203,7 @@ int start_op(Context* ctx, void** handle, const EventDesc& d) {
   h->host_start = gpu::probe_now_ns();
   h->host_stop.store(0);
   // Channels are awaited only when KernelCh events come with timers (v4+).
-  h->channels_expected = ctx->version >= 4 ? d.channels : 0;
+  h->channels_expected = ctx->version >= 4 && d.type != kProfileCeColl ? d.channels : 0;
   h->channels_stopped.store(0);
   h->gpu_start.store(UINT64_MAX);
   h->gpu_end.store(0);
@@ -266,6 +266,7 @@ int plugin_init(void** context, int* activation_mask, const PluginInit& init) {
       mask = kProfileColl | kProfileP2p;
       if (init.version >= 4) mask |= kProfileKernelCh;
       if (init.version >= 5) mask |= kProfileKernelLaunch;
+      if (init.version >= 6) mask |= kProfileCeColl;
       // The plugin records NCCL operations: the interposer (if preloaded too) steps aside.
       InterposerRecorder::instance().set_plugin_active(true);
       gpu::CuptiCapture::instance().start();
@@ -286,6 +287,9 @@ int plugin_start_event(void* context, void** handle, const EventDesc& d) {
   switch (d.type) {
     case kProfileColl:
     case kProfileP2p:
+      return start_op(ctx, handle, d);
+    case kProfileCeColl:  // v6: no kernel, no channels; host times around the enqueue
+      pools().ce_ops.fetch_add(1, std::memory_order_relaxed);
       return start_op(ctx, handle, d);
     case kProfileKernelCh:
       return start_channel(handle, d);
@@ -313,7 +317,7 @@ int plugin_record_state(void* handle, int state, uint64_t gpu_timer, bool has_gp
 int plugin_stop_event(void* handle) {
   if (handle == nullptr) return 0;
   const uint64_t type = *static_cast<uint64_t*>(handle);
-  if (type == kProfileColl || type == kProfileP2p) {
+  if (type == kProfileColl || type == kProfileP2p || type == kProfileCeColl) {
     auto* h = static_cast<OpHandle*>(handle);
     h->host_stop.store(gpu::probe_now_ns());
     h->op_stopped.store(true);

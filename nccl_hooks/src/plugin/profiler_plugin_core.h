@@ -19,28 +19,10 @@
 #include <atomic>
 #include <cstdint>
 
+#include "plugin/nccl_profiler_common.h"
 #include "straggler_probe/probe.h"
 
 namespace sp::nccl {
-
-// ncclProfile* event type bits (profiler API v1-v5).
-enum ProfilerEventType : uint64_t {
-  kProfileGroup = 1u << 0,
-  kProfileColl = 1u << 1,
-  kProfileP2p = 1u << 2,
-  kProfileProxyOp = 1u << 3,
-  kProfileProxyStep = 1u << 4,
-  kProfileProxyCtrl = 1u << 5,
-  kProfileKernelCh = 1u << 6,
-  kProfileNetPlugin = 1u << 7,
-  kProfileGroupApi = 1u << 8,   // v5
-  kProfileCollApi = 1u << 9,    // v5
-  kProfileP2pApi = 1u << 10,    // v5
-  kProfileKernelLaunch = 1u << 11,  // v5
-};
-
-// ncclProfilerEventState values we act on.
-constexpr int kStateKernelChStop = 22;  // v4+: args carry the channel's stop %globaltimer
 
 // A descriptor in version-independent form.
 struct EventDesc {
@@ -63,10 +45,11 @@ struct EventDesc {
 
 // The plugin's counters: one list for the stats struct, the atomics, their read and reset.
 //   ops_swept: channels never all reported, host times; pool_exhausted: a null handle was
-//   returned (NCCL skips that event); orphan_channels: KernelCh without a live parent
+//   returned (NCCL skips that event); orphan_channels: KernelCh without a live parent; ce_ops:
+//   v6 copy-engine collectives (host-timed)
 #define SP_PLUGIN_COUNTERS(X) \
   X(contexts) X(ops_started) X(ops_emitted) X(ops_gpu_timed) X(ops_swept) X(pool_exhausted) \
-  X(orphan_channels)
+  X(orphan_channels) X(ce_ops)
 
 struct PluginStats {
 #define SP_DECLARE(name) uint64_t name = 0;
@@ -75,7 +58,7 @@ struct PluginStats {
 };
 
 struct PluginInit {
-  int version = 5;
+  int version = 6;
   uint64_t comm_hash = 0;
   bool comm_hash_known = false;  // v4+: from init; v1-v3: from the first event
   const char* comm_name = nullptr;

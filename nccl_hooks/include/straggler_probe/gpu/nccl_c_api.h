@@ -28,6 +28,8 @@ typedef struct sp_nccl_stats {
   uint64_t plugin_ops;          /* plugin: operations emitted */
   uint64_t plugin_ops_gpu_timed;/* plugin: with KernelCh GPU times */
   uint64_t plugin_ops_swept;    /* plugin: channels never all reported */
+  /* Added with profiler API v6. */
+  uint64_t plugin_ce_ops;       /* plugin: copy-engine collectives (v6), host-timed */
 } sp_nccl_stats;
 
 /* The fields of sp_nccl_stats after plugin_active, in order, with where they come from: the one
@@ -40,7 +42,8 @@ typedef struct sp_nccl_stats {
   X(steps_marked, interposer, steps_marked) X(cuda_event_timed, interposer, cuda_event_timed)  \
   X(cuda_event_fallbacks, interposer, cuda_event_fallbacks)                                    \
   X(plugin_contexts, plugin, contexts) X(plugin_ops, plugin, ops_emitted)                      \
-  X(plugin_ops_gpu_timed, plugin, ops_gpu_timed) X(plugin_ops_swept, plugin, ops_swept)
+  X(plugin_ops_gpu_timed, plugin, ops_gpu_timed) X(plugin_ops_swept, plugin, ops_swept)       \
+  X(plugin_ce_ops, plugin, ce_ops)
 
 SP_API int sp_nccl_get_stats(sp_nccl_stats* out);
 /* The last (up to 64) NCCL operations recorded, oldest first; returns how many exist. */
