@@ -27,6 +27,16 @@ Recent& recent() {
 // Interned name ids by sp_coll_type, and of a mixed group (0: not interned yet).
 constinit std::atomic<uint32_t> g_names[16] = {};
 constinit std::atomic<uint32_t> g_group_name{0};
+constinit std::atomic<uint32_t> g_one_sided_names[3] = {};  // put, signal, wait
+
+uint32_t interned(std::atomic<uint32_t>& slot, const char* name) {
+  uint32_t id = slot.load(std::memory_order_relaxed);
+  if (id == 0) {
+    id = gpu::intern_name(name);
+    slot.store(id, std::memory_order_relaxed);
+  }
+  return id;
+}
 
 }  // namespace
 
@@ -52,18 +62,19 @@ size_t recent_nccl_events(sp_event* out, size_t capacity) {
 }
 
 uint32_t nccl_event_name(sp_coll_type coll, bool mixed_group) {
-  std::atomic<uint32_t>& slot =
-      mixed_group ? g_group_name : g_names[static_cast<size_t>(coll) & 15u];
-  uint32_t id = slot.load(std::memory_order_relaxed);
-  if (id == 0) {
-    id = gpu::intern_name(mixed_group ? "ncclGroup" : api_name(coll));
-    slot.store(id, std::memory_order_relaxed);
-  }
-  return id;
+  if (mixed_group) return interned(g_group_name, "ncclGroup");
+  return interned(g_names[static_cast<size_t>(coll) & 15u], api_name(coll));
+}
+
+uint32_t nccl_one_sided_name(sp_coll_type coll, uint64_t bytes) {
+  if (coll == SP_COLL_RECV) return interned(g_one_sided_names[2], "ncclWaitSignal");
+  return bytes > 0 ? interned(g_one_sided_names[0], "ncclPutSignal")
+                   : interned(g_one_sided_names[1], "ncclSignal");
 }
 
 void forget_nccl_event_names_for_tests() {
   for (auto& n : g_names) n.store(0);
+  for (auto& n : g_one_sided_names) n.store(0);
   g_group_name.store(0);
 }
 

@@ -88,9 +88,33 @@ CommInfo* InterposerRecorder::lookup_comm(ncclComm_t comm) {
   return reg.add(comm, 0, rank, size, false);
 }
 
-InterposerRecorder::Call InterposerRecorder::begin_op(sp_coll_type coll, ncclComm_t comm, size_t count,
-                                      ncclDataType_t dt, int peer, int root,
-                                      cudaStream_t stream) {
+InterposerRecorder::Call InterposerRecorder::begin_op(sp_coll_type coll, ncclComm_t comm,
+                                                      size_t count, ncclDataType_t dt, int peer,
+                                                      int root, cudaStream_t stream) {
+  NcclOp op;
+  op.coll = coll;
+  op.bytes = static_cast<uint64_t>(count) * datatype_size(dt);
+  op.peer = peer;
+  op.root = root;
+  op.stream = stream;
+  return begin(op, comm);
+}
+
+InterposerRecorder::Call InterposerRecorder::begin_one_sided(sp_coll_type coll, ncclComm_t comm,
+                                                             uint64_t bytes, int peer,
+                                                             uint32_t signals,
+                                                             cudaStream_t stream) {
+  NcclOp op;
+  op.coll = coll;
+  op.bytes = bytes;
+  op.peer = peer;
+  op.stream = stream;
+  op.one_sided = true;
+  op.signals = signals;
+  return begin(op, comm);
+}
+
+InterposerRecorder::Call InterposerRecorder::begin(NcclOp op, ncclComm_t comm) {
   Call call;
   const bool record = should_record();
   ++tl.nesting;
@@ -100,7 +124,7 @@ InterposerRecorder::Call InterposerRecorder::begin_op(sp_coll_type coll, ncclCom
   }
   ensure_timer();
   StreamTimer* timer = timer_fast_.load(std::memory_order_acquire);
-  if (timer != nullptr && timer->capturing(stream)) {
+  if (timer != nullptr && timer->capturing(op.stream)) {
     counters_.graph_captured.fetch_add(1, std::memory_order_relaxed);
     log::warn_once("nccl_graph_capture",
                    "NCCL operations captured into a CUDA graph replay without passing through the "
@@ -108,12 +132,8 @@ InterposerRecorder::Call InterposerRecorder::begin_op(sp_coll_type coll, ncclCom
                    "the NCCL profiler plugin do)");
     return call;
   }
-  call.op.coll = coll;
+  call.op = op;
   call.op.comm = lookup_comm(comm);
-  call.op.bytes = static_cast<uint64_t>(count) * datatype_size(dt);
-  call.op.peer = peer;
-  call.op.root = root;
-  call.op.stream = stream;
   if (tl.group_depth > 0) {
     call.in_group = true;  // folded into the group; recorded at the outermost ncclGroupEnd
     return call;
@@ -123,7 +143,7 @@ InterposerRecorder::Call InterposerRecorder::begin_op(sp_coll_type coll, ncclCom
   call.op_id = next_op_id_.fetch_add(1, std::memory_order_relaxed);
   gpu::CuptiCapture::instance().push_nccl_op(call.op_id);
   call.host_start = gpu::probe_now_ns();
-  if (timer != nullptr) call.timing = timer->begin(stream);
+  if (timer != nullptr) call.timing = timer->begin(op.stream);
   return call;
 }
 
@@ -195,7 +215,8 @@ void InterposerRecorder::finish(const OpIdentity& id, Call& call, ncclResult_t r
   ev.peer = id.peer;
   ev.group_size = id.group_size;
   ev.stream = stream_id(id.stream);
-  ev.name_id = nccl_event_name(id.coll, id.folded_group && id.coll == SP_COLL_NONE);
+  ev.name_id = id.one_sided ? nccl_one_sided_name(id.coll, id.bytes)
+                            : nccl_event_name(id.coll, id.folded_group && id.coll == SP_COLL_NONE);
   ev.time_source = SP_TIME_HOST;
 
   // Step detection on the host order of operations, before the event is tagged with its step.

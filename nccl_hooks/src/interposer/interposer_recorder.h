@@ -61,6 +61,10 @@ class InterposerRecorder {
   // An operation (collective or p2p) on `comm`.
   Call begin_op(sp_coll_type coll, ncclComm_t comm, size_t count, ncclDataType_t dt, int peer,
                 int root, cudaStream_t stream);
+  // A one-sided operation (NCCL 2.29): SEND (ncclPutSignal, ncclSignal) or RECV (ncclWaitSignal
+  // for `signals` signals from `peer`, -1 for several peers); nccl_op.h numbers them.
+  Call begin_one_sided(sp_coll_type coll, ncclComm_t comm, uint64_t bytes, int peer,
+                       uint32_t signals, cudaStream_t stream);
   void end_op(Call& call, ncclResult_t result);
 
   void group_start_done(ncclResult_t result);  // after the real ncclGroupStart
@@ -90,6 +94,7 @@ class InterposerRecorder {
   bool should_record();
   void ensure_timer();
   CommInfo* lookup_comm(ncclComm_t comm);
+  Call begin(NcclOp op, ncclComm_t comm);
   void finish(const OpIdentity& id, Call& call, ncclResult_t result);
 
   std::atomic<bool> plugin_active_{false};

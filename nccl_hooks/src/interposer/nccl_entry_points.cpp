@@ -113,6 +113,53 @@ SP_NCCL_EXPORT ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_
             recvbuff, count, datatype, peer, comm, stream);
 }
 
+// --- one-sided operations (NCCL 2.29+) --------------------------------------------------------
+
+template <typename Fn, typename... Args>
+ncclResult_t one_sided(Fn* real, const char* name, sp_coll_type coll, ncclComm_t comm,
+                       uint64_t bytes, int peer, uint32_t signals, cudaStream_t stream,
+                       Args... args) {
+  if (real == nullptr) return missing(name);
+  InterposerRecorder& ip = InterposerRecorder::instance();
+  InterposerRecorder::Call call = ip.begin_one_sided(coll, comm, bytes, peer, signals, stream);
+  const ncclResult_t r = real(args...);
+  ip.end_op(call, r);
+  return r;
+}
+
+SP_NCCL_EXPORT ncclResult_t ncclPutSignal(const void* localbuff, size_t count,
+                                          ncclDataType_t datatype, int peer, ncclWindow_t peerWin,
+                                          size_t peerWinOffset, int sigIdx, int ctx,
+                                          unsigned int flags, ncclComm_t comm,
+                                          cudaStream_t stream) {
+  return one_sided(real_nccl().PutSignal, "ncclPutSignal", SP_COLL_SEND, comm,
+                   static_cast<uint64_t>(count) * sp::nccl::datatype_size(datatype), peer, 1,
+                   stream, localbuff, count, datatype, peer, peerWin, peerWinOffset, sigIdx, ctx,
+                   flags, comm, stream);
+}
+
+SP_NCCL_EXPORT ncclResult_t ncclSignal(int peer, int sigIdx, int ctx, unsigned int flags,
+                                       ncclComm_t comm, cudaStream_t stream) {
+  return one_sided(real_nccl().Signal, "ncclSignal", SP_COLL_SEND, comm, 0, peer, 1, stream,
+                   peer, sigIdx, ctx, flags, comm, stream);
+}
+
+SP_NCCL_EXPORT ncclResult_t ncclWaitSignal(int nDesc, ncclWaitSignalDesc_t* signalDescs,
+                                           ncclComm_t comm, cudaStream_t stream) {
+  // One operation per call: from one peer, numbered as the last signal it waits for; from
+  // several, peer -1 (it then matches no single sender).
+  int peer = -1;
+  uint32_t signals = 0;
+  for (int i = 0; signalDescs != nullptr && i < nDesc; ++i) {
+    if (i == 0) peer = signalDescs[i].peer;
+    if (signalDescs[i].peer != peer) peer = -2;
+    signals += signalDescs[i].opCnt > 0 ? static_cast<uint32_t>(signalDescs[i].opCnt) : 0;
+  }
+  return one_sided(real_nccl().WaitSignal, "ncclWaitSignal", SP_COLL_RECV, comm, 0,
+                   peer < 0 ? -1 : peer, peer < 0 ? 1 : signals, stream, nDesc, signalDescs,
+                   comm, stream);
+}
+
 SP_NCCL_EXPORT ncclResult_t ncclGroupStart() {
   auto* real = real_nccl().GroupStart;
   if (real == nullptr) return missing("ncclGroupStart");
@@ -212,6 +259,27 @@ SP_NCCL_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksLis
       real(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
   if ((r == ncclSuccess || r == ncclInProgress) && newcomm != nullptr && *newcomm != nullptr) {
     InterposerRecorder::instance().comm_split(comm, *newcomm, 0x5471a4c0ull);
+  }
+  return r;
+}
+
+// NCCL 2.29: ranks join an existing communicator. The members pass different arguments
+// (existing non-root ranks no unique id, new ranks no parent), so no identity all members could
+// derive alike is known: the grown communicator is registered without one (group_id 0; its
+// operations are recorded but not matched across ranks).
+SP_NCCL_EXPORT ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId,
+                                         int rank, ncclComm_t* newcomm, ncclConfig_t* config) {
+  auto* real = real_nccl().CommGrow;
+  if (real == nullptr) return missing("ncclCommGrow");
+  const ncclResult_t r = real(comm, nRanks, uniqueId, rank, newcomm, config);
+  if ((r == ncclSuccess || r == ncclInProgress) && newcomm != nullptr && *newcomm != nullptr) {
+    int my_rank = rank;
+    const sp::nccl::RealNccl& nccl = real_nccl();
+    if (my_rank < 0 && nccl.CommUserRank != nullptr &&
+        nccl.CommUserRank(*newcomm, &my_rank) != ncclSuccess) {
+      my_rank = -1;
+    }
+    InterposerRecorder::instance().comm_created(*newcomm, 0, my_rank, nRanks, false);
   }
   return r;
 }

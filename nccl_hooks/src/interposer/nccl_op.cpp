@@ -5,10 +5,11 @@
 namespace sp::nccl {
 namespace {
 
-uint64_t next_seq_for(const NcclOp& op) {
+uint64_t next_seq_for(const NcclOp& op, uint32_t signals) {
   if (op.comm == nullptr) return 0;
-  if (op.coll == SP_COLL_SEND) return op.comm->next_p2p_seq(true, op.peer);
-  if (op.coll == SP_COLL_RECV) return op.comm->next_p2p_seq(false, op.peer);
+  const auto space = op.one_sided ? CommInfo::P2pSpace::kSignals : CommInfo::P2pSpace::kTwoSided;
+  if (op.coll == SP_COLL_SEND) return op.comm->next_p2p_seq(true, op.peer, space, signals);
+  if (op.coll == SP_COLL_RECV) return op.comm->next_p2p_seq(false, op.peer, space, signals);
   return op.comm->next_coll_seq();
 }
 
@@ -16,12 +17,15 @@ uint64_t next_seq_for(const NcclOp& op) {
 // communicator's collective identity: (group, seq) would then name an all-reduce and a group
 // call at once, and the cross-rank matching would see one op twice. A fixed derivation keeps
 // the id equal on every rank.
-uint64_t group_call_stream_id(uint64_t comm_group_id) {
-  uint64_t x = comm_group_id ^ 0x6e63636c47726f75ull;  // "ncclGrou"
+uint64_t derived_stream_id(uint64_t comm_group_id, uint64_t salt) {
+  uint64_t x = comm_group_id ^ salt;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;  // splitmix64 finaliser
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);
 }
+uint64_t group_call_stream_id(uint64_t id) { return derived_stream_id(id, 0x6e63636c47726f75ull); }  // "ncclGrou"
+// One-sided operations: their own id, for the same reason (their own sequence space).
+uint64_t signal_stream_id(uint64_t id) { return derived_stream_id(id, 0x6e63636c5369676eull); }  // "ncclSign"
 
 void fill_comm(OpIdentity& id, CommInfo* comm) {
   id.comm = comm;
@@ -38,11 +42,13 @@ OpIdentity identify_single(const NcclOp& op) {
   id.kind = op_kind_of(op.coll);
   id.coll = op.coll;
   fill_comm(id, op.comm);
-  id.seq = next_seq_for(op);
+  id.seq = next_seq_for(op, op.signals);
+  if (op.one_sided && id.group_id != 0) id.group_id = signal_stream_id(id.group_id);
   id.bytes = op.bytes;
   id.peer = (op.coll == SP_COLL_SEND || op.coll == SP_COLL_RECV) ? op.peer : -1;
   id.stream = op.stream;
   id.op_count = 1;
+  id.one_sided = op.one_sided;
   return id;
 }
 
@@ -55,8 +61,10 @@ void GroupSummary::add(const NcclOp& op) {
     same_comm_ = same_comm_ && op.comm == first_.comm;
     same_coll_ = same_coll_ && op.coll == first_.coll;
     same_peer_ = same_peer_ && op.peer == first_.peer;
+    same_sidedness_ = same_sidedness_ && op.one_sided == first_.one_sided;
   }
   bytes_ += op.bytes;
+  signals_ += op.signals;
   ++count_;
 }
 
@@ -69,11 +77,14 @@ OpIdentity GroupSummary::finish() {
   id.op_count = count_;
   id.folded_group = true;
   const bool p2p = first_.coll == SP_COLL_SEND || first_.coll == SP_COLL_RECV;
-  if (same_comm_ && same_coll_) {
+  if (same_comm_ && same_coll_ && same_sidedness_) {
     id.kind = op_kind_of(first_.coll);
     id.coll = first_.coll;
     id.peer = p2p && same_peer_ ? first_.peer : -1;
-    id.seq = next_seq_for(first_);
+    // Grouped puts or waits toward one peer count every signal of the group.
+    id.seq = next_seq_for(first_, first_.one_sided && same_peer_ ? signals_ : 1);
+    if (first_.one_sided && id.group_id != 0) id.group_id = signal_stream_id(id.group_id);
+    id.one_sided = first_.one_sided;
     return id;
   }
   id.kind = SP_OP_COLLECTIVE;

@@ -26,6 +26,10 @@ struct NcclOp {
   int32_t peer = -1;  // p2p peer, communicator rank
   int32_t root = -1;
   void* stream = nullptr;
+  // One-sided (NCCL 2.29: ncclPutSignal / ncclSignal as SEND, ncclWaitSignal as RECV): numbered
+  // in the communicator's signal space under an id of their own; a wait counts `signals`.
+  bool one_sided = false;
+  uint32_t signals = 1;
 };
 
 // What a finished operation (single or folded group) is, before timing.
@@ -41,6 +45,7 @@ struct OpIdentity {
   void* stream = nullptr;
   uint32_t op_count = 0;
   bool folded_group = false;
+  bool one_sided = false;
 };
 
 // Accumulates the operations of one group without storing them.
@@ -60,7 +65,9 @@ class GroupSummary {
   bool same_comm_ = true;
   bool same_coll_ = true;
   bool same_peer_ = true;
+  bool same_sidedness_ = true;
   uint64_t bytes_ = 0;
+  uint32_t signals_ = 0;
 };
 
 // Identity of a single, ungrouped operation (advances the communicator's counters).

@@ -75,6 +75,10 @@ void resolve_all(State& s) {
   resolve(h, "ncclCommInitAll", t.CommInitAll);
   resolve(h, "ncclCommSplit", t.CommSplit);
   resolve(h, "ncclCommShrink", t.CommShrink);
+  resolve(h, "ncclCommGrow", t.CommGrow);
+  resolve(h, "ncclPutSignal", t.PutSignal);
+  resolve(h, "ncclSignal", t.Signal);
+  resolve(h, "ncclWaitSignal", t.WaitSignal);
   resolve(h, "ncclCommFinalize", t.CommFinalize);
   resolve(h, "ncclCommDestroy", t.CommDestroy);
   resolve(h, "ncclCommAbort", t.CommAbort);

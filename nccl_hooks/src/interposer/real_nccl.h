@@ -41,6 +41,12 @@ struct RealNccl {
   ncclResult_t (*CommInitAll)(ncclComm_t*, int, const int*) = nullptr;
   ncclResult_t (*CommSplit)(ncclComm_t, int, int, ncclComm_t*, ncclConfig_t*) = nullptr;
   ncclResult_t (*CommShrink)(ncclComm_t, int*, int, ncclComm_t*, ncclConfig_t*, int) = nullptr;
+  ncclResult_t (*CommGrow)(ncclComm_t, int, const ncclUniqueId*, int, ncclComm_t*,
+                           ncclConfig_t*) = nullptr;  // 2.29+
+  ncclResult_t (*PutSignal)(const void*, size_t, ncclDataType_t, int, ncclWindow_t, size_t, int,
+                            int, unsigned int, ncclComm_t, cudaStream_t) = nullptr;  // 2.29+
+  ncclResult_t (*Signal)(int, int, int, unsigned int, ncclComm_t, cudaStream_t) = nullptr;
+  ncclResult_t (*WaitSignal)(int, ncclWaitSignalDesc_t*, ncclComm_t, cudaStream_t) = nullptr;
   ncclResult_t (*CommFinalize)(ncclComm_t) = nullptr;
   ncclResult_t (*CommDestroy)(ncclComm_t) = nullptr;
   ncclResult_t (*CommAbort)(ncclComm_t) = nullptr;
