@@ -7,6 +7,7 @@
 
 #include "straggler_probe/c_abi_guard.h"
 #include "straggler_probe/gpu/cupti_capture.h"
+#include "straggler_probe/gpu/graph_capture.h"
 
 using sp::gpu::CuptiCapture;
 using sp::runtime::guarded;
@@ -73,6 +74,17 @@ int sp_cupti_get_stats(sp_cupti_stats* out) {
     const size_t n = out->struct_size != 0 && out->struct_size < sizeof(r) ? out->struct_size
                                                                            : sizeof(r);
     std::memcpy(out, &r, n);
+    return static_cast<int>(SP_OK);
+  });
+}
+
+int sp_gpu_graph_capture(int begin) {
+  return guarded("sp_gpu_graph_capture", kInternal, [&] {
+    if (begin != 0) {
+      sp::gpu::graph_capture_begin();
+    } else {
+      sp::gpu::graph_capture_end();
+    }
     return static_cast<int>(SP_OK);
   });
 }

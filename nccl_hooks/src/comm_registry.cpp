@@ -57,6 +57,19 @@ CommInfo* CommRegistry::add(const void* comm, uint64_t group_id, int32_t rank, i
   std::lock_guard<std::mutex> lock(mutex_);
   // NCCL may hand out the address of a destroyed communicator again: replace the old entry.
   remove_locked(comm);
+  return add_locked(comm, group_id, rank, size, known);
+}
+
+CommInfo* CommRegistry::find_or_add(const void* comm, uint64_t group_id, int32_t rank,
+                                    int32_t size, bool known) {
+  if (comm == nullptr) return nullptr;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (CommInfo* c = find(comm)) return c;
+  return add_locked(comm, group_id, rank, size, known);
+}
+
+CommInfo* CommRegistry::add_locked(const void* comm, uint64_t group_id, int32_t rank,
+                                   int32_t size, bool known) {
   if (live_ + 1 >= kSlots) return nullptr;
   auto* info = new CommInfo();
   info->comm = comm;

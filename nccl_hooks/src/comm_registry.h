@@ -65,6 +65,10 @@ class CommRegistry {
 
   // Registers (or re-registers) a communicator; returns its entry, nullptr if the table is full.
   CommInfo* add(const void* comm, uint64_t group_id, int32_t rank, int32_t size, bool known);
+  // The entry of `comm`, registering it (as add) only if it has none: for communicators first
+  // seen on an operation, which several threads may see at once.
+  CommInfo* find_or_add(const void* comm, uint64_t group_id, int32_t rank, int32_t size,
+                        bool known);
   // Lock-free lookup; nullptr if unknown.
   CommInfo* find(const void* comm) const;
   void remove(const void* comm);
@@ -79,6 +83,8 @@ class CommRegistry {
  private:
   size_t slot_of(const void* comm) const;
   void remove_locked(const void* comm);  // mutex_ held
+  CommInfo* add_locked(const void* comm, uint64_t group_id, int32_t rank, int32_t size,
+                       bool known);  // mutex_ held
   std::unique_ptr<std::atomic<CommInfo*>[]> slots_;
   mutable std::mutex mutex_;
   size_t live_ = 0;

@@ -2,7 +2,6 @@
 
 #include <array>
 #include <atomic>
-#include <mutex>
 
 #include "nccl_op_names.h"
 #include "straggler_probe/gpu/event_sink.h"
@@ -12,16 +11,36 @@ namespace {
 
 constexpr size_t kRecent = 64;
 
+// The last kRecent operations, for diagnostics, without a lock: a writer claims the next slot
+// and fills it while holding the slot's busy flag (never waiting: a slot busy with a reader or a
+// writer 64 operations ahead is skipped, counted). A reader copies only slots it could claim.
+struct RecentSlot {
+  std::atomic<bool> busy{false};
+  std::atomic<uint64_t> number{0};  // 1 + the operation's position in the ring, 0: empty
+  sp_event ev{};
+};
 struct Recent {
-  std::mutex mutex;
-  std::array<sp_event, kRecent> ring{};
-  size_t next = 0;
-  size_t count = 0;
+  std::array<RecentSlot, kRecent> slots;
+  std::atomic<uint64_t> next{0};
+  std::atomic<uint64_t> skipped{0};
 };
 
 Recent& recent() {
   static Recent* r = new Recent();  // leaked: used from proxy/poller threads until exit
   return *r;
+}
+
+void remember(const sp_event& ev) {
+  Recent& r = recent();
+  const uint64_t n = r.next.fetch_add(1, std::memory_order_relaxed);
+  RecentSlot& slot = r.slots[n % kRecent];
+  if (slot.busy.exchange(true, std::memory_order_acquire)) {
+    r.skipped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  slot.ev = ev;
+  slot.number.store(n + 1, std::memory_order_relaxed);
+  slot.busy.store(false, std::memory_order_release);
 }
 
 // Interned name ids by sp_coll_type, and of a mixed group (0: not interned yet).
@@ -41,24 +60,24 @@ uint32_t interned(std::atomic<uint32_t>& slot, const char* name) {
 }  // namespace
 
 int emit_nccl_event(const sp_event& ev) {
-  {
-    Recent& r = recent();
-    std::lock_guard<std::mutex> lock(r.mutex);
-    r.ring[r.next] = ev;
-    r.next = (r.next + 1) % kRecent;
-    if (r.count < kRecent) ++r.count;
-  }
+  remember(ev);
   return gpu::emit_event(ev);
 }
 
 size_t recent_nccl_events(sp_event* out, size_t capacity) {
   Recent& r = recent();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  const size_t first = (r.next + kRecent - r.count) % kRecent;
-  for (size_t i = 0; i < r.count && i < capacity && out != nullptr; ++i) {
-    out[i] = r.ring[(first + i) % kRecent];
+  const uint64_t end = r.next.load(std::memory_order_acquire);
+  const uint64_t first = end > kRecent ? end - kRecent : 0;
+  size_t copied = 0;
+  for (uint64_t n = first; n < end; ++n) {
+    RecentSlot& slot = r.slots[n % kRecent];
+    if (slot.busy.exchange(true, std::memory_order_acquire)) continue;  // being written
+    const bool current = slot.number.load(std::memory_order_relaxed) == n + 1;
+    if (current && out != nullptr && copied < capacity) out[copied] = slot.ev;
+    slot.busy.store(false, std::memory_order_release);
+    if (current) ++copied;
   }
-  return r.count;
+  return copied;
 }
 
 uint32_t nccl_event_name(sp_coll_type coll, bool mixed_group) {

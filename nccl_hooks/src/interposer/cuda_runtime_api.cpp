@@ -29,6 +29,7 @@ bool load_resident_cudart(CudaRt* out) {
     bind(h, "cudaStreamCreateWithFlags", t.stream_create_with_flags);
     bind(h, "cudaGetDevice", t.get_device);
     bind(h, "cudaSetDevice", t.set_device);
+    bind(h, "cudaThreadExchangeStreamCaptureMode", t.thread_exchange_capture_mode);
     if (t.complete()) {
       *out = t;
       return true;  // the reference from RTLD_NOLOAD is kept while the table is in use

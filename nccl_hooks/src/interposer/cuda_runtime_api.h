@@ -18,6 +18,8 @@ struct CudaRt {
   int (*stream_create_with_flags)(void** stream, unsigned flags) = nullptr;
   int (*get_device)(int* device) = nullptr;
   int (*set_device)(int device) = nullptr;
+  // Optional: cudaThreadExchangeStreamCaptureMode (mode: 0 global, 1 thread-local, 2 relaxed).
+  int (*thread_exchange_capture_mode)(int* mode) = nullptr;
 
   bool complete() const {
     return event_create_with_flags && event_record && event_query && event_synchronize &&
@@ -30,6 +32,7 @@ constexpr int kCudaSuccess = 0;
 constexpr int kCudaErrorNotReady = 600;
 constexpr unsigned kCudaEventDefault = 0;
 constexpr unsigned kCudaStreamNonBlocking = 1;
+constexpr int kCudaStreamCaptureModeRelaxed = 2;
 
 // Binds the table to the resident libcudart.so.13 / .12; false (table untouched) if none.
 bool load_resident_cudart(CudaRt* out);

@@ -53,13 +53,18 @@ void InterposerRecorder::ensure_timer() {
   if (timer_checked_.load(std::memory_order_acquire)) return;
   std::lock_guard<std::mutex> lock(timer_mutex_);
   if (timer_checked_.load()) return;
-  const char* mode = std::getenv("STRAGGLER_PROBE_NCCL_TIMING");
   if (const char* off = std::getenv("STRAGGLER_PROBE_NCCL_INTERPOSE"); off && off[0] == '0') {
     disabled_by_env_.store(true);
   }
+  const char* max_connections = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
   CudaRt rt;
-  if (mode != nullptr && std::strcmp(mode, "host") == 0) {
-    log::info("NCCL operations timed on the host (STRAGGLER_PROBE_NCCL_TIMING=host)");
+  if (const char* why = why_no_stream_timing(std::getenv("STRAGGLER_PROBE_NCCL_TIMING"),
+                                             max_connections)) {
+    if (max_connections != nullptr && std::strcmp(max_connections, "1") == 0) {
+      log::warn_once("nccl_single_connection", why);  // said once: the user should know
+    } else {
+      log::info(why);
+    }
   } else if (load_resident_cudart(&rt)) {
     auto t = std::make_unique<StreamTimer>(rt, StreamTimerOptions{});
     if (t->start()) {
@@ -85,7 +90,7 @@ CommInfo* InterposerRecorder::lookup_comm(ncclComm_t comm) {
   const RealNccl& real = real_nccl();
   if (real.CommUserRank != nullptr) real.CommUserRank(comm, &rank);
   if (real.CommCount != nullptr) real.CommCount(comm, &size);
-  return reg.add(comm, 0, rank, size, false);
+  return reg.find_or_add(comm, 0, rank, size, false);
 }
 
 InterposerRecorder::Call InterposerRecorder::begin_op(sp_coll_type coll, ncclComm_t comm,
@@ -219,42 +224,72 @@ void InterposerRecorder::finish(const OpIdentity& id, Call& call, ncclResult_t r
                             : nccl_event_name(id.coll, id.folded_group && id.coll == SP_COLL_NONE);
   ev.time_source = SP_TIME_HOST;
 
-  // Step detection on the host order of operations, before the event is tagged with its step.
-  StepDetector::Boundary boundary = StepDetector::Boundary::kNone;
-  int64_t label = call.step_label;
-  {
-    std::lock_guard<std::mutex> lock(step_mutex_);
-    if (!detector_) detector_ = std::make_unique<StepDetector>(activate().marker);
-    bool stood_down_now = false;
-    if (own_marks_.sole_producer(label, &stood_down_now)) {
-      boundary = detector_->on_op(id.coll, id.group_id, id.bytes, ev.start_ns, ev.end_ns);
-      if (boundary == StepDetector::Boundary::kBefore && label >= 0) {
-        own_marks_.mark(label);
-        ++label;  // this operation opens the next step
-      }
-    } else if (stood_down_now) {
-      log::info("steps are marked by the application: automatic step detection off");
-    }
-  }
-  gpu::tag_step(ev, label);
-
   if (result == ncclInProgress) {
     counters_.in_progress.fetch_add(1, std::memory_order_relaxed);
     log::info("non-blocking communicator: its operations are timed on the host");
     if (timer != nullptr) timer->cancel(call.timing);
     call.timing = nullptr;
   }
-  if (timer != nullptr && call.timing != nullptr) {
-    timer->end(call.timing, id.stream, ev);
+  // The end event right after the call, on the calling thread: stream order.
+  if (call.timing != nullptr && !timer->record_end(call.timing, id.stream)) call.timing = nullptr;
+  counters_.recorded.fetch_add(1, std::memory_order_relaxed);
+  FinishedOp op{ev, call.step_label, call.timing};
+  if (!finished_->try_push(op)) {
+    counters_.out_of_order.fetch_add(1, std::memory_order_relaxed);
+    gpu::tag_step(op.ev, op.launch_step);
+    if (op.timing != nullptr) {
+      timer->submit(op.timing, op.ev);
+    } else {
+      emit_nccl_event(op.ev);
+    }
+    return;
+  }
+  drain_finished();
+}
+
+void InterposerRecorder::drain_finished() {
+  for (;;) {
+    // The push before this, and the release below before the last look: at least one of two
+    // racing threads sees the other's operation, so none is left in the queue.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (draining_.exchange(true, std::memory_order_acquire)) return;  // another thread drains
+    FinishedOp op{};
+    while (finished_->try_pop(&op)) deliver(op);
+    draining_.store(false, std::memory_order_release);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (!finished_->ready()) return;
+  }
+}
+
+void InterposerRecorder::deliver(FinishedOp& op) {
+  sp_event& ev = op.ev;
+  // Step detection on the queue order of operations, before the event is tagged with its step.
+  // While the detector is the only source of marks, the current step is the number of marks it
+  // made; otherwise an operation belongs to the step it was launched in.
+  StepDetector::Boundary boundary = StepDetector::Boundary::kNone;
+  int64_t label = op.launch_step;
+  if (!detector_) detector_ = std::make_unique<StepDetector>(activate().marker);
+  const int64_t current = gpu::current_step_label();
+  bool stood_down_now = false;
+  if (own_marks_.sole_producer(current, &stood_down_now)) {
+    label = current;
+    boundary = detector_->on_op(static_cast<sp_coll_type>(ev.coll), ev.group_id, ev.bytes,
+                                ev.start_ns, ev.end_ns);
+    if (boundary == StepDetector::Boundary::kBefore && label >= 0) {
+      own_marks_.mark(label);
+      ++label;  // this operation opens the next step
+    }
+  } else if (stood_down_now) {
+    log::info("steps are marked by the application: automatic step detection off");
+  }
+  gpu::tag_step(ev, label);
+  StreamTimer* timer = timer_fast_.load(std::memory_order_acquire);
+  if (timer != nullptr && op.timing != nullptr) {
+    timer->submit(op.timing, ev);
   } else {
     emit_nccl_event(ev);
   }
-  counters_.recorded.fetch_add(1, std::memory_order_relaxed);
-
-  if (boundary == StepDetector::Boundary::kAfter && label >= 0) {
-    std::lock_guard<std::mutex> lock(step_mutex_);
-    own_marks_.mark(label);
-  }
+  if (boundary == StepDetector::Boundary::kAfter && label >= 0) own_marks_.mark(label);
   if (boundary != StepDetector::Boundary::kNone) {
     counters_.steps_marked.fetch_add(1, std::memory_order_relaxed);
     gpu::CuptiCapture::instance().request_flush();  // step end: GPU records off the hot path
@@ -300,7 +335,6 @@ InterposerStats InterposerRecorder::stats() const {
 }
 
 void InterposerRecorder::reset_for_tests() {
-  std::lock_guard<std::mutex> lock(step_mutex_);
   detector_.reset();
   own_marks_ = OwnStepMarks();
   forget_nccl_event_names_for_tests();

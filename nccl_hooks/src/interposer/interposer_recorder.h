@@ -7,6 +7,9 @@
 // through the NCCL API, so the interposer cannot see replays (said once in the log); CUPTI kernel
 // records and the profiler plugin still do.
 //
+// No lock is taken per operation: finished operations go through a lock-free queue (see
+// FinishedOp below) so that the step detector sees all threads' operations in one order.
+//
 // Inside ncclGroupStart/End nothing is recorded per call: the group is folded into ONE operation
 // at the outermost ncclGroupEnd (nccl_op.h), timed around that ncclGroupEnd, which is where NCCL
 // launches the group's kernel. Non-blocking communicators may return ncclInProgress and launch
@@ -22,6 +25,7 @@
 #include "nccl_types.h"
 #include "preload/own_step_marks.h"
 #include "preload/step_detector.h"
+#include "straggler_probe/mpsc_queue.h"
 #include "interposer/stream_timer.h"
 
 namespace sp::nccl {
@@ -30,9 +34,11 @@ namespace sp::nccl {
 //   passthrough: not recorded (not a rank, plugin active, nested, disabled); failed_calls: NCCL
 //   returned an error (nothing recorded); graph_captured: skipped, the stream was capturing into
 //   a CUDA graph; in_progress: non-blocking communicator, host-timed
+//   out_of_order: the finished-operation queue was full (thousands behind the draining thread):
+//   emitted at once, without step detection
 #define SP_INTERPOSER_COUNTERS(X) \
   X(recorded) X(folded_groups) X(passthrough) X(failed_calls) X(graph_captured) X(in_progress) \
-  X(steps_marked)
+  X(steps_marked) X(out_of_order)
 
 struct InterposerStats {
 #define SP_DECLARE(name) uint64_t name = 0;
@@ -106,7 +112,22 @@ class InterposerRecorder {
   std::unique_ptr<StreamTimer> timer_;
   std::atomic<StreamTimer*> timer_fast_{nullptr};
 
-  std::mutex step_mutex_;  // the detector sees operations of all threads in one order
+  // Finished operations of all threads, in one order: each thread pushes its own (lock-free) and
+  // then whichever thread finds no one else draining drains the queue (combining), running the
+  // step detector, tagging and emitting in queue order. No thread ever waits for another; in
+  // the usual one-thread case the caller drains its own operation at once.
+  struct FinishedOp {
+    sp_event ev;                  // host times, not yet tagged with its step
+    int64_t launch_step = -1;     // the runtime's step label when the operation was launched
+    StreamTimer::Pending* timing; // end recorded on the stream; nullptr: host times
+  };
+  static constexpr size_t kFinishedQueue = 4096;
+  void drain_finished();
+  void deliver(FinishedOp& op);
+  std::unique_ptr<runtime::BoundedMpscQueue<FinishedOp, kFinishedQueue>> finished_ =
+      std::make_unique<runtime::BoundedMpscQueue<FinishedOp, kFinishedQueue>>();
+  std::atomic<bool> draining_{false};
+  // Touched only by the draining thread.
   std::unique_ptr<StepDetector> detector_;
   OwnStepMarks own_marks_;  // the detector stands down when someone else marks steps
 

@@ -65,6 +65,10 @@ SP_API int sp_cupti_request_flush(void);
 SP_API int sp_cupti_region_push(uint32_t kind, int32_t microbatch, uint32_t name_id);
 SP_API void sp_cupti_region_pop(void);
 SP_API int sp_cupti_get_stats(sp_cupti_stats* out);
+/* A CUDA graph capture begins (begin = 1) or ends (0) in this process (graph_capture.h): the
+ * probe's background threads query no CUDA event meanwhile, since in the global capture mode a
+ * query from another thread invalidates the capture. Nesting is counted. */
+SP_API int sp_gpu_graph_capture(int begin);
 /* Top kernels per region type as text (first line: "GPU capture active: ..." or "GPU capture
  * inactive: <reason>"); returns the full length (like snprintf). */
 SP_API size_t sp_cupti_report(char* buf, size_t len, uint32_t top_k);

@@ -1,6 +1,7 @@
-// Bounded lock-free queue for rare records from any thread (step marks): many producers, one
-// consumer. Dmitry Vyukov's bounded MPMC design, fixed capacity: a push never waits, a full queue
-// rejects. Used where a mutex could block the training thread behind the consumer.
+// Bounded lock-free queue for records from any thread: many producers, one consumer. Dmitry
+// Vyukov's bounded MPMC design, fixed capacity: a push never waits, a full queue rejects. Used
+// where a mutex could block the training thread behind the consumer (the runtime's step marks,
+// nccl_hooks' finished operations and CUDA-event timings).
 #pragma once
 
 #include <array>
@@ -44,6 +45,13 @@ class BoundedMpscQueue {
         pos = enqueue_pos_.load(std::memory_order_relaxed);
       }
     }
+  }
+
+  // Whether a pop would find a value now (single consumer; a push racing with it may not show).
+  bool ready() const noexcept {
+    const size_t pos = dequeue_pos_.load(std::memory_order_relaxed);
+    const size_t seq = cells_[pos & (N - 1)].sequence.load(std::memory_order_acquire);
+    return static_cast<intptr_t>(seq) - static_cast<intptr_t>(pos + 1) >= 0;
   }
 
   // Single consumer.
