@@ -7,6 +7,11 @@
 // joins kernels/memcpys/memsets to them. An activity with no match is held until it has been
 // offered the correlations of `hold_windows` more windows, then released untagged; an external
 // correlation with no activity yet is kept as long. Both tables are bounded.
+//
+// CUDA graphs: every activity of one graph launch (cudaGraphLaunch) carries that launch's
+// correlation id, so a correlation that tagged a graph activity (graphId != 0) stays for the rest
+// of the replay (it expires `hold_windows` after its last match); one that tagged a plain launch
+// is used up.
 #pragma once
 
 #include <cstddef>

@@ -43,9 +43,12 @@ std::once_flag g_atfork_once;
 void on_fork_child() { g_forked_child.store(true, std::memory_order_relaxed); }
 
 // The report's name of a region type: the kind's (straggler_probe/op_kinds.h); kernels outside
-// every region are under type 0.
+// every region are under type 0, those of CUDA graph replays outside every region under their
+// graph.
 std::string_view region_type_name(uint32_t kind) {
-  return kind == 0 ? std::string_view("outside-regions") : op_kind_name(kind, "kind");
+  if (kind == 0) return "outside-regions";
+  if (kind == cupti::kCudaGraphType) return "cuda-graph";  // "#<graph id>" follows
+  return op_kind_name(kind, "kind");
 }
 
 uint64_t cupti_now(void* ctx) {

@@ -1,10 +1,13 @@
-// A fixed set of slot numbers 0..n-1 that any thread takes and gives back without a lock: a
-// Treiber stack whose head carries a tag, so a slot taken and returned between another thread's
-// read and its swap (ABA) cannot corrupt it. Hands out slots of fixed pools (the profiler plugin's
-// operation handles, the stream timer's timing slots) on the NCCL hot path.
+// A fixed set of slot numbers 0..n-1 that any thread takes and gives back without a lock, first
+// freed, first reused: a bounded MPMC ring (Dmitry Vyukov's design, the one runtime's
+// BoundedMpscQueue uses, with a compare-and-swap on the taking side too). First in, first out
+// keeps a freed slot unused for as long as possible, which matters to the profiler plugin: NCCL
+// may still name a freed operation handle in a late event. Hands out the slots of fixed pools
+// (the plugin's handles, the stream timer's timing slots) on the NCCL hot path.
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 
@@ -14,38 +17,58 @@ class IndexFreeList {
  public:
   static constexpr uint32_t kNone = UINT32_MAX;
 
-  explicit IndexFreeList(uint32_t n) : next_(new std::atomic<uint32_t>[n]), size_(n) { reset(); }
+  explicit IndexFreeList(uint32_t n) : size_(n), mask_(capacity_for(n) - 1),
+                                       cells_(new Cell[mask_ + 1]) {
+    reset();
+  }
 
   // Every slot free again, lowest first. Only while no thread takes or gives.
   void reset() {
-    for (uint32_t i = 0; i < size_; ++i) next_[i].store(i + 1 < size_ ? i + 2 : 0, std::memory_order_relaxed);
-    head_.store(size_ > 0 ? 1 : 0, std::memory_order_release);
+    for (size_t i = 0; i <= mask_; ++i) cells_[i].sequence.store(i, std::memory_order_relaxed);
+    enqueue_.store(0, std::memory_order_relaxed);
+    dequeue_.store(0, std::memory_order_relaxed);
+    for (uint32_t i = 0; i < size_; ++i) give(i);
   }
 
-  // A free slot, or kNone when all are taken.
+  // The longest-free slot, or kNone when all are taken.
   uint32_t take() {
-    uint64_t head = head_.load(std::memory_order_acquire);
+    size_t pos = dequeue_.load(std::memory_order_relaxed);
     for (;;) {
-      const auto top = static_cast<uint32_t>(head);  // slot + 1, 0 = empty
-      if (top == 0) return kNone;
-      const uint64_t next = (head & ~0xffffffffull) + (1ull << 32) +
-                            next_[top - 1].load(std::memory_order_relaxed);
-      if (head_.compare_exchange_weak(head, next, std::memory_order_acq_rel,
-                                      std::memory_order_acquire)) {
-        return top - 1;
+      Cell& cell = cells_[pos & mask_];
+      const size_t seq = cell.sequence.load(std::memory_order_acquire);
+      const auto diff = static_cast<intptr_t>(seq) - static_cast<intptr_t>(pos + 1);
+      if (diff == 0) {
+        if (dequeue_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+          const uint32_t slot = cell.slot;
+          cell.sequence.store(pos + mask_ + 1, std::memory_order_release);
+          return slot;
+        }
+      } else if (diff < 0) {
+        return kNone;  // empty
+      } else {
+        pos = dequeue_.load(std::memory_order_relaxed);
       }
     }
   }
 
+  // Returns a slot taken before (each at most once: the ring holds exactly the free ones).
   void give(uint32_t slot) {
     if (slot >= size_) return;
-    uint64_t head = head_.load(std::memory_order_relaxed);
+    size_t pos = enqueue_.load(std::memory_order_relaxed);
     for (;;) {
-      next_[slot].store(static_cast<uint32_t>(head), std::memory_order_relaxed);
-      const uint64_t mine = (head & ~0xffffffffull) + (1ull << 32) + slot + 1;
-      if (head_.compare_exchange_weak(head, mine, std::memory_order_release,
-                                      std::memory_order_relaxed)) {
-        return;
+      Cell& cell = cells_[pos & mask_];
+      const size_t seq = cell.sequence.load(std::memory_order_acquire);
+      const auto diff = static_cast<intptr_t>(seq) - static_cast<intptr_t>(pos);
+      if (diff == 0) {
+        if (enqueue_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+          cell.slot = slot;
+          cell.sequence.store(pos + 1, std::memory_order_release);
+          return;
+        }
+      } else if (diff < 0) {
+        return;  // cannot happen while each slot is given once per take
+      } else {
+        pos = enqueue_.load(std::memory_order_relaxed);
       }
     }
   }
@@ -53,9 +76,21 @@ class IndexFreeList {
   uint32_t size() const { return size_; }
 
  private:
-  std::unique_ptr<std::atomic<uint32_t>[]> next_;  // the slot under each slot, + 1 (0: none)
+  struct Cell {
+    std::atomic<size_t> sequence{0};
+    uint32_t slot = 0;
+  };
+  static size_t capacity_for(uint32_t n) {
+    size_t c = 2;
+    while (c < n) c <<= 1;
+    return c;
+  }
+
   uint32_t size_;
-  std::atomic<uint64_t> head_{0};                  // (tag << 32) | (top slot + 1)
+  size_t mask_;
+  std::unique_ptr<Cell[]> cells_;
+  alignas(64) std::atomic<size_t> enqueue_{0};
+  alignas(64) std::atomic<size_t> dequeue_{0};
 };
 
 }  // namespace sp::nccl

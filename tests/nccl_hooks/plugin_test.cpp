@@ -174,6 +174,115 @@ TEST_F(PluginTest, V6CollectiveChannelsAndCopyEngineCollectives) {
   ASSERT_EQ(ncclProfiler_v6.finalize(ctx), 0);
 }
 
+// Issue 11: a collective captured into a CUDA graph starts and stops its Coll event once, at
+// capture, and its channels report at every replay, naming the capture's handle. The plugin learns
+// of the capture from the CollApi event (v5+), keeps that handle (never reused, however many
+// operations come between replays) and emits each replay as an operation of its own, numbered by
+// replay under an id derived from the communicator and the capture.
+TEST_F(PluginTest, V5GraphReplaysAreEmittedPerReplayAndTheirHandleIsNeverReused) {
+  void* ctx = nullptr;
+  int mask = 0;
+  ASSERT_EQ(ncclProfiler_v5.init(&ctx, kHash + 50, &mask, "dp", 1, 2, 0, nullptr), 0);
+  EXPECT_TRUE(mask & kProfileCollApi) << "to learn which calls are captured";
+  EXPECT_TRUE(mask & kProfileP2pApi);
+
+  api::DescrV5 capi{};
+  capi.type = kProfileCollApi;
+  capi.collApi.func = "AllReduce";
+  capi.collApi.graphCaptured = true;
+  void* api_handle = nullptr;
+  ASSERT_EQ(ncclProfiler_v5.startEvent(ctx, &api_handle, &capi), 0);
+  ASSERT_NE(api_handle, nullptr);
+  api::DescrV5 coll{};
+  coll.type = kProfileColl;
+  coll.parentObj = api_handle;
+  coll.coll.func = "AllReduce";
+  coll.coll.count = 32;
+  coll.coll.datatype = "ncclFloat32";
+  coll.coll.nChannels = 2;
+  void* captured = nullptr;
+  ASSERT_EQ(ncclProfiler_v5.startEvent(ctx, &captured, &coll), 0);
+  ASSERT_EQ(ncclProfiler_v5.stopEvent(captured), 0);
+  ASSERT_EQ(ncclProfiler_v5.stopEvent(api_handle), 0);
+  EXPECT_TRUE(recorded().empty()) << "a capture is not an execution";
+
+  auto replay = [&](uint64_t t0) {
+    void* ch[2] = {nullptr, nullptr};
+    for (int c = 0; c < 2; ++c) {
+      api::DescrV5 k{};
+      k.type = kProfileKernelCh;
+      k.parentObj = captured;
+      k.kernelCh.pTimer = t0 + static_cast<uint64_t>(c) * 10;
+      ASSERT_EQ(ncclProfiler_v5.startEvent(ctx, &ch[c], &k), 0);
+      ASSERT_NE(ch[c], nullptr);
+    }
+    for (int c = 0; c < 2; ++c) {
+      api::StateArgsV5 stop{};
+      stop.kernelCh.pTimer = t0 + 3000 + static_cast<uint64_t>(c) * 10;
+      ncclProfiler_v5.recordEventState(ch[c], kStateKernelChStop, &stop);
+      ncclProfiler_v5.stopEvent(ch[c]);
+    }
+  };
+  const uint64_t t0 = gpu::probe_now_ns();
+  replay(t0);
+  // More operations than the pool holds come and go between two replays.
+  api::DescrV5 plain{};
+  plain.type = kProfileColl;
+  plain.coll.func = "AllGather";
+  plain.coll.count = 1;
+  plain.coll.datatype = "ncclFloat32";
+  for (int i = 0; i < 9000; ++i) {
+    void* h = nullptr;
+    ASSERT_EQ(ncclProfiler_v5.startEvent(ctx, &h, &plain), 0);
+    ASSERT_NE(h, nullptr);
+    ASSERT_NE(h, captured) << "the captured operation's handle is never handed out again";
+    ncclProfiler_v5.stopEvent(h);
+  }
+  sp_test_clear();
+  replay(t0 + 100000);
+
+  const auto ev = recorded();
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].coll, static_cast<uint32_t>(SP_COLL_ALL_REDUCE));
+  EXPECT_EQ(ev[0].seq, 1u) << "the second replay";
+  EXPECT_NE(ev[0].group_id, kHash + 50) << "replays have a sequence space of their own";
+  EXPECT_EQ(ev[0].time_source, static_cast<uint32_t>(SP_TIME_NCCL));
+  EXPECT_EQ(ev[0].start_ns, t0 + 100000);
+  EXPECT_EQ(ev[0].end_ns, t0 + 103010);
+  EXPECT_EQ(ev[0].bytes, 128u);
+  EXPECT_EQ(plugin_stats().graph_ops, 1u);
+  EXPECT_EQ(plugin_stats().graph_replays, 2u);
+  EXPECT_EQ(plugin_stats().stale_channels, 0u);
+  ASSERT_EQ(ncclProfiler_v5.finalize(ctx), 0);
+}
+
+// v4 has no API events: a replay's channel naming a handle already freed is counted and dropped,
+// never attributed to whatever reuses it later.
+TEST_F(PluginTest, V4ChannelsNamingAFreedHandleAreDroppedAndCounted) {
+  void* ctx = nullptr;
+  int mask = 0;
+  ASSERT_EQ(ncclProfiler_v4.init(&ctx, &mask, "w", kHash + 40, 1, 2, 0, nullptr), 0);
+  api::DescrV4 coll{};
+  coll.type = kProfileColl;
+  coll.coll.func = "AllReduce";
+  coll.coll.count = 4;
+  coll.coll.datatype = "ncclFloat32";
+  void* h = nullptr;
+  ASSERT_EQ(ncclProfiler_v4.startEvent(ctx, &h, &coll), 0);
+  ASSERT_EQ(ncclProfiler_v4.stopEvent(h), 0);  // no channels: complete, freed
+  ASSERT_EQ(recorded().size(), 1u);
+  api::DescrV4 k{};
+  k.type = kProfileKernelCh;
+  k.parentObj = h;
+  k.kernelCh.pTimer = gpu::probe_now_ns();
+  void* kh = reinterpret_cast<void*>(1);
+  ASSERT_EQ(ncclProfiler_v4.startEvent(ctx, &kh, &k), 0);
+  EXPECT_EQ(kh, nullptr);
+  EXPECT_EQ(plugin_stats().stale_channels, 1u);
+  EXPECT_EQ(recorded().size(), 1u);
+  ncclProfiler_v4.finalize(ctx);
+}
+
 TEST_F(PluginTest, V5P2pAndSequencesPerCommunicator) {
   void* a = nullptr;
   void* b = nullptr;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "comm_registry.h"
+#include "index_free_list.h"
 #include "interposer/cuda_runtime_api.h"
 #include "interposer/nccl_op.h"
 #include "nccl_op_names.h"
@@ -505,6 +506,42 @@ TEST(StreamTimer, NoTimingEventsOnCommunicationStreamsWithOneConnection) {
   ASSERT_NE(why, nullptr);
   EXPECT_NE(std::string(why).find("NCCL profiler plugin"), std::string::npos) << why;
   ASSERT_NE(why_no_stream_timing("host", nullptr), nullptr);
+}
+
+// The lock-free slot pool of the plugin and the stream timer: first freed, first reused (a handle
+// NCCL may still name stays unused as long as possible), and no slot handed out twice while
+// threads take and give concurrently.
+TEST(IndexFreeList, FirstFreedFirstReusedAndNoSlotTwiceUnderContention) {
+  IndexFreeList fifo(4);
+  EXPECT_EQ(fifo.take(), 0u);
+  EXPECT_EQ(fifo.take(), 1u);
+  fifo.give(0);
+  EXPECT_EQ(fifo.take(), 2u) << "the freed slot goes to the back";
+  EXPECT_EQ(fifo.take(), 3u);
+  EXPECT_EQ(fifo.take(), 0u);
+  EXPECT_EQ(fifo.take(), IndexFreeList::kNone);
+
+  constexpr uint32_t kSlots = 64;
+  IndexFreeList pool(kSlots);
+  std::vector<std::atomic<int>> holders(kSlots);
+  std::atomic<int> doubles{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 20000; ++i) {
+        const uint32_t slot = pool.take();
+        if (slot == IndexFreeList::kNone) continue;
+        if (holders[slot].fetch_add(1) != 0) doubles.fetch_add(1);
+        holders[slot].fetch_sub(1);
+        pool.give(slot);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(doubles.load(), 0);
+  uint32_t free_after = 0;
+  while (pool.take() != IndexFreeList::kNone) ++free_after;
+  EXPECT_EQ(free_after, kSlots) << "every slot came back";
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 //   - nChannels on Coll/P2p, and the %globaltimer stamps of KernelCh events (the channel's start
 //     in the descriptor, its stop in the KernelChStop state args): v4 and later. v3 declares
 //     KernelCh without timers; it is not requested there (plugin_init's mask) and reads as empty;
+//   - the API events' graphCaptured flag (CollApi / P2pApi): v5 and later;
 //   - copy-engine collectives (CeColl): v6.
 // Each nccl_profiler_vN.cpp adds only its init (the signature is the version's) and defines the
 // exported table with make_profiler.
@@ -55,6 +56,15 @@ void read_ce_collective([[maybe_unused]] const Descr& e, [[maybe_unused]] EventD
   }
 }
 
+// v5+: the API-level events, read only for whether the call is captured into a CUDA graph.
+template <typename Descr>
+void read_api_call([[maybe_unused]] const Descr& e, [[maybe_unused]] EventDesc& d) {
+  if constexpr (requires { e.collApi.graphCaptured; }) {
+    d.graph_captured = e.type == kProfileCollApi ? e.collApi.graphCaptured != 0
+                                                 : e.p2pApi.graphCaptured != 0;
+  }
+}
+
 template <typename Descr, typename StateArgs>
 struct ProfilerAdapter {
   static api::Result start_event(void* context, void** handle, Descr* e) {
@@ -76,6 +86,8 @@ struct ProfilerAdapter {
       read_kernel_channel(*e, d);
     } else if (e->type == kProfileCeColl) {
       read_ce_collective(*e, d);
+    } else if (e->type == kProfileCollApi || e->type == kProfileP2pApi) {
+      read_api_call(*e, d);
     }
     return plugin_start_event(context, handle, d);
   }

@@ -11,9 +11,22 @@
 // Event order: Coll/P2p start and stop fire on the user thread at enqueue; KernelCh start/stop
 // fire later on the proxy thread, one per channel the operation uses (nChannels). An operation is
 // complete when its Coll/P2p event stopped and all its channels stopped. Handles come from fixed
-// pools (so a late event can never touch freed memory); when a pool is empty startEvent returns a
-// null handle and NCCL skips that event (counted). Operations whose channels never report are
-// swept out after a timeout with host times.
+// pools taken and given back without a lock (plugin_handles.h; a late event can never touch freed
+// memory, and a freed handle is reused last); when a pool is empty startEvent returns a null
+// handle and NCCL skips that event (counted). Operations whose channels never report are swept out
+// after a timeout with host times.
+//
+// CUDA graphs: a collective captured into a graph starts and stops its Coll event once, at
+// capture, and its KernelCh events come at every replay, naming that capture's handle. From v5 the
+// plugin asks for the CollApi / P2pApi events only to learn which operations are captured
+// (graphCaptured): those get a handle that is never reused while their communicator lives, and
+// each replay (one set of channels) is emitted as an operation of its own, GPU-timed, numbered
+// by replay in a sequence space derived from the communicator and the capture's sequence number,
+// so every rank's replay k of the same captured collective matches. v4 cannot tell: a channel
+// naming a freed handle is counted (stale_channels) and dropped.
+//
+// The files: profiler_plugin_core.cpp (the entry points), plugin_handles.* (pools and handles),
+// plugin_operations.cpp (starting, completing and emitting operations).
 #pragma once
 
 #include <atomic>
@@ -36,6 +49,7 @@ struct EventDesc {
   int root = -1;
   int peer = -1;
   uint32_t channels = 0;     // channels the operation runs on (v4+), 0 if unknown
+  bool graph_captured = false;  // CollApi / P2pApi (v5+): the call is captured into a CUDA graph
   uint64_t comm_hash = 0;    // v1-v3 carry it per event; v4+ give it to init
   // KernelCh
   uint8_t channel = 0;
@@ -47,9 +61,11 @@ struct EventDesc {
 //   ops_swept: channels never all reported, host times; pool_exhausted: a null handle was
 //   returned (NCCL skips that event); orphan_channels: KernelCh without a live parent; ce_ops:
 //   v6 copy-engine collectives (host-timed)
+//   graph_ops: operations captured into CUDA graphs (persistent handles); graph_replays: their
+//   replays emitted; stale_channels: channels naming a handle already freed (v4 graph replays)
 #define SP_PLUGIN_COUNTERS(X) \
   X(contexts) X(ops_started) X(ops_emitted) X(ops_gpu_timed) X(ops_swept) X(pool_exhausted) \
-  X(orphan_channels) X(ce_ops)
+  X(orphan_channels) X(ce_ops) X(graph_ops) X(graph_replays) X(stale_channels)
 
 struct PluginStats {
 #define SP_DECLARE(name) uint64_t name = 0;
