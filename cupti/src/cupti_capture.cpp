@@ -136,10 +136,8 @@ void CuptiCapture::Impl::calibrate_locked() {
 }
 
 bool CuptiCapture::Impl::enable_locked(std::string* error) {
-  cupti::ActivityKinds kinds;
-  if (opts.kernels_only) {
-    kinds.memcpy = kinds.memset = kinds.synchronization = kinds.cuda_events = false;
-  }
+  cupti::ActivityKinds kinds;  // what is used, nothing more (activity_api.h)
+  if (opts.kernels_only) kinds.memcpy = kinds.memset = false;
   if (!activity->enable(kinds, error)) return false;
   activity_fast.store(activity.get(), std::memory_order_release);
   return true;

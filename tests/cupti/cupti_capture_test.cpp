@@ -69,14 +69,27 @@ TEST_F(CuptiCaptureTest, EnablesTheActivityKindsWithoutASubscriber) {
   const auto& f = fake_cupti();
   EXPECT_EQ(f.register_calls, 1);
   for (uint32_t k : {cupti::kKindConcurrentKernel, cupti::kKindMemcpy, cupti::kKindMemset,
-                     cupti::kKindSynchronization, cupti::kKindCudaEvent,
                      cupti::kKindExternalCorrelation}) {
     EXPECT_TRUE(contains(f.enabled, k)) << "kind " << k;
   }
+  // Issue 11: only the kinds that are used. Synchronization and CUDA-event records would only be
+  // counted, and every cudaEventQuery of the process (the probe's own too) would write one.
+  EXPECT_EQ(f.enabled.size(), 4u);
+  EXPECT_FALSE(contains(f.enabled, cupti::kKindSynchronization));
+  EXPECT_FALSE(contains(f.enabled, cupti::kKindCudaEvent));
   EXPECT_EQ(f.zeroed_attr, 1) << "our buffers come pre-zeroed";
-  EXPECT_EQ(f.device_timestamps, 1) << "CUDA events with device timestamps";
+  EXPECT_EQ(f.device_timestamps, -1) << "no CUDA-event records asked for";
   EXPECT_TRUE(contains(f.driver_cbids_on, 652u)) << "cuLaunchKernelEx carries NCCL's tag";
   EXPECT_TRUE(capture_.active());
+}
+
+TEST_F(CuptiCaptureTest, KernelsOnlyEnablesKernelsAndTheirCorrelationsAlone) {
+  opts_.kernels_only = true;  // STRAGGLER_PROBE_CUPTI_KINDS=kernels
+  ASSERT_TRUE(start());
+  const auto& f = fake_cupti();
+  EXPECT_EQ(f.enabled.size(), 2u);
+  EXPECT_TRUE(contains(f.enabled, cupti::kKindConcurrentKernel));
+  EXPECT_TRUE(contains(f.enabled, cupti::kKindExternalCorrelation));
 }
 
 TEST_F(CuptiCaptureTest, KernelsOfARegionBecomeOneEventWithProbeClockTimes) {
