@@ -24,7 +24,7 @@ DEBS=(libspdlog-dev libspdlog1.10 libfmt-dev libfmt9 nlohmann-json3-dev libcli11
 
 say() { echo "[prepare] $*"; }
 
-if ! git check-ignore -q "$STAGE"; then
+if ! git check-ignore -q "$STAGE/MANIFEST"; then
   echo "[prepare] .gpu-stage/ is not git-ignored (.gitignore): refusing to stage into the tree" >&2
   exit 2
 fi
@@ -47,7 +47,11 @@ say "downloading ${DEBS[*]}"
   echo "[prepare] apt-get download failed (run 'apt-get update' first?)" >&2
   exit 4
 }
-for deb in "$STAGE"/debs/*.deb; do dpkg-deb -x "$deb" "$STAGE/prefix"; done
+: >"$STAGE/debs.list"
+for deb in "$STAGE"/debs/*.deb; do
+  dpkg-deb -x "$deb" "$STAGE/prefix"
+  echo "deb $(dpkg-deb -f "$deb" Package) $(dpkg-deb -f "$deb" Version)" >>"$STAGE/debs.list"
+done
 # zlib1g-dev's libz.so points at /lib/...: make it point inside the prefix.
 ln -sfn ../../../lib/x86_64-linux-gnu/libz.so.1 "$STAGE/prefix/usr/lib/x86_64-linux-gnu/libz.so"
 rm -rf "$STAGE/prefix/usr/share/doc" "$STAGE/prefix/usr/share/lintian" "$STAGE/debs"
@@ -59,10 +63,10 @@ cp -a "$(dirname "$LIB")/straggler_probe_autoload" "$STAGE/lib/"
 # 4. Manifest and size: the stage travels with the working tree (tracked and untracked files).
 {
   echo "# .gpu-stage, made $(date -u +%FT%TZ) by tests/gpu/prepare.sh from $(git rev-parse --short HEAD)"
-  for p in "${DEBS[@]}"; do dpkg-query -W -f='deb ${Package} ${Version}\n' "$p" 2>/dev/null ||
-    apt-cache show "$p" | awk '/^Version:/{print "deb '"$p"' "$2; exit}'; done
+  cat "$STAGE/debs.list"
   echo "lib $(basename "$LIB") $(stat -c %s "$LIB") bytes, built with $(c++ --version | head -1)"
 } >"$STAGE/MANIFEST"
+rm -f "$STAGE/debs.list"
 stage_bytes=$(du -sb "$STAGE" | cut -f1)
 tree_bytes=$(git ls-files -z --cached --others --exclude-standard | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
 total=$((stage_bytes + tree_bytes))
