@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "capture_state.h"
+#include "straggler_probe/gpu/capture_hooks.h"
 #include "straggler_probe/gpu/event_sink.h"
 #include "straggler_probe/gpu/external_ids.h"
 #include "straggler_probe/log.h"
@@ -307,5 +308,11 @@ void CuptiCapture::reset_for_tests() {
   impl_->paused.store(false);
   impl_->flusher = std::thread();
 }
+
+// capture_hooks.h: the NCCL layer's view of the capture.
+void capture_start() { CuptiCapture::instance().start(); }
+void capture_request_flush() { CuptiCapture::instance().request_flush(); }
+void tag_nccl_op(uint64_t op) { CuptiCapture::instance().push_nccl_op(op); }
+void untag_nccl_op() { CuptiCapture::instance().pop_nccl_op(); }
 
 }  // namespace sp::gpu

@@ -8,7 +8,7 @@
 #include "nccl_emit.h"
 #include "nccl_op_names.h"
 #include "interposer/real_nccl.h"
-#include "straggler_probe/gpu/cupti_capture.h"
+#include "straggler_probe/gpu/capture_hooks.h"
 #include "straggler_probe/gpu/event_sink.h"
 #include "straggler_probe/log.h"
 
@@ -146,7 +146,7 @@ InterposerRecorder::Call InterposerRecorder::begin(NcclOp op, ncclComm_t comm) {
   call.record = true;
   call.step_label = gpu::current_step_label();
   call.op_id = next_op_id_.fetch_add(1, std::memory_order_relaxed);
-  gpu::CuptiCapture::instance().push_nccl_op(call.op_id);
+  gpu::tag_nccl_op(call.op_id);
   call.host_start = gpu::probe_now_ns();
   if (timer != nullptr) call.timing = timer->begin(op.stream);
   return call;
@@ -159,7 +159,7 @@ void InterposerRecorder::end_op(Call& call, ncclResult_t result) {
     return;
   }
   if (!call.record) return;
-  gpu::CuptiCapture::instance().pop_nccl_op();
+  gpu::untag_nccl_op();
   finish(identify_single(call.op), call, result);
 }
 
@@ -181,7 +181,7 @@ InterposerRecorder::Call InterposerRecorder::begin_group_end() {
   call.host_start = tl.group_start_ns;
   call.step_label = tl.group_step_label;
   call.op_id = next_op_id_.fetch_add(1, std::memory_order_relaxed);
-  gpu::CuptiCapture::instance().push_nccl_op(call.op_id);
+  gpu::tag_nccl_op(call.op_id);
   // The group's kernel is launched inside this ncclGroupEnd, on the first operation's stream
   // (NCCL joins the other streams to it with events): bracket the launch there.
   call.op.stream = static_cast<cudaStream_t>(tl.group.first_stream());
@@ -195,7 +195,7 @@ void InterposerRecorder::end_group_end(Call& call, ncclResult_t result) {
   --tl.nesting;
   if (tl.group_depth > 0) --tl.group_depth;
   if (!call.group_end) return;
-  gpu::CuptiCapture::instance().pop_nccl_op();
+  gpu::untag_nccl_op();
   OpIdentity id = tl.group.finish();
   tl.group.reset();
   counters_.folded_groups.fetch_add(id.folded_group ? 1 : 0, std::memory_order_relaxed);
@@ -292,7 +292,7 @@ void InterposerRecorder::deliver(FinishedOp& op) {
   if (boundary == StepDetector::Boundary::kAfter && label >= 0) own_marks_.mark(label);
   if (boundary != StepDetector::Boundary::kNone) {
     counters_.steps_marked.fetch_add(1, std::memory_order_relaxed);
-    gpu::CuptiCapture::instance().request_flush();  // step end: GPU records off the hot path
+    gpu::capture_request_flush();  // step end: GPU records off the hot path
   }
 }
 
@@ -300,7 +300,7 @@ void InterposerRecorder::comm_created(ncclComm_t comm, uint64_t group_id, int ra
                               bool known) {
   if (comm == nullptr) return;
   comm_registry().add(comm, group_id, rank, size, known);
-  if (recording_allowed()) gpu::CuptiCapture::instance().start();  // CUDA surely loaded now
+  if (recording_allowed()) gpu::capture_start();  // CUDA surely loaded now
 }
 
 void InterposerRecorder::comm_split(ncclComm_t parent, ncclComm_t child, uint64_t tag) {

@@ -11,7 +11,7 @@
 #include "plugin/plugin_handles.h"
 #include "plugin/plugin_operations.h"
 #include "preload/activation.h"
-#include "straggler_probe/gpu/cupti_capture.h"
+#include "straggler_probe/gpu/capture_hooks.h"
 #include "straggler_probe/gpu/event_sink.h"
 #include "straggler_probe/log.h"
 
@@ -56,7 +56,7 @@ int plugin_init(void** context, int* activation_mask, const PluginInit& init) {
       mask = activation_mask_for(init.version);
       // The plugin records NCCL operations: the interposer (if preloaded too) steps aside.
       InterposerRecorder::instance().set_plugin_active(true);
-      gpu::CuptiCapture::instance().start();
+      gpu::capture_start();
     }
     // One process-wide mask: never narrow what another communicator's context asked for.
     *activation_mask |= mask;
@@ -89,7 +89,7 @@ int plugin_start_event(void* context, void** handle, const EventDesc& d) {
       return 0;
     case kProfileKernelLaunch:
       // Tag the NCCL kernel for CUPTI: the launch happens between start and stop, on this thread.
-      gpu::CuptiCapture::instance().push_nccl_op(pools().next_launch.fetch_add(1));
+      gpu::tag_nccl_op(pools().next_launch.fetch_add(1));
       ++tl_launch_pushes;
       *handle = &plugin::g_kernel_launch;
       return 0;
@@ -117,7 +117,7 @@ int plugin_stop_event(void* handle) {
   } else if (type == kProfileKernelLaunch) {
     if (tl_launch_pushes > 0) {
       --tl_launch_pushes;
-      gpu::CuptiCapture::instance().pop_nccl_op();
+      gpu::untag_nccl_op();
     }
   }
   return 0;  // CollApi / P2pApi: nothing to do

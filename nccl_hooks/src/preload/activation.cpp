@@ -7,7 +7,7 @@
 #include <mutex>
 
 #include "preload/nvtx_steps.h"
-#include "straggler_probe/gpu/cupti_capture.h"
+#include "straggler_probe/gpu/capture_hooks.h"
 #include "preload/summary_file_writer.h"
 #include "straggler_probe/gpu/event_sink.h"
 #include "straggler_probe/log.h"
@@ -68,7 +68,7 @@ const Activation& activate() {
     // Without Python nobody else drains the step summaries: per-rank files, if asked for.
     std::string why;
     start_summary_file_writer(a->env.rank, &why);
-    gpu::CuptiCapture::instance().start();
+    gpu::capture_start();
     log::info("GPU capture active in rank " + std::to_string(a->env.rank) + "/" +
               std::to_string(a->env.world_size) + " (" + a->env.source + ")");
     g_recording.store(true, std::memory_order_relaxed);

@@ -13,7 +13,7 @@
 #include "preload/own_step_marks.h"
 #include "preload/python_presence.h"
 #include "preload/rank_env.h"
-#include "straggler_probe/gpu/cupti_capture.h"
+#include "straggler_probe/gpu/capture_hooks.h"
 #include "straggler_probe/gpu/event_sink.h"
 #include "straggler_probe/log.h"
 
@@ -212,7 +212,7 @@ void nvtx_step_range_closed() noexcept {
     }
     if (label < 0) return;  // no runtime in this image
     g_own_marks.mark(label);
-    gpu::CuptiCapture::instance().request_flush();  // step end: GPU records off the hot path
+    gpu::capture_request_flush();  // step end: GPU records off the hot path
   } catch (...) {
   }
 }
