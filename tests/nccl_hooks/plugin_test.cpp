@@ -17,11 +17,7 @@
 namespace sp::nccl {
 namespace {
 
-std::vector<sp_event> recorded() {
-  std::vector<sp_event> out(sp_test_events(nullptr, 0));
-  sp_test_events(out.data(), out.size());
-  return out;
-}
+std::vector<sp_event> recorded() { return sp_test_recorded(); }
 
 class PluginTest : public ::testing::Test {
  protected:

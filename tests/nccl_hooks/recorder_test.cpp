@@ -16,11 +16,7 @@
 namespace sp::nccl {
 namespace {
 
-std::vector<sp_event> recorded() {
-  std::vector<sp_event> out(sp_test_events(nullptr, 0));
-  sp_test_events(out.data(), out.size());
-  return out;
-}
+std::vector<sp_event> recorded() { return sp_test_recorded(); }
 
 TEST(InterposerRecorder, ConcurrentThreadsAreRecordedOnceEachInOneOrder) {
   // Read at the recorder's first call: a rank whose steps end every 4 operations.
