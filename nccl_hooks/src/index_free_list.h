@@ -3,13 +3,15 @@
 // BoundedMpscQueue uses, with a compare-and-swap on the taking side too). First in, first out
 // keeps a freed slot unused for as long as possible, which matters to the profiler plugin: NCCL
 // may still name a freed operation handle in a late event. Hands out the slots of fixed pools
-// (the plugin's handles, the stream timer's timing slots) on the NCCL hot path.
+// (the plugin's handles, the stream timer's timing slots) on the NCCL hot path. No lock; the one
+// wait is for another thread's unpublished take or give, two stores away.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <thread>
 
 namespace sp::nccl {
 
@@ -44,7 +46,11 @@ class IndexFreeList {
           return slot;
         }
       } else if (diff < 0) {
-        return kNone;  // empty
+        // Empty, unless a give has claimed this cell and not yet published it: then wait for
+        // it (two stores away) rather than report a free slot as missing.
+        if (enqueue_.load(std::memory_order_acquire) == pos) return kNone;
+        std::this_thread::yield();
+        pos = dequeue_.load(std::memory_order_relaxed);
       } else {
         pos = dequeue_.load(std::memory_order_relaxed);
       }
@@ -66,7 +72,11 @@ class IndexFreeList {
           return;
         }
       } else if (diff < 0) {
-        return;  // cannot happen while each slot is given once per take
+        // The ring holds at most every slot, so this cell is only still marked taken because the
+        // take that emptied it a lap ago has not published yet: wait for it (two stores away);
+        // giving up would lose the slot.
+        std::this_thread::yield();
+        pos = enqueue_.load(std::memory_order_relaxed);
       } else {
         pos = enqueue_.load(std::memory_order_relaxed);
       }
