@@ -34,7 +34,7 @@ StreamTimer::StreamTimer(const CudaRt& rt, StreamTimerOptions opts)
       opts_(opts),
       slots_(new Pending[std::clamp<size_t>(opts.max_in_flight, 1, kMaxSlots)]),
       free_(static_cast<uint32_t>(std::clamp<size_t>(opts.max_in_flight, 1, kMaxSlots))),
-      submitted_(std::make_unique<runtime::BoundedMpscQueue<uint32_t, kMaxSlots>>()) {
+      submitted_(std::make_unique<runtime::BoundedMpscQueue<uint32_t, 2 * kMaxSlots>>()) {
   in_flight_.reserve(free_.size());
 }
 
@@ -145,8 +145,9 @@ bool StreamTimer::record_end(Pending* p, void* stream) {
 void StreamTimer::submit(Pending* p, const sp_event& ev) {
   if (p == nullptr) return;
   p->ev = ev;
-  // The queue holds every slot there is, so it cannot be full.
-  submitted_->try_push(static_cast<uint32_t>(p - slots_.get()));
+  // The queue has room for every slot twice over (stream_timer.h): a push cannot fail; the loop
+  // only guards that reasoning.
+  while (!submitted_->try_push(static_cast<uint32_t>(p - slots_.get()))) std::this_thread::yield();
 }
 
 void StreamTimer::end(Pending* p, void* stream, const sp_event& ev) {

@@ -117,7 +117,9 @@ class StreamTimer {
   std::unique_ptr<Pending[]> slots_;
   IndexFreeList free_;
   // Slots whose end was recorded, on their way to the poller; then the poller's own list.
-  std::unique_ptr<runtime::BoundedMpscQueue<uint32_t, kMaxSlots>> submitted_;
+  // Twice the slots: the consumer's position is never more than one lap of slots behind a
+  // producer, so a push always finds its cell published (never a transient "full").
+  std::unique_ptr<runtime::BoundedMpscQueue<uint32_t, 2 * kMaxSlots>> submitted_;
   std::vector<uint32_t> in_flight_;  // poll_mutex_
 
   struct Counters {
