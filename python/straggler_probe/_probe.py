@@ -78,7 +78,8 @@ class Probe:
         use_cuda = self.cfg.cuda_events == "on" or (
             self.cfg.cuda_events == "auto" and cuda.is_available() and cuda.is_initialized())
         if use_cuda:
-            self.timer = CudaEventTimer(self.core.record, self.torch)
+            self.timer = CudaEventTimer(self.core.record, self.torch,
+                                        on_capture=getattr(self.core, "gpu_graph_capture", None))
             self.rec.timer = self.timer
             # CUDA is up now: start the GPU capture (NCCL's first communicator would too) and
             # tag the regions' kernels (a push returns at once while capture is off).
