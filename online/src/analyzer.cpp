@@ -16,10 +16,10 @@
 #include "ideal_window.h"
 #include "report_writer.h"
 #include "seq_evidence.h"
+#include "slowdown_metrics.h"
 #include "step_model.h"
 #include "straggler_probe/whatif/op_graph.h"
 #include "verdict_json.h"
-#include "what_if.h"
 
 namespace sp::online {
 
@@ -49,6 +49,8 @@ struct OnlineAnalyzer::Impl {
   std::optional<int64_t> newest_complete;
   IdealWindow window;
   SeqWindow seq;
+  SlowdownAnalysis slowdown;  // keeps its buffers from step to step
+  SlowdownMetrics metrics;
   std::deque<int> worst_history;  // per analysed step: worst rank, or -1 when not straggling
   std::deque<StepVerdict> recent;
   uint64_t since_summary = 0;
@@ -194,15 +196,15 @@ StepVerdict OnlineAnalyzer::Impl::analyze(int64_t step, Pending& p) {
 
   window.push(collect_samples(*model));
   seq.push(*model);
-  WhatIfResult w;
   try {
-    w = run_what_if(*model, window.ideals(*model), cfg.thresholds.worker_top_fraction,
-                    cfg.timeline_steps > 0);
+    slowdown.compute(*model, window.ideals(*model), cfg.thresholds.worker_top_fraction,
+                     cfg.timeline_steps > 0, &metrics);
   } catch (const whatif::GraphError& e) {
     window.pop_back();
     seq.pop_back();
     return skipped(step, "malformed", e.what());
   }
+  const SlowdownMetrics& w = metrics;
 
   StepVerdict v;
   v.step = step;

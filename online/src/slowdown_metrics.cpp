@@ -1,100 +1,10 @@
-#include "what_if.h"
+#include "slowdown_metrics.h"
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
-#include <map>
-
-#include "replay.h"
 
 namespace sp::online {
 namespace {
-
-enum class Delay : uint8_t { kReal, kIdeal, kZero };
-
-constexpr size_t kLanesPerRun = 32;
-
-struct Lane {
-  std::function<bool(const Node&)> real_work;  // keep the recorded duration of this node?
-  std::function<Delay(const Node&)> delay;
-};
-
-struct NodeValues {
-  std::vector<double> real_work, real_delay, ideal_work, ideal_delay;
-};
-
-// Ideal duration and launch delay of every node. A host op split into segments has its ideal
-// spread over the segments in proportion to their recorded lengths.
-NodeValues node_values(const StepModel& m, const Ideals& ideals) {
-  NodeValues v;
-  const size_t n = m.nodes.size();
-  v.real_work.assign(n, 0.0);
-  v.real_delay.assign(n, 0.0);
-  v.ideal_work.assign(n, 0.0);
-  v.ideal_delay.assign(n, 0.0);
-  std::vector<int> pieces(m.ops.size(), 0);
-  for (const Node& node : m.nodes) {
-    if (node.logical >= 0) ++pieces[static_cast<size_t>(node.logical)];
-  }
-  // Per (rank, key): total own time of pause-like ops (slot-mean rule).
-  std::map<std::pair<int, int>, double> slot_total;
-  for (const LogicalOp& op : m.ops) {
-    if (op.rule == IdealRule::kSlotMean) slot_total[{op.rank, op.key}] += op.own;
-  }
-  for (size_t i = 0; i < n; ++i) {
-    const Node& node = m.nodes[i];
-    v.real_work[i] = node.duration;
-    v.real_delay[i] = node.launch_delay;
-    v.ideal_delay[i] = node.launch_delay;
-    if (node.role == NodeRole::kStart) {
-      v.ideal_work[i] = 0;
-      continue;  // its delay is the rank's offset: the same in every scenario
-    }
-    if (node.role == NodeRole::kMarker) {
-      v.ideal_work[i] = 0;
-      v.ideal_delay[i] = ideals.delay[static_cast<size_t>(m.marker_delay_key)];
-      continue;
-    }
-    const LogicalOp& op = m.ops[static_cast<size_t>(node.logical)];
-    const double target = ideals.duration[static_cast<size_t>(op.key)];
-    if (op.first_node == static_cast<int>(i)) {
-      v.ideal_delay[i] = ideals.delay[static_cast<size_t>(op.delay_key)];
-    }
-    if (node.role == NodeRole::kComm) {
-      v.ideal_work[i] = target;
-      continue;
-    }
-    const double own = op.rule == IdealRule::kSlotMean ? slot_total[{op.rank, op.key}] : op.own;
-    if (own > 0) {
-      v.ideal_work[i] = node.duration * target / own;
-    } else {
-      v.ideal_work[i] = op.rule == IdealRule::kSlotMean ? node.duration
-                                                        : target / pieces[static_cast<size_t>(node.logical)];
-    }
-  }
-  return v;
-}
-
-LaneInputs build_lanes(const StepModel& m, const NodeValues& v, const std::vector<Lane>& lanes) {
-  LaneInputs in;
-  in.lanes = lanes.size();
-  const size_t n = m.nodes.size();
-  in.work.assign(n * in.lanes, 0.0);
-  in.delay.assign(n * in.lanes, 0.0);
-  for (size_t i = 0; i < n; ++i) {
-    for (size_t l = 0; l < in.lanes; ++l) {
-      const size_t cell = i * in.lanes + l;
-      in.work[cell] = lanes[l].real_work(m.nodes[i]) ? v.real_work[i] : v.ideal_work[i];
-      const Delay mode = m.nodes[i].role == NodeRole::kStart ? Delay::kReal : lanes[l].delay(m.nodes[i]);
-      switch (mode) {
-        case Delay::kReal: in.delay[cell] = v.real_delay[i]; break;
-        case Delay::kIdeal: in.delay[cell] = v.ideal_delay[i]; break;
-        case Delay::kZero: in.delay[cell] = 0; break;
-      }
-    }
-  }
-  return in;
-}
 
 // Share of the recoverable slowdown (T - T_ideal) that a fix-only scenario recovers.
 double share(double T, double T_fixed, double T_ideal) {
@@ -105,114 +15,120 @@ double share(double T, double T_fixed, double T_ideal) {
 
 }  // namespace
 
-WhatIfResult run_what_if(const StepModel& m, const Ideals& ideals, double top_fraction,
-                         bool want_timeline) {
-  const NodeValues values = node_values(m, ideals);
-  StepReplayer replayer(m);
-  auto type_of = [&m](const Node& n) { return n.logical >= 0 ? m.ops[static_cast<size_t>(n.logical)].type : -1; };
-  auto always = [](const Node&) { return true; };
-  auto never = [](const Node&) { return false; };
-  auto real_delay = [](const Node&) { return Delay::kReal; };
-  auto ideal_delay = [](const Node&) { return Delay::kIdeal; };
+void SlowdownMetrics::clear() {
+  T_real = T_nodelay = T_ideal = 0;
+  M_S = M_W = 0;
+  for (auto* v : {&dp_S, &stage_S, &worker_S, &fix_stage_share, &real_start, &real_end,
+                  &ideal_start, &ideal_end}) {
+    v->clear();
+  }
+  op_S.clear();
+  top_workers.clear();
+}
 
-  std::vector<Lane> lanes;
-  lanes.push_back({always, real_delay});                                  // 0: real
-  lanes.push_back({always, [](const Node&) { return Delay::kZero; }});   // 1: no launch delay
-  lanes.push_back({never, ideal_delay});                                  // 2: ideal
-  const size_t first_type = lanes.size();
-  const int num_types = static_cast<int>(m.type_names.size());
-  for (int t = 0; t < num_types; ++t) {
-    lanes.push_back({[t, type_of](const Node& n) { return type_of(n) == t; }, ideal_delay});
+double SlowdownAnalysis::replay(const Selection& s, ScenarioReplay* into) {
+  ++work_.full_replays;
+  return into->run(plan_, values_, s);
+}
+
+void SlowdownAnalysis::compute(const StepModel& m, const Ideals& ideals, double top_fraction,
+                               bool want_timeline, SlowdownMetrics* out) {
+  work_ = {};
+  build_replay_plan(m, &plan_);
+  compute_node_values(m, ideals, &node_values_);
+  gather_plan_values(m, node_values_, plan_, &values_);
+  SlowdownMetrics& r = *out;
+  r.clear();
+  base_scenarios(m, &r);
+  unit_scores(m, &r);
+  worker_scores(m, top_fraction, &r);
+  if (want_timeline) timeline(m, &r);
+}
+
+// Real and ideal (replayed alone: the timeline keeps their times), then no launch delay and
+// "ideal but one op type (or the launch delays) real", replayed side by side.
+void SlowdownAnalysis::base_scenarios(const StepModel& m, SlowdownMetrics* r) {
+  const size_t types = values_.num_types;
+  const size_t world = static_cast<size_t>(m.world);
+  selection_.reset(types, world, true, DelayMode::kReal);
+  r->T_real = replay(selection_, &real_);
+  selection_.reset(types, world, false, DelayMode::kIdeal);
+  r->T_ideal = replay(selection_, &ideal_);
+  lanes_.resize(types + 2);
+  lanes_[0].reset(types, world, true, DelayMode::kZero);
+  for (size_t t = 0; t < types; ++t) {
+    lanes_[t + 1].reset(types, world, false, DelayMode::kIdeal);
+    lanes_[t + 1].type_real[t] = 1;
   }
-  lanes.push_back({never, real_delay});  // launch delays put back
-  const size_t first_dp = lanes.size();
-  auto in_dp = [&m](int d) { return [&m, d](const Node& n) { return m.rank_dp[static_cast<size_t>(n.rank)] == d; }; };
-  auto in_stage = [&m](int p) { return [&m, p](const Node& n) { return m.rank_stage[static_cast<size_t>(n.rank)] == p; }; };
-  for (int d = 0; d < m.dp_size; ++d) {
-    auto sel = in_dp(d);
-    lanes.push_back({sel, [sel](const Node& n) { return sel(n) ? Delay::kReal : Delay::kIdeal; }});
-  }
-  const size_t first_stage = lanes.size();
-  for (int p = 0; p < m.pp_size; ++p) {
-    auto sel = in_stage(p);
-    lanes.push_back({sel, [sel](const Node& n) { return sel(n) ? Delay::kReal : Delay::kIdeal; }});
-  }
-  const size_t first_fix_stage = lanes.size();
+  lanes_[types + 1].reset(types, world, false, DelayMode::kReal);
+  batch_.run(plan_, values_, lanes_, &lane_times_);
+  work_.full_replays += lanes_.size();
+  r->T_nodelay = lane_times_[0];
+  const double ideal = r->T_ideal > 0 ? r->T_ideal : 1e-12;
+  for (size_t t = 0; t < types; ++t) r->op_S.emplace_back(m.type_names[t], lane_times_[t + 1] / ideal);
+  r->op_S.emplace_back("launch-delay", lane_times_[types + 1] / ideal);
+}
+
+// Per dp rank and per stage: only that unit real (the paper's S per dp rank / stage); per
+// stage again: only that stage fixed (M_S).
+void SlowdownAnalysis::unit_scores(const StepModel& m, SlowdownMetrics* r) {
+  const double ideal = r->T_ideal > 0 ? r->T_ideal : 1e-12;
+  const ValueSide ideal_side{false, DelayMode::kIdeal}, real_side{true, DelayMode::kReal};
+  units_.run(plan_, values_, m.rank_dp, m.dp_size, ideal_side, real_side, unit_method_, &unit_times_);
+  work_.dp = units_.stats();
+  for (double t : unit_times_) r->dp_S.push_back(t / ideal);
+  units_.run(plan_, values_, m.rank_stage, m.pp_size, ideal_side, real_side, unit_method_, &unit_times_);
+  work_.stage = units_.stats();
+  for (double t : unit_times_) r->stage_S.push_back(t / ideal);
+  r->fix_stage_share.assign(static_cast<size_t>(m.pp_size), 0.0);
   if (m.pp_size > 1) {
-    for (int p = 0; p < m.pp_size; ++p) {
-      auto sel = in_stage(p);
-      lanes.push_back({[sel](const Node& n) { return !sel(n); },
-                       [sel](const Node& n) { return sel(n) ? Delay::kIdeal : Delay::kReal; }});
+    units_.run(plan_, values_, m.rank_stage, m.pp_size, real_side, ideal_side, unit_method_, &unit_times_);
+    work_.fix_stage = units_.stats();
+    for (size_t p = 0; p < unit_times_.size(); ++p) {
+      r->fix_stage_share[p] = share(r->T_real, unit_times_[p], r->T_ideal);
     }
+    r->M_S = r->fix_stage_share.back();
   }
+  work_.full_replays += work_.dp.full_replays + work_.stage.full_replays + work_.fix_stage.full_replays;
+}
 
-  // Replayed in batches of lanes, so that memory stays proportional to the graph, not to
-  // graph x (dp + pp) scenarios, in a large job. The first batch holds lanes 0 (real) and 2
-  // (ideal), whose per-node times the timeline needs.
-  LaneOutputs out;
-  LaneOutputs first_batch;
-  const std::vector<size_t> timeline_lanes = want_timeline ? std::vector<size_t>{0, 2} : std::vector<size_t>{};
-  for (size_t begin = 0; begin < lanes.size(); begin += kLanesPerRun) {
-    const size_t end = std::min(lanes.size(), begin + kLanesPerRun);
-    const std::vector<Lane> batch(lanes.begin() + static_cast<std::ptrdiff_t>(begin),
-                                  lanes.begin() + static_cast<std::ptrdiff_t>(end));
-    LaneOutputs o = replayer.run(build_lanes(m, values, batch),
-                                 begin == 0 ? timeline_lanes : std::vector<size_t>{});
-    out.step_time.insert(out.step_time.end(), o.step_time.begin(), o.step_time.end());
-    if (begin == 0) first_batch = std::move(o);
+// S_w (the paper's scalable approximation: min of the worker's dp-rank and stage scores), the
+// top workers and M_W (fix only them: the paper's top 3%, at least one).
+void SlowdownAnalysis::worker_scores(const StepModel& m, double top_fraction, SlowdownMetrics* r) {
+  r->worker_S.resize(static_cast<size_t>(m.world));
+  for (size_t rank = 0; rank < r->worker_S.size(); ++rank) {
+    r->worker_S[rank] = std::min(r->dp_S[static_cast<size_t>(m.rank_dp[rank])],
+                                 r->stage_S[static_cast<size_t>(m.rank_stage[rank])]);
   }
-  WhatIfResult r;
-  r.T_real = out.step_time[0];
-  r.T_nodelay = out.step_time[1];
-  r.T_ideal = out.step_time[2];
-  const double ideal = r.T_ideal > 0 ? r.T_ideal : 1e-12;
-  for (int t = 0; t < num_types; ++t) {
-    r.op_S.emplace_back(m.type_names[static_cast<size_t>(t)], out.step_time[first_type + static_cast<size_t>(t)] / ideal);
-  }
-  r.op_S.emplace_back("launch-delay", out.step_time[first_type + static_cast<size_t>(num_types)] / ideal);
-  for (int d = 0; d < m.dp_size; ++d) r.dp_S.push_back(out.step_time[first_dp + static_cast<size_t>(d)] / ideal);
-  for (int p = 0; p < m.pp_size; ++p) r.stage_S.push_back(out.step_time[first_stage + static_cast<size_t>(p)] / ideal);
-  r.fix_stage_share.assign(static_cast<size_t>(m.pp_size), 0.0);
-  if (m.pp_size > 1) {
-    for (int p = 0; p < m.pp_size; ++p) {
-      r.fix_stage_share[static_cast<size_t>(p)] =
-          share(r.T_real, out.step_time[first_fix_stage + static_cast<size_t>(p)], r.T_ideal);
-    }
-    r.M_S = r.fix_stage_share.back();
-  }
-  // The paper's scalable worker score: min of the worker's dp-rank and stage scores.
-  r.worker_S.resize(static_cast<size_t>(m.world));
-  for (int rank = 0; rank < m.world; ++rank) {
-    r.worker_S[static_cast<size_t>(rank)] =
-        std::min(r.dp_S[static_cast<size_t>(m.rank_dp[static_cast<size_t>(rank)])],
-                 r.stage_S[static_cast<size_t>(m.rank_stage[static_cast<size_t>(rank)])]);
-  }
-
-  // M_W: fix only the top workers (the paper's top 3%, at least one).
   std::vector<int> order(static_cast<size_t>(m.world));
   for (int i = 0; i < m.world; ++i) order[static_cast<size_t>(i)] = i;
-  std::stable_sort(order.begin(), order.end(), [&r](int a, int b) {
-    return r.worker_S[static_cast<size_t>(a)] > r.worker_S[static_cast<size_t>(b)];
+  std::stable_sort(order.begin(), order.end(), [r](int a, int b) {
+    return r->worker_S[static_cast<size_t>(a)] > r->worker_S[static_cast<size_t>(b)];
   });
   const size_t k = std::max<size_t>(1, static_cast<size_t>(std::floor(top_fraction * m.world)));
-  r.top_workers.assign(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(std::min(k, order.size())));
-  std::vector<char> in_w(static_cast<size_t>(m.world), 0);
-  for (int w : r.top_workers) in_w[static_cast<size_t>(w)] = 1;
-  auto sel_w = [&in_w](const Node& n) { return in_w[static_cast<size_t>(n.rank)] != 0; };
-  const LaneOutputs fix_w = replayer.run(
-      build_lanes(m, values, {Lane{[sel_w](const Node& n) { return !sel_w(n); },
-                                   [sel_w](const Node& n) { return sel_w(n) ? Delay::kIdeal : Delay::kReal; }}}));
-  r.M_W = share(r.T_real, fix_w.step_time[0], r.T_ideal);
-
-  if (want_timeline) {
-    for (size_t i = 0; i < m.nodes.size(); ++i) {
-      r.real_start.push_back(first_batch.start[2 * i]);
-      r.real_end.push_back(first_batch.end[2 * i]);
-      r.ideal_start.push_back(first_batch.start[2 * i + 1]);
-      r.ideal_end.push_back(first_batch.end[2 * i + 1]);
-    }
+  r->top_workers.assign(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(std::min(k, order.size())));
+  selection_.reset(values_.num_types, static_cast<size_t>(m.world), true, DelayMode::kReal);
+  for (int w : r->top_workers) {
+    selection_.rank_real[static_cast<size_t>(w)] = 0;
+    selection_.rank_delay[static_cast<size_t>(w)] = static_cast<uint8_t>(DelayMode::kIdeal);
   }
-  return r;
+  r->M_W = share(r->T_real, replay(selection_, &other_), r->T_ideal);
+}
+
+// Per node (not position): the real and the ideal replay.
+void SlowdownAnalysis::timeline(const StepModel& m, SlowdownMetrics* r) const {
+  const size_t n = m.nodes.size();
+  r->real_start.resize(n);
+  r->real_end.resize(n);
+  r->ideal_start.resize(n);
+  r->ideal_end.resize(n);
+  for (size_t p = 0; p < n; ++p) {
+    const auto v = static_cast<size_t>(plan_.node_at[p]);
+    r->real_start[v] = real_.start()[p];
+    r->real_end[v] = real_.end()[p];
+    r->ideal_start[v] = ideal_.start()[p];
+    r->ideal_end[v] = ideal_.end()[p];
+  }
 }
 
 }  // namespace sp::online

@@ -1,0 +1,163 @@
+#include "lane_oracle.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+#include "lane_replayer.h"
+#include "scenario_values.h"
+
+namespace sp::online::testing {
+namespace {
+
+enum class Delay : uint8_t { kReal, kIdeal, kZero };
+
+constexpr size_t kLanesPerRun = 32;
+
+struct Lane {
+  std::function<bool(const Node&)> real_work;  // keep the recorded duration of this node?
+  std::function<Delay(const Node&)> delay;
+};
+
+LaneInputs build_lanes(const StepModel& m, const NodeValues& v, const std::vector<Lane>& lanes) {
+  LaneInputs in;
+  in.lanes = lanes.size();
+  const size_t n = m.nodes.size();
+  in.work.assign(n * in.lanes, 0.0);
+  in.delay.assign(n * in.lanes, 0.0);
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t l = 0; l < in.lanes; ++l) {
+      const size_t cell = i * in.lanes + l;
+      in.work[cell] = lanes[l].real_work(m.nodes[i]) ? v.real_work[i] : v.ideal_work[i];
+      const Delay mode = m.nodes[i].role == NodeRole::kStart ? Delay::kReal : lanes[l].delay(m.nodes[i]);
+      switch (mode) {
+        case Delay::kReal: in.delay[cell] = v.real_delay[i]; break;
+        case Delay::kIdeal: in.delay[cell] = v.ideal_delay[i]; break;
+        case Delay::kZero: in.delay[cell] = 0; break;
+      }
+    }
+  }
+  return in;
+}
+
+// Share of the recoverable slowdown (T - T_ideal) that a fix-only scenario recovers.
+double share(double T, double T_fixed, double T_ideal) {
+  const double gap = T - T_ideal;
+  if (!(gap > 1e-9 * std::max(1.0, T))) return 0;
+  return (T - T_fixed) / gap;
+}
+
+}  // namespace
+
+SlowdownMetrics lane_oracle_metrics(const StepModel& m, const Ideals& ideals, double top_fraction,
+                                    bool want_timeline) {
+  NodeValues values;
+  compute_node_values(m, ideals, &values);
+  StepReplayer replayer(m);
+  auto type_of = [&m](const Node& n) { return n.logical >= 0 ? m.ops[static_cast<size_t>(n.logical)].type : -1; };
+  auto always = [](const Node&) { return true; };
+  auto never = [](const Node&) { return false; };
+  auto real_delay = [](const Node&) { return Delay::kReal; };
+  auto ideal_delay = [](const Node&) { return Delay::kIdeal; };
+
+  std::vector<Lane> lanes;
+  lanes.push_back({always, real_delay});                                  // 0: real
+  lanes.push_back({always, [](const Node&) { return Delay::kZero; }});   // 1: no launch delay
+  lanes.push_back({never, ideal_delay});                                  // 2: ideal
+  const size_t first_type = lanes.size();
+  const int num_types = static_cast<int>(m.type_names.size());
+  for (int t = 0; t < num_types; ++t) {
+    lanes.push_back({[t, type_of](const Node& n) { return type_of(n) == t; }, ideal_delay});
+  }
+  lanes.push_back({never, real_delay});  // launch delays put back
+  const size_t first_dp = lanes.size();
+  auto in_dp = [&m](int d) { return [&m, d](const Node& n) { return m.rank_dp[static_cast<size_t>(n.rank)] == d; }; };
+  auto in_stage = [&m](int p) { return [&m, p](const Node& n) { return m.rank_stage[static_cast<size_t>(n.rank)] == p; }; };
+  for (int d = 0; d < m.dp_size; ++d) {
+    auto sel = in_dp(d);
+    lanes.push_back({sel, [sel](const Node& n) { return sel(n) ? Delay::kReal : Delay::kIdeal; }});
+  }
+  const size_t first_stage = lanes.size();
+  for (int p = 0; p < m.pp_size; ++p) {
+    auto sel = in_stage(p);
+    lanes.push_back({sel, [sel](const Node& n) { return sel(n) ? Delay::kReal : Delay::kIdeal; }});
+  }
+  const size_t first_fix_stage = lanes.size();
+  if (m.pp_size > 1) {
+    for (int p = 0; p < m.pp_size; ++p) {
+      auto sel = in_stage(p);
+      lanes.push_back({[sel](const Node& n) { return !sel(n); },
+                       [sel](const Node& n) { return sel(n) ? Delay::kIdeal : Delay::kReal; }});
+    }
+  }
+
+  // Replayed in batches of lanes, so that memory stays proportional to the graph, not to
+  // graph x (dp + pp) scenarios, in a large job. The first batch holds lanes 0 (real) and 2
+  // (ideal), whose per-node times the timeline needs.
+  LaneOutputs out;
+  LaneOutputs first_batch;
+  const std::vector<size_t> timeline_lanes = want_timeline ? std::vector<size_t>{0, 2} : std::vector<size_t>{};
+  for (size_t begin = 0; begin < lanes.size(); begin += kLanesPerRun) {
+    const size_t end = std::min(lanes.size(), begin + kLanesPerRun);
+    const std::vector<Lane> batch(lanes.begin() + static_cast<std::ptrdiff_t>(begin),
+                                  lanes.begin() + static_cast<std::ptrdiff_t>(end));
+    LaneOutputs o = replayer.run(build_lanes(m, values, batch),
+                                 begin == 0 ? timeline_lanes : std::vector<size_t>{});
+    out.step_time.insert(out.step_time.end(), o.step_time.begin(), o.step_time.end());
+    if (begin == 0) first_batch = std::move(o);
+  }
+  SlowdownMetrics r;
+  r.T_real = out.step_time[0];
+  r.T_nodelay = out.step_time[1];
+  r.T_ideal = out.step_time[2];
+  const double ideal = r.T_ideal > 0 ? r.T_ideal : 1e-12;
+  for (int t = 0; t < num_types; ++t) {
+    r.op_S.emplace_back(m.type_names[static_cast<size_t>(t)], out.step_time[first_type + static_cast<size_t>(t)] / ideal);
+  }
+  r.op_S.emplace_back("launch-delay", out.step_time[first_type + static_cast<size_t>(num_types)] / ideal);
+  for (int d = 0; d < m.dp_size; ++d) r.dp_S.push_back(out.step_time[first_dp + static_cast<size_t>(d)] / ideal);
+  for (int p = 0; p < m.pp_size; ++p) r.stage_S.push_back(out.step_time[first_stage + static_cast<size_t>(p)] / ideal);
+  r.fix_stage_share.assign(static_cast<size_t>(m.pp_size), 0.0);
+  if (m.pp_size > 1) {
+    for (int p = 0; p < m.pp_size; ++p) {
+      r.fix_stage_share[static_cast<size_t>(p)] =
+          share(r.T_real, out.step_time[first_fix_stage + static_cast<size_t>(p)], r.T_ideal);
+    }
+    r.M_S = r.fix_stage_share.back();
+  }
+  // The paper's scalable worker score: min of the worker's dp-rank and stage scores.
+  r.worker_S.resize(static_cast<size_t>(m.world));
+  for (int rank = 0; rank < m.world; ++rank) {
+    r.worker_S[static_cast<size_t>(rank)] =
+        std::min(r.dp_S[static_cast<size_t>(m.rank_dp[static_cast<size_t>(rank)])],
+                 r.stage_S[static_cast<size_t>(m.rank_stage[static_cast<size_t>(rank)])]);
+  }
+
+  // M_W: fix only the top workers (the paper's top 3%, at least one).
+  std::vector<int> order(static_cast<size_t>(m.world));
+  for (int i = 0; i < m.world; ++i) order[static_cast<size_t>(i)] = i;
+  std::stable_sort(order.begin(), order.end(), [&r](int a, int b) {
+    return r.worker_S[static_cast<size_t>(a)] > r.worker_S[static_cast<size_t>(b)];
+  });
+  const size_t k = std::max<size_t>(1, static_cast<size_t>(std::floor(top_fraction * m.world)));
+  r.top_workers.assign(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(std::min(k, order.size())));
+  std::vector<char> in_w(static_cast<size_t>(m.world), 0);
+  for (int w : r.top_workers) in_w[static_cast<size_t>(w)] = 1;
+  auto sel_w = [&in_w](const Node& n) { return in_w[static_cast<size_t>(n.rank)] != 0; };
+  const LaneOutputs fix_w = replayer.run(
+      build_lanes(m, values, {Lane{[sel_w](const Node& n) { return !sel_w(n); },
+                                   [sel_w](const Node& n) { return sel_w(n) ? Delay::kIdeal : Delay::kReal; }}}));
+  r.M_W = share(r.T_real, fix_w.step_time[0], r.T_ideal);
+
+  if (want_timeline) {
+    for (size_t i = 0; i < m.nodes.size(); ++i) {
+      r.real_start.push_back(first_batch.start[2 * i]);
+      r.real_end.push_back(first_batch.end[2 * i]);
+      r.ideal_start.push_back(first_batch.start[2 * i + 1]);
+      r.ideal_end.push_back(first_batch.end[2 * i + 1]);
+    }
+  }
+  return r;
+}
+
+}  // namespace sp::online::testing
