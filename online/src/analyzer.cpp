@@ -12,7 +12,7 @@
 #include <set>
 
 #include "cause_rules.h"
-#include "format.h"
+#include "summary_text.h"
 #include "ideal_window.h"
 #include "report_writer.h"
 #include "seq_evidence.h"
