@@ -14,7 +14,7 @@ double ScenarioReplay::run(const ReplayPlan& plan, const PlanValues& values,
   const int32_t* dep_begin = plan.dep_begin.data();
   const int32_t* deps = plan.deps.data();
   const int32_t* rank_at = plan.rank_at.data();
-  const uint16_t* type_at = values.type_at.data();
+  const int32_t* type_at = values.type_at.data();
   const uint8_t* type_real = selection.type_real.data();
   const uint8_t* rank_real = selection.rank_real.data();
   const uint8_t* rank_delay = selection.rank_delay.data();

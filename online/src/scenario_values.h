@@ -24,11 +24,17 @@ void compute_node_values(const StepModel& model, const Ideals& ideals, NodeValue
 
 enum class DelayMode : uint8_t { kReal = 0, kIdeal = 1, kZero = 2 };
 
+// One side of a scenario: recorded or ideal work, and a launch-delay mode.
+struct ValueSide {
+  bool real_work = false;
+  DelayMode delay = DelayMode::kIdeal;
+};
+
 // The same values per plan position (replay_plan.h), for the replay kernels.
 struct PlanValues {
   std::array<std::vector<double>, 2> work;   // [0] recorded, [1] ideal
   std::array<std::vector<double>, 3> delay;  // by DelayMode; kZero keeps a step start's offset
-  std::vector<uint16_t> type_at;             // op type; num_types for step starts and ends
+  std::vector<int32_t> type_at;              // op type; num_types for step starts and ends
   size_t num_types = 0;
 };
 

@@ -54,14 +54,12 @@ void SlowdownAnalysis::base_scenarios(const StepModel& m, SlowdownMetrics* r) {
   r->T_real = replay(selection_, &real_);
   selection_.reset(types, world, false, DelayMode::kIdeal);
   r->T_ideal = replay(selection_, &ideal_);
-  lanes_.resize(types + 2);
-  lanes_[0].reset(types, world, true, DelayMode::kZero);
-  for (size_t t = 0; t < types; ++t) {
-    lanes_[t + 1].reset(types, world, false, DelayMode::kIdeal);
-    lanes_[t + 1].type_real[t] = 1;
-  }
-  lanes_[types + 1].reset(types, world, false, DelayMode::kReal);
-  batch_.run(plan_, values_, lanes_, &lane_times_);
+  const ValueSide ideal_side{false, DelayMode::kIdeal};
+  lanes_.clear();
+  lanes_.push_back({{true, DelayMode::kZero}, -1, {}});
+  for (size_t t = 0; t < types; ++t) lanes_.push_back({ideal_side, static_cast<int32_t>(t), {true, DelayMode::kIdeal}});
+  lanes_.push_back({{false, DelayMode::kReal}, -1, {}});
+  batch_.run(plan_, values_, values_.type_at, lanes_, &lane_times_);
   work_.full_replays += lanes_.size();
   r->T_nodelay = lane_times_[0];
   const double ideal = r->T_ideal > 0 ? r->T_ideal : 1e-12;

@@ -73,7 +73,7 @@ class SlowdownAnalysis {
   Selection selection_;
   ScenarioReplay real_, ideal_, other_;
   LaneBatch batch_;
-  std::vector<Selection> lanes_;
+  std::vector<LaneBatch::Lane> lanes_;
   std::vector<double> lane_times_;
   UnitScenarios units_;
   std::vector<double> unit_times_;

@@ -46,7 +46,7 @@ void UnitScenarios::run(const ReplayPlan& plan, const PlanValues& values,
   }
   if (!boundary) {
     stats_.full_replays = static_cast<size_t>(units);
-    full_replays(plan, values, unit_of_rank, units, base, alt, step_times);
+    full_replays(plan, values, units, base, alt, step_times);
     return;
   }
   stats_.boundary = true;
@@ -106,21 +106,11 @@ double UnitScenarios::unit_step_time(const ReplayPlan& plan, int32_t u) {
   return max2(t, others(s_count));
 }
 
-void UnitScenarios::full_replays(const ReplayPlan& plan, const PlanValues& values,
-                                 const std::vector<int32_t>& unit_of_rank, int32_t units,
+void UnitScenarios::full_replays(const ReplayPlan& plan, const PlanValues& values, int32_t units,
                                  ValueSide base, ValueSide alt, std::vector<double>* step_times) {
-  const size_t world = unit_of_rank.size();
   lanes_.resize(static_cast<size_t>(units));
-  for (int32_t u = 0; u < units; ++u) {
-    Selection& lane = lanes_[static_cast<size_t>(u)];
-    lane.reset(values.num_types, world, base.real_work, base.delay);
-    for (size_t r = 0; r < world; ++r) {
-      if (unit_of_rank[r] != u) continue;
-      lane.rank_real[r] = alt.real_work ? 1 : 0;
-      lane.rank_delay[r] = static_cast<uint8_t>(alt.delay);
-    }
-  }
-  batch_.run(plan, values, lanes_, step_times);
+  for (int32_t u = 0; u < units; ++u) lanes_[static_cast<size_t>(u)] = {base, u, alt};
+  batch_.run(plan, values, unit_at_, lanes_, step_times);
 }
 
 }  // namespace sp::online

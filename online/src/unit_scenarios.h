@@ -32,12 +32,6 @@
 
 namespace sp::online {
 
-// One side of a unit scenario: recorded or ideal work, and a launch-delay mode.
-struct ValueSide {
-  bool real_work = false;
-  DelayMode delay = DelayMode::kIdeal;
-};
-
 enum class UnitMethod : uint8_t { kAuto, kBoundary, kFullReplays };
 
 struct UnitScenarioStats {
@@ -77,9 +71,8 @@ class UnitScenarios {
   void sweep(const ReplayPlan& plan, int32_t unit, int32_t entry_shared);
   void add_edges(int32_t from);
   double unit_step_time(const ReplayPlan& plan, int32_t unit);
-  void full_replays(const ReplayPlan& plan, const PlanValues& values,
-                    const std::vector<int32_t>& unit_of_rank, int32_t units, ValueSide base,
-                    ValueSide alt, std::vector<double>* step_times);
+  void full_replays(const ReplayPlan& plan, const PlanValues& values, int32_t units,
+                    ValueSide base, ValueSide alt, std::vector<double>* step_times);
 
   UnitScenarioStats stats_;
   int32_t units_ = 0;
@@ -108,7 +101,7 @@ class UnitScenarios {
   std::vector<int32_t> pending_list_;
   std::vector<double> launch_;              // per shared group: L in the current unit scenario
   LaneBatch batch_;
-  std::vector<Selection> lanes_;
+  std::vector<LaneBatch::Lane> lanes_;
 };
 
 }  // namespace sp::online
