@@ -34,9 +34,9 @@ void UnitScenarios::run(const ReplayPlan& plan, const PlanValues& values,
   const size_t full = n * static_cast<size_t>(units);
   const size_t s = shared_unit_.size();
   const size_t fixed = n + units * s;  // per step besides the sweeps
-  const size_t sweeps = sweep_cost(plan, method == UnitMethod::kBoundary || full / 2 < fixed
-                                             ? (method == UnitMethod::kBoundary ? SIZE_MAX : 0)
-                                             : full / 2 - fixed);
+  // Counting the sweeps stops once they alone would make the boundary method the dearer.
+  const size_t limit = method == UnitMethod::kBoundary ? SIZE_MAX : full / 2 > fixed ? full / 2 - fixed : 0;
+  const size_t sweeps = sweep_cost(plan, limit);
   bool boundary = method == UnitMethod::kBoundary ||
                   (method == UnitMethod::kAuto && 2 * (sweeps + fixed) < full);
   if (boundary) {

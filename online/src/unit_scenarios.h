@@ -81,6 +81,7 @@ class UnitScenarios {
   std::vector<int32_t> unit_pos_begin_, unit_pos_;  // CSR: positions of each unit, ascending
   std::vector<int32_t> shared_of_;          // per plan unit: shared group index, or -1
   std::vector<int32_t> shared_unit_;        // per shared group: its plan unit
+  std::vector<int32_t> members_begin_, members_;  // CSR: the distinct units of each shared group
   // Per shared group (and, at index shared_unit_.size(), the step end): a(x) over units and
   // the in-edges W(g, x), CSR by x.
   std::vector<Top2> a_;

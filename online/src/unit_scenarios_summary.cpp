@@ -52,19 +52,30 @@ void UnitScenarios::layout(const ReplayPlan& plan, const std::vector<int32_t>& u
     shared_unit_.push_back(static_cast<int32_t>(k));
   }
   stats_.shared_groups = shared_unit_.size();
-}
-
-// Positions the summary's sweeps will visit: every unit once from its start, and each unit of a
-// shared group from that group on. Counting stops past `limit`.
-size_t UnitScenarios::sweep_cost(const ReplayPlan& plan, size_t limit) const {
-  size_t cost = plan.num_positions();
-  std::vector<int32_t> seen(static_cast<size_t>(units_), -1);
+  // The distinct units of each shared group.
+  std::vector<int32_t> seen(static_cast<size_t>(units), -1);
+  members_begin_.assign(1, 0);
+  members_.clear();
   for (size_t s = 0; s < shared_unit_.size(); ++s) {
     const auto k = static_cast<size_t>(shared_unit_[s]);
     for (int32_t p = plan.unit_begin[k]; p < plan.unit_begin[k + 1]; ++p) {
       const int32_t u = unit_at_[static_cast<size_t>(p)];
       if (seen[static_cast<size_t>(u)] == static_cast<int32_t>(s)) continue;
       seen[static_cast<size_t>(u)] = static_cast<int32_t>(s);
+      members_.push_back(u);
+    }
+    members_begin_.push_back(static_cast<int32_t>(members_.size()));
+  }
+}
+
+// Positions the summary's sweeps will visit: every unit once from its start, and each unit of a
+// shared group from that group on. Counting stops past `limit`.
+size_t UnitScenarios::sweep_cost(const ReplayPlan& plan, size_t limit) const {
+  size_t cost = plan.num_positions();
+  for (size_t s = 0; s < shared_unit_.size(); ++s) {
+    const auto k = static_cast<size_t>(shared_unit_[s]);
+    for (int32_t i = members_begin_[s]; i < members_begin_[s + 1]; ++i) {
+      const int32_t u = members_[static_cast<size_t>(i)];
       const int32_t* b = unit_pos_.data() + unit_pos_begin_[static_cast<size_t>(u)];
       const int32_t* e = unit_pos_.data() + unit_pos_begin_[static_cast<size_t>(u) + 1];
       cost += static_cast<size_t>(e - std::lower_bound(b, e, plan.unit_begin[k]));
@@ -159,13 +170,9 @@ void UnitScenarios::summarise(const ReplayPlan& plan) {
     sweep(plan, u, -1);
     take_found(&a_, u, false);
   }
-  std::vector<int32_t> seen(static_cast<size_t>(units_), -1);
   for (size_t s = 0; s < shared_unit_.size(); ++s) {
-    const auto k = static_cast<size_t>(shared_unit_[s]);
-    for (int32_t p = plan.unit_begin[k]; p < plan.unit_begin[k + 1]; ++p) {
-      const int32_t u = unit_at_[static_cast<size_t>(p)];
-      if (seen[static_cast<size_t>(u)] == static_cast<int32_t>(s)) continue;
-      seen[static_cast<size_t>(u)] = static_cast<int32_t>(s);
+    for (int32_t i = members_begin_[s]; i < members_begin_[s + 1]; ++i) {
+      const int32_t u = members_[static_cast<size_t>(i)];
       sweep(plan, u, static_cast<int32_t>(s));
       take_found(&pending_, u, true);
     }
