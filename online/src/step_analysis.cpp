@@ -138,6 +138,7 @@ void StepAnalysis::record_timeline(int64_t step, const StepModel& model) {
   ts.step = step;
   ts.rank_dp = model.rank_dp;
   ts.rank_stage = model.rank_stage;
+  ts.ops.reserve(model.nodes.size());
   for (size_t i = 0; i < model.nodes.size(); ++i) {
     const Node& n = model.nodes[i];
     if (n.role == NodeRole::kMarker || n.role == NodeRole::kStart) continue;
