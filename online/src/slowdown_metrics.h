@@ -75,7 +75,7 @@ class SlowdownAnalysis {
   LaneBatch batch_;
   std::vector<LaneBatch::Lane> lanes_;
   std::vector<double> lane_times_;
-  UnitScenarios units_;
+  UnitScenarios units_{&batch_};
   std::vector<double> unit_times_;
 };
 

@@ -44,6 +44,10 @@ struct UnitScenarioStats {
 
 class UnitScenarios {
  public:
+  // batch: where the full replays run when they are the cheaper (shared with the caller's other
+  // batched scenarios: its buffer is the largest of the step's).
+  explicit UnitScenarios(LaneBatch* batch) : batch_(*batch) {}
+
   // Step time of each unit's scenario into (*step_times)[u]: ranks with unit_of_rank[r] == u
   // take `alt`, all others `base`. units = number of units (ids 0 .. units-1).
   void run(const ReplayPlan& plan, const PlanValues& values,
@@ -101,7 +105,7 @@ class UnitScenarios {
   std::vector<Top2> pending_;               // per x: W(from, x) over the units swept so far
   std::vector<int32_t> pending_list_;
   std::vector<double> launch_;              // per shared group: L in the current unit scenario
-  LaneBatch batch_;
+  LaneBatch& batch_;
   std::vector<LaneBatch::Lane> lanes_;
 };
 

@@ -102,7 +102,8 @@ TEST(OnlineUnitScenarios, BoundaryMethodGivesEveryUnitTheStepTimeOfItsFullReplay
     PlanValues values;
     gather_plan_values(step.model, step.values, plan, &values);
     const ValueSide base{trial % 2 == 0, DelayMode::kIdeal}, alt{trial % 2 != 0, DelayMode::kReal};
-    UnitScenarios boundary, full;
+    LaneBatch batch;
+    UnitScenarios boundary(&batch), full(&batch);
     std::vector<double> fast, slow;
     boundary.run(plan, values, unit_of_rank, units, base, alt, UnitMethod::kBoundary, &fast);
     full.run(plan, values, unit_of_rank, units, base, alt, UnitMethod::kFullReplays, &slow);
@@ -128,7 +129,8 @@ TEST(OnlineUnitScenarios, FullReplayOfOneUnitMatchesTheSingleLaneReplay) {
   PlanValues values;
   gather_plan_values(step.model, step.values, plan, &values);
   const std::vector<int32_t> unit_of_rank{0, 0, 1, 1, 2, 2};
-  UnitScenarios full;
+  LaneBatch batch;
+  UnitScenarios full(&batch);
   std::vector<double> times;
   full.run(plan, values, unit_of_rank, 3, {false, DelayMode::kIdeal}, {true, DelayMode::kReal},
            UnitMethod::kFullReplays, &times);
