@@ -1,9 +1,10 @@
 // OnlineAnalyzer: collects summaries per step, decides when a step is complete (or given up),
-// and runs the analysis of a complete step: op model -> ideal window -> what-if replay ->
-// cause rules -> outputs. Nothing here throws out of a public entry point.
+// has a complete step analysed (step_analysis.h: op model -> ideal window -> what-if metrics
+// -> cause rules) and writes the outputs. Nothing here throws out of a public entry point.
 #include "straggler_probe/online/analyzer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <deque>
 #include <filesystem>
@@ -11,15 +12,10 @@
 #include <optional>
 #include <set>
 
-#include "cause_rules.h"
-#include "format.h"
-#include "ideal_window.h"
 #include "report_writer.h"
-#include "seq_evidence.h"
-#include "step_model.h"
-#include "straggler_probe/whatif/op_graph.h"
+#include "step_analysis.h"
+#include "summary_text.h"
 #include "verdict_json.h"
-#include "what_if.h"
 
 namespace sp::online {
 
@@ -30,8 +26,7 @@ struct OnlineAnalyzer::Impl {
     std::string malformed;  // first problem found in a summary of this step
   };
 
-  explicit Impl(OnlineConfig c)
-      : cfg(std::move(c)), window(cfg.ideal), seq(cfg.ideal.window_steps) {
+  explicit Impl(OnlineConfig c) : cfg(std::move(c)), steps(cfg) {
     cfg.world_size = std::max(1, cfg.world_size);
     if (!cfg.output_dir.empty()) {
       std::error_code ec;
@@ -47,13 +42,10 @@ struct OnlineAnalyzer::Impl {
   std::map<int64_t, Pending> pending;
   std::set<int64_t> closed;  // recently closed steps, to recognise late summaries
   std::optional<int64_t> newest_complete;
-  IdealWindow window;
-  SeqWindow seq;
-  std::deque<int> worst_history;  // per analysed step: worst rank, or -1 when not straggling
+  StepAnalysis steps;  // the analysis of complete steps and what it keeps between them
   std::deque<StepVerdict> recent;
   uint64_t since_summary = 0;
   ReportTotals totals;
-  std::deque<TimelineStep> timeline;
   std::ofstream jsonl;
 
   void note_error(const std::string& e) { stats.last_error = e; }
@@ -182,93 +174,10 @@ StepVerdict OnlineAnalyzer::Impl::close(int64_t step, Pending& p, bool complete,
 StepVerdict OnlineAnalyzer::Impl::analyze(int64_t step, Pending& p) {
   std::vector<const runtime::StepSummary*> by_rank;
   for (const auto& s : p.by_rank) by_rank.push_back(s ? &*s : nullptr);
-  std::string error;
-  std::optional<StepModel> model = build_step_model(by_rank, ModelOptions{}, &error);
-  if (!model) return skipped(step, "malformed", error);
-  stats.ops_clamped += model->clamped;
-  stats.ops_ignored += model->ignored;
-  stats.ops_superseded += model->superseded;
-  stats.ops_kept_without_better_source += model->kept_alone;
-  for (const auto& [what, n] : model->superseded_by) stats.ops_superseded_by[what] += n;
-  for (const std::string& note : model->notes) note_error("step " + std::to_string(step) + ": " + note);
-
-  window.push(collect_samples(*model));
-  seq.push(*model);
-  WhatIfResult w;
-  try {
-    w = run_what_if(*model, window.ideals(*model), cfg.thresholds.worker_top_fraction,
-                    cfg.timeline_steps > 0);
-  } catch (const whatif::GraphError& e) {
-    window.pop_back();
-    seq.pop_back();
-    return skipped(step, "malformed", e.what());
-  }
-
-  StepVerdict v;
-  v.step = step;
-  v.analyzed = true;
-  v.time_s = model->time_s;
-  v.replay_s = w.T_real;
-  v.nodelay_s = w.T_nodelay;
-  v.ideal_s = w.T_ideal;
-  v.S = w.S();
-  v.launch_share = w.launch_share();
-  v.fidelity_err = model->time_s > 0 ? std::fabs(w.T_real - model->time_s) / model->time_s : 0.0;
-  v.dp_size = model->dp_size;
-  v.pp_size = model->pp_size;
-  v.rank_dp = model->rank_dp;
-  v.rank_stage = model->rank_stage;
-  v.worker_S = w.worker_S;
-  v.dp_S = w.dp_S;
-  v.stage_S = w.stage_S;
-  v.op_S = w.op_S;
-  std::stable_sort(v.op_S.begin(), v.op_S.end(),
-                   [](const auto& a, const auto& b) { return a.second > b.second; });
-  v.M_S = w.M_S;
-  v.M_W = w.M_W;
-  v.top_workers = w.top_workers;
-
-  // Persistence of the worst rank over the window (for the worker vs scatter distinction).
-  worst_history.push_back(v.S >= cfg.thresholds.none_below ? worst_rank(w) : -1);
-  while (static_cast<int>(worst_history.size()) > std::max(1, cfg.ideal.window_steps)) worst_history.pop_front();
-  CauseInput in;
-  in.model = &*model;
-  in.what_if = &w;
-  in.seq = seq.evidence();
-  in.worst_count.assign(static_cast<size_t>(model->world), 0);
-  for (int r : worst_history) {
-    if (r >= 0 && r < model->world) {
-      ++in.worst_count[static_cast<size_t>(r)];
-      ++in.straggling_steps;
-    }
-  }
-  v.seq_corr = in.seq.seq_corr;
-  v.fb_corr = in.seq.fb_corr;
-  const CauseResult c = classify(in, cfg.thresholds);
-  v.cause = c.cause;
-  v.worst = c.worst;
-  v.worst_S = c.worst_S;
-  v.top_op = c.top_op;
-  v.evidence = c.evidence;
-  ++stats.steps_analyzed;
-
-  if (cfg.timeline_steps > 0) {
-    TimelineStep ts;
-    ts.step = step;
-    ts.rank_dp = model->rank_dp;
-    ts.rank_stage = model->rank_stage;
-    for (size_t i = 0; i < model->nodes.size(); ++i) {
-      const Node& n = model->nodes[i];
-      if (n.role == NodeRole::kMarker || n.role == NodeRole::kStart) continue;
-      const LogicalOp& op = model->ops[static_cast<size_t>(n.logical)];
-      ts.ops.push_back({n.rank, model->type_names[static_cast<size_t>(op.type)],
-                        n.role == NodeRole::kComm, w.real_start[i], w.real_end[i],
-                        w.ideal_start[i], w.ideal_end[i]});
-    }
-    timeline.push_back(std::move(ts));
-    while (static_cast<int>(timeline.size()) > cfg.timeline_steps) timeline.pop_front();
-  }
-  return v;
+  const int64_t now_ns = std::chrono::steady_clock::now().time_since_epoch().count();
+  StepAnalysis::Outcome o = steps.analyze(step, by_rank, now_ns, &stats);
+  if (!o.skip_kind.empty()) return skipped(step, o.skip_kind, o.skip_reason);
+  return std::move(o.verdict);
 }
 
 void OnlineAnalyzer::Impl::emit(std::vector<StepVerdict>* out, StepVerdict v) {
@@ -346,6 +255,7 @@ Status OnlineAnalyzer::write_report(const std::string& dir) const {
     nlohmann::ordered_json extra;
     extra["tool"] = "straggler_probe online analysis";
     extra["config"] = {{"world_size", c.world_size},
+                       {"cpu_budget", c.cpu_budget},
                        {"window_steps", c.ideal.window_steps},
                        {"exclude_outliers", c.ideal.exclude_outliers},
                        {"none_below", c.thresholds.none_below},
@@ -366,8 +276,10 @@ Status OnlineAnalyzer::write_report(const std::string& dir) const {
                       {"ops_superseded_by", s.ops_superseded_by},
                       {"ops_kept_without_better_source", s.ops_kept_without_better_source},
                       {"skip_reasons", s.skip_reasons},
+                      {"analysis_cpu_s", s.analysis_cpu_s},
+                      {"analysis_cpu_max_s", s.analysis_cpu_max_s},
                       {"last_error", s.last_error}};
-    const std::string err = write_report_files(dir, impl_->totals, extra, impl_->timeline);
+    const std::string err = write_report_files(dir, impl_->totals, extra, impl_->steps.timeline());
     return err.empty() ? Status{} : Status{false, err};
   } catch (const std::exception& e) {
     return {false, e.what()};

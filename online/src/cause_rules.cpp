@@ -23,7 +23,7 @@ bool is_comm_type(const StepModel& m, std::string_view t) {
 
 }  // namespace
 
-int worst_rank(const WhatIfResult& w) {
+int worst_rank(const SlowdownMetrics& w) {
   int best = 0;
   for (size_t r = 1; r < w.worker_S.size(); ++r) {
     if (w.worker_S[r] > w.worker_S[static_cast<size_t>(best)]) best = static_cast<int>(r);
@@ -33,7 +33,7 @@ int worst_rank(const WhatIfResult& w) {
 
 CauseResult classify(const CauseInput& in, const CauseThresholds& th) {
   const StepModel& m = *in.model;
-  const WhatIfResult& w = *in.what_if;
+  const SlowdownMetrics& w = *in.what_if;
   CauseResult out;
   const double S = w.S();
 

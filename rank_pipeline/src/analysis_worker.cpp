@@ -8,6 +8,7 @@
 
 #if SP_HAVE_ONLINE
 #include "straggler_probe/online/analyzer.h"
+#include "straggler_probe/online/thread_priority.h"
 #endif
 
 namespace sp::rank_pipeline {
@@ -89,7 +90,13 @@ struct AnalysisWorker::Impl {
 
   void setup() {
 #if SP_HAVE_ONLINE
+    // Rank 0's CPU is the job's: this thread yields to training and keeps to a tenth of a core.
+    std::string why;
+    if (!online::lower_this_thread_priority(online::kAnalysisNiceIncrement, &why)) {
+      print("straggler_probe: WARNING: " + why + "; the analysis keeps the training's priority");
+    }
     online::OnlineConfig config;
+    config.cpu_budget = 0.1;
     config.world_size = o.world_size;
     config.output_dir = o.out_dir;
     config.thresholds.none_below = o.slowdown_threshold;

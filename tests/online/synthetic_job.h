@@ -1,7 +1,8 @@
 // A synthetic training job for the online-analysis tests: per-rank programs (data wait,
 // forward/backward per micro-batch, DDP bucket all-reduces launched inside the last backward,
-// GPipe send/recv between stages, optimizer) executed with blocking semantics, producing the
-// StepSummary every rank would send and the job's true step times.
+// pipeline send/recv between stages in a GPipe or 1F1B order, optimizer) executed with
+// blocking semantics, producing the StepSummary every rank would send and the job's true step
+// times.
 #pragma once
 
 #include <cstdint>
@@ -13,10 +14,18 @@
 
 namespace sp::online::testing {
 
+// The order of a stage's forward and backward micro-batches. GPipe: every forward, then every
+// backward; sends block until the receiver takes the data. 1F1B: (pp - stage - 1) forwards,
+// then one forward and one backward alternating, then the remaining backwards; sends are
+// posted without waiting (torch's batch_isend_irecv) and the stage waits for all of them
+// before its optimizer, because blocking sends would deadlock this order.
+enum class Schedule { kGPipe, kOneFOneB };
+
 struct SyntheticJob {
   int dp = 4;
   int pp = 1;
   int microbatches = 1;
+  Schedule schedule = Schedule::kGPipe;
   double data_wait_s = 0.002;
   double forward_s = 0.020;
   double backward_s = 0.040;

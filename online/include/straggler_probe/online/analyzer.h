@@ -39,6 +39,10 @@ struct OnlineStats {
   uint64_t ops_kept_without_better_source = 0;
   std::map<std::string, uint64_t> ops_superseded_by;
   std::map<std::string, uint64_t> skip_reasons;  // reason kind -> count
+  // CPU time of the analysing thread spent analysing complete steps (seconds): in total and
+  // the largest for one step.
+  double analysis_cpu_s = 0;
+  double analysis_cpu_max_s = 0;
   std::string last_error;
 };
 

@@ -47,6 +47,13 @@ struct OnlineConfig {
   // later is complete, or when more than `max_pending_steps` steps are pending, is skipped.
   int incomplete_lag_steps = 4;
   int max_pending_steps = 16;
+  // The analysis's share of one core over time (0: no limit; the live probe sets 0.1). The
+  // analysing thread's CPU time is charged against a credit that refills at this share of
+  // wall time (capped at cpu_budget_burst_s of wall time's worth); while the credit is
+  // spent, complete steps are skipped whole ("cpu budget"), so that rank 0's analysis cannot
+  // take more of the training's CPU than that, even at thousands of ranks.
+  double cpu_budget = 0;
+  double cpu_budget_burst_s = 10;
   // Output. Empty output_dir: no files. summary_interval 0: no periodic summary.
   std::string output_dir;
   std::string jsonl_name = "straggler_probe_steps.jsonl";

@@ -1,13 +1,13 @@
-#include "what_if.h"
+#include "lane_oracle.h"
 
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <map>
 
-#include "replay.h"
+#include "lane_replayer.h"
+#include "scenario_values.h"
 
-namespace sp::online {
+namespace sp::online::testing {
 namespace {
 
 enum class Delay : uint8_t { kReal, kIdeal, kZero };
@@ -18,62 +18,6 @@ struct Lane {
   std::function<bool(const Node&)> real_work;  // keep the recorded duration of this node?
   std::function<Delay(const Node&)> delay;
 };
-
-struct NodeValues {
-  std::vector<double> real_work, real_delay, ideal_work, ideal_delay;
-};
-
-// Ideal duration and launch delay of every node. A host op split into segments has its ideal
-// spread over the segments in proportion to their recorded lengths.
-NodeValues node_values(const StepModel& m, const Ideals& ideals) {
-  NodeValues v;
-  const size_t n = m.nodes.size();
-  v.real_work.assign(n, 0.0);
-  v.real_delay.assign(n, 0.0);
-  v.ideal_work.assign(n, 0.0);
-  v.ideal_delay.assign(n, 0.0);
-  std::vector<int> pieces(m.ops.size(), 0);
-  for (const Node& node : m.nodes) {
-    if (node.logical >= 0) ++pieces[static_cast<size_t>(node.logical)];
-  }
-  // Per (rank, key): total own time of pause-like ops (slot-mean rule).
-  std::map<std::pair<int, int>, double> slot_total;
-  for (const LogicalOp& op : m.ops) {
-    if (op.rule == IdealRule::kSlotMean) slot_total[{op.rank, op.key}] += op.own;
-  }
-  for (size_t i = 0; i < n; ++i) {
-    const Node& node = m.nodes[i];
-    v.real_work[i] = node.duration;
-    v.real_delay[i] = node.launch_delay;
-    v.ideal_delay[i] = node.launch_delay;
-    if (node.role == NodeRole::kStart) {
-      v.ideal_work[i] = 0;
-      continue;  // its delay is the rank's offset: the same in every scenario
-    }
-    if (node.role == NodeRole::kMarker) {
-      v.ideal_work[i] = 0;
-      v.ideal_delay[i] = ideals.delay[static_cast<size_t>(m.marker_delay_key)];
-      continue;
-    }
-    const LogicalOp& op = m.ops[static_cast<size_t>(node.logical)];
-    const double target = ideals.duration[static_cast<size_t>(op.key)];
-    if (op.first_node == static_cast<int>(i)) {
-      v.ideal_delay[i] = ideals.delay[static_cast<size_t>(op.delay_key)];
-    }
-    if (node.role == NodeRole::kComm) {
-      v.ideal_work[i] = target;
-      continue;
-    }
-    const double own = op.rule == IdealRule::kSlotMean ? slot_total[{op.rank, op.key}] : op.own;
-    if (own > 0) {
-      v.ideal_work[i] = node.duration * target / own;
-    } else {
-      v.ideal_work[i] = op.rule == IdealRule::kSlotMean ? node.duration
-                                                        : target / pieces[static_cast<size_t>(node.logical)];
-    }
-  }
-  return v;
-}
 
 LaneInputs build_lanes(const StepModel& m, const NodeValues& v, const std::vector<Lane>& lanes) {
   LaneInputs in;
@@ -103,92 +47,100 @@ double share(double T, double T_fixed, double T_ideal) {
   return (T - T_fixed) / gap;
 }
 
-}  // namespace
+// The scenarios, one lane each, and where each family starts.
+struct Scenarios {
+  std::vector<Lane> lanes;
+  size_t first_type = 0, first_dp = 0, first_stage = 0, first_fix_stage = 0;
+};
 
-WhatIfResult run_what_if(const StepModel& m, const Ideals& ideals, double top_fraction,
-                         bool want_timeline) {
-  const NodeValues values = node_values(m, ideals);
-  StepReplayer replayer(m);
+Scenarios scenarios(const StepModel& m) {
   auto type_of = [&m](const Node& n) { return n.logical >= 0 ? m.ops[static_cast<size_t>(n.logical)].type : -1; };
   auto always = [](const Node&) { return true; };
   auto never = [](const Node&) { return false; };
   auto real_delay = [](const Node&) { return Delay::kReal; };
   auto ideal_delay = [](const Node&) { return Delay::kIdeal; };
-
-  std::vector<Lane> lanes;
+  Scenarios sc;
+  std::vector<Lane>& lanes = sc.lanes;
   lanes.push_back({always, real_delay});                                  // 0: real
   lanes.push_back({always, [](const Node&) { return Delay::kZero; }});   // 1: no launch delay
   lanes.push_back({never, ideal_delay});                                  // 2: ideal
-  const size_t first_type = lanes.size();
+  sc.first_type = lanes.size();
   const int num_types = static_cast<int>(m.type_names.size());
   for (int t = 0; t < num_types; ++t) {
     lanes.push_back({[t, type_of](const Node& n) { return type_of(n) == t; }, ideal_delay});
   }
   lanes.push_back({never, real_delay});  // launch delays put back
-  const size_t first_dp = lanes.size();
+  sc.first_dp = lanes.size();
   auto in_dp = [&m](int d) { return [&m, d](const Node& n) { return m.rank_dp[static_cast<size_t>(n.rank)] == d; }; };
   auto in_stage = [&m](int p) { return [&m, p](const Node& n) { return m.rank_stage[static_cast<size_t>(n.rank)] == p; }; };
   for (int d = 0; d < m.dp_size; ++d) {
     auto sel = in_dp(d);
     lanes.push_back({sel, [sel](const Node& n) { return sel(n) ? Delay::kReal : Delay::kIdeal; }});
   }
-  const size_t first_stage = lanes.size();
+  sc.first_stage = lanes.size();
   for (int p = 0; p < m.pp_size; ++p) {
     auto sel = in_stage(p);
     lanes.push_back({sel, [sel](const Node& n) { return sel(n) ? Delay::kReal : Delay::kIdeal; }});
   }
-  const size_t first_fix_stage = lanes.size();
-  if (m.pp_size > 1) {
-    for (int p = 0; p < m.pp_size; ++p) {
-      auto sel = in_stage(p);
-      lanes.push_back({[sel](const Node& n) { return !sel(n); },
-                       [sel](const Node& n) { return sel(n) ? Delay::kIdeal : Delay::kReal; }});
-    }
+  sc.first_fix_stage = lanes.size();
+  for (int p = 0; p < m.pp_size && m.pp_size > 1; ++p) {
+    auto sel = in_stage(p);
+    lanes.push_back({[sel](const Node& n) { return !sel(n); },
+                     [sel](const Node& n) { return sel(n) ? Delay::kIdeal : Delay::kReal; }});
   }
+  return sc;
+}
 
-  // Replayed in batches of lanes, so that memory stays proportional to the graph, not to
-  // graph x (dp + pp) scenarios, in a large job. The first batch holds lanes 0 (real) and 2
-  // (ideal), whose per-node times the timeline needs.
-  LaneOutputs out;
+// Replayed in batches of lanes, so that memory stays proportional to the graph, not to
+// graph x (dp + pp) scenarios, in a large job. The first batch holds lanes 0 (real) and 2
+// (ideal), whose per-node times the timeline needs: it is returned, and every step time.
+LaneOutputs replay_all(const StepModel& m, const NodeValues& values, const std::vector<Lane>& lanes,
+                       bool want_timeline, StepReplayer* replayer, std::vector<double>* step_time) {
   LaneOutputs first_batch;
   const std::vector<size_t> timeline_lanes = want_timeline ? std::vector<size_t>{0, 2} : std::vector<size_t>{};
   for (size_t begin = 0; begin < lanes.size(); begin += kLanesPerRun) {
     const size_t end = std::min(lanes.size(), begin + kLanesPerRun);
     const std::vector<Lane> batch(lanes.begin() + static_cast<std::ptrdiff_t>(begin),
                                   lanes.begin() + static_cast<std::ptrdiff_t>(end));
-    LaneOutputs o = replayer.run(build_lanes(m, values, batch),
-                                 begin == 0 ? timeline_lanes : std::vector<size_t>{});
-    out.step_time.insert(out.step_time.end(), o.step_time.begin(), o.step_time.end());
+    LaneOutputs o = replayer->run(build_lanes(m, values, batch),
+                                  begin == 0 ? timeline_lanes : std::vector<size_t>{});
+    step_time->insert(step_time->end(), o.step_time.begin(), o.step_time.end());
     if (begin == 0) first_batch = std::move(o);
   }
-  WhatIfResult r;
-  r.T_real = out.step_time[0];
-  r.T_nodelay = out.step_time[1];
-  r.T_ideal = out.step_time[2];
+  return first_batch;
+}
+
+// S, S_t, the dp / stage scores, the fix-stage shares and S_w from the lanes' step times.
+void scores(const StepModel& m, const Scenarios& sc, const std::vector<double>& t, SlowdownMetrics* out) {
+  SlowdownMetrics& r = *out;
+  r.T_real = t[0];
+  r.T_nodelay = t[1];
+  r.T_ideal = t[2];
   const double ideal = r.T_ideal > 0 ? r.T_ideal : 1e-12;
-  for (int t = 0; t < num_types; ++t) {
-    r.op_S.emplace_back(m.type_names[static_cast<size_t>(t)], out.step_time[first_type + static_cast<size_t>(t)] / ideal);
-  }
-  r.op_S.emplace_back("launch-delay", out.step_time[first_type + static_cast<size_t>(num_types)] / ideal);
-  for (int d = 0; d < m.dp_size; ++d) r.dp_S.push_back(out.step_time[first_dp + static_cast<size_t>(d)] / ideal);
-  for (int p = 0; p < m.pp_size; ++p) r.stage_S.push_back(out.step_time[first_stage + static_cast<size_t>(p)] / ideal);
+  const size_t num_types = m.type_names.size();
+  for (size_t i = 0; i < num_types; ++i) r.op_S.emplace_back(m.type_names[i], t[sc.first_type + i] / ideal);
+  r.op_S.emplace_back("launch-delay", t[sc.first_type + num_types] / ideal);
+  for (int d = 0; d < m.dp_size; ++d) r.dp_S.push_back(t[sc.first_dp + static_cast<size_t>(d)] / ideal);
+  for (int p = 0; p < m.pp_size; ++p) r.stage_S.push_back(t[sc.first_stage + static_cast<size_t>(p)] / ideal);
   r.fix_stage_share.assign(static_cast<size_t>(m.pp_size), 0.0);
   if (m.pp_size > 1) {
-    for (int p = 0; p < m.pp_size; ++p) {
-      r.fix_stage_share[static_cast<size_t>(p)] =
-          share(r.T_real, out.step_time[first_fix_stage + static_cast<size_t>(p)], r.T_ideal);
+    for (size_t p = 0; p < static_cast<size_t>(m.pp_size); ++p) {
+      r.fix_stage_share[p] = share(r.T_real, t[sc.first_fix_stage + p], r.T_ideal);
     }
     r.M_S = r.fix_stage_share.back();
   }
   // The paper's scalable worker score: min of the worker's dp-rank and stage scores.
   r.worker_S.resize(static_cast<size_t>(m.world));
-  for (int rank = 0; rank < m.world; ++rank) {
-    r.worker_S[static_cast<size_t>(rank)] =
-        std::min(r.dp_S[static_cast<size_t>(m.rank_dp[static_cast<size_t>(rank)])],
-                 r.stage_S[static_cast<size_t>(m.rank_stage[static_cast<size_t>(rank)])]);
+  for (size_t rank = 0; rank < r.worker_S.size(); ++rank) {
+    r.worker_S[rank] = std::min(r.dp_S[static_cast<size_t>(m.rank_dp[rank])],
+                                r.stage_S[static_cast<size_t>(m.rank_stage[rank])]);
   }
+}
 
-  // M_W: fix only the top workers (the paper's top 3%, at least one).
+// M_W: fix only the top workers (the paper's top 3%, at least one).
+void fix_top_workers(const StepModel& m, const NodeValues& values, double top_fraction,
+                     StepReplayer* replayer, SlowdownMetrics* out) {
+  SlowdownMetrics& r = *out;
   std::vector<int> order(static_cast<size_t>(m.world));
   for (int i = 0; i < m.world; ++i) order[static_cast<size_t>(i)] = i;
   std::stable_sort(order.begin(), order.end(), [&r](int a, int b) {
@@ -199,11 +151,25 @@ WhatIfResult run_what_if(const StepModel& m, const Ideals& ideals, double top_fr
   std::vector<char> in_w(static_cast<size_t>(m.world), 0);
   for (int w : r.top_workers) in_w[static_cast<size_t>(w)] = 1;
   auto sel_w = [&in_w](const Node& n) { return in_w[static_cast<size_t>(n.rank)] != 0; };
-  const LaneOutputs fix_w = replayer.run(
+  const LaneOutputs fix_w = replayer->run(
       build_lanes(m, values, {Lane{[sel_w](const Node& n) { return !sel_w(n); },
                                    [sel_w](const Node& n) { return sel_w(n) ? Delay::kIdeal : Delay::kReal; }}}));
   r.M_W = share(r.T_real, fix_w.step_time[0], r.T_ideal);
+}
 
+}  // namespace
+
+SlowdownMetrics lane_oracle_metrics(const StepModel& m, const Ideals& ideals, double top_fraction,
+                                    bool want_timeline) {
+  NodeValues values;
+  compute_node_values(m, ideals, &values);
+  StepReplayer replayer(m);
+  const Scenarios sc = scenarios(m);
+  std::vector<double> step_time;
+  const LaneOutputs first_batch = replay_all(m, values, sc.lanes, want_timeline, &replayer, &step_time);
+  SlowdownMetrics r;
+  scores(m, sc, step_time, &r);
+  fix_top_workers(m, values, top_fraction, &replayer, &r);
   if (want_timeline) {
     for (size_t i = 0; i < m.nodes.size(); ++i) {
       r.real_start.push_back(first_batch.start[2 * i]);
@@ -215,4 +181,4 @@ WhatIfResult run_what_if(const StepModel& m, const Ideals& ideals, double top_fr
   return r;
 }
 
-}  // namespace sp::online
+}  // namespace sp::online::testing

@@ -1,5 +1,5 @@
-// Text output for people: the per-step log line (declared in analyzer.h) and the periodic
-// summary with the worker heatmap.
+// The periodic text summary for people: causes over the recent steps and the heatmap of mean
+// S_w per worker (the per-step log line is log_line.cpp's).
 #pragma once
 
 #include <deque>

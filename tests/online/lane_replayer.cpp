@@ -1,11 +1,11 @@
-#include "replay.h"
+#include "lane_replayer.h"
 
 #include <algorithm>
 #include <span>
 #include <stdexcept>
 #include <string>
 
-namespace sp::online {
+namespace sp::online::testing {
 
 StepReplayer::StepReplayer(const StepModel& m) : starts_(m.starts), markers_(m.markers) {
   for (size_t i = 0; i < m.nodes.size(); ++i) {
@@ -63,4 +63,4 @@ LaneOutputs StepReplayer::run(const LaneInputs& in, const std::vector<size_t>& c
   return out;
 }
 
-}  // namespace sp::online
+}  // namespace sp::online::testing

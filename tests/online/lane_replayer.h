@@ -1,5 +1,7 @@
-// Replays a StepModel with the what-if engine's simulator (the same engine the offline CLI
-// uses): one OpGraph per step, one simulator lane per what-if scenario.
+// The test oracle's replay: a StepModel replayed with the what-if engine's simulator (the same
+// engine the offline CLI uses), one OpGraph per step, one simulator lane per what-if scenario.
+// This was the product's method before the per-step analysis had to scale (online/README.md,
+// "Scaling"); the tests keep it to check the new method on jobs small enough for it.
 #pragma once
 
 #include <cstddef>
@@ -10,7 +12,7 @@
 #include "straggler_probe/whatif/op_graph.h"
 #include "straggler_probe/whatif/simulator.h"
 
-namespace sp::online {
+namespace sp::online::testing {
 
 // Per-cell inputs, node-major: the value of node v in lane l is at [v * lanes + l].
 struct LaneInputs {
@@ -40,4 +42,4 @@ class StepReplayer {
   std::map<size_t, whatif::Simulator> simulators_;
 };
 
-}  // namespace sp::online
+}  // namespace sp::online::testing
