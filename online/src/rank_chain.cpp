@@ -235,6 +235,7 @@ void build_rank_chain(StepModel* model, int rank, const std::vector<int>& host_o
     return sa != sb ? sa < sb : comm_ops[a].logical < comm_ops[b].logical;
   });
   std::map<uint64_t, int> stream_last;  // stream -> logical of its latest op so far
+  std::multimap<double, int> ended;     // comm ops with nodes so far, by recorded end
   for (int c : order) {
     const int logical = comm_ops[c].logical;
     LogicalOp& op = m.ops[logical];
@@ -252,9 +253,18 @@ void build_rank_chain(StepModel* model, int rank, const std::vector<int>& host_o
     if (it != stream_last.end() && m.ops[it->second].end <= op.start + eps) {
       n.deps.push_back(comm_node.at(it->second));
     }
+    // An op issued while the rank's thread had nothing else to do, right after other
+    // communication ended, waited for it: a blocking send before the next receive. (Without
+    // the edge the receive's launch delay would hold the send, and the ideal would spread that
+    // over every rank that has the same op.)
+    const double idle_from = pi >= 0 ? pieces[static_cast<size_t>(pi)].e : step_start_s;
+    for (auto e = ended.lower_bound(idle_from - eps); e != ended.end() && e->first <= op.start + eps; ++e) {
+      if (std::find(n.deps.begin(), n.deps.end(), e->second) == n.deps.end()) n.deps.push_back(e->second);
+    }
     if (n.deps.empty()) n.deps.push_back(start_node);
     stream_last[comm_ops[c].stream] = logical;
     comm_node[logical] = static_cast<int>(m.nodes.size());
+    ended.emplace(op.end, comm_node[logical]);
     op.first_node = comm_node[logical];
     m.nodes.push_back(std::move(n));
   }
