@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 
 #include "replay.h"
@@ -17,6 +18,9 @@ constexpr size_t kLanesPerRun = 32;
 struct Lane {
   std::function<bool(const Node&)> real_work;  // keep the recorded duration of this node?
   std::function<Delay(const Node&)> delay;
+  // Where each rank starts the step: as recorded (the real replays), or as it would after an
+  // ideal previous step (every what-if scenario; see settle_start_offsets).
+  bool real_start = false;
 };
 
 struct NodeValues {
@@ -85,7 +89,9 @@ LaneInputs build_lanes(const StepModel& m, const NodeValues& v, const std::vecto
     for (size_t l = 0; l < in.lanes; ++l) {
       const size_t cell = i * in.lanes + l;
       in.work[cell] = lanes[l].real_work(m.nodes[i]) ? v.real_work[i] : v.ideal_work[i];
-      const Delay mode = m.nodes[i].role == NodeRole::kStart ? Delay::kReal : lanes[l].delay(m.nodes[i]);
+      const Delay mode = m.nodes[i].role == NodeRole::kStart
+                             ? (lanes[l].real_start ? Delay::kReal : Delay::kIdeal)
+                             : lanes[l].delay(m.nodes[i]);
       switch (mode) {
         case Delay::kReal: in.delay[cell] = v.real_delay[i]; break;
         case Delay::kIdeal: in.delay[cell] = v.ideal_delay[i]; break;
@@ -94,6 +100,26 @@ LaneInputs build_lanes(const StepModel& m, const NodeValues& v, const std::vecto
     }
   }
   return in;
+}
+
+// Where each rank would start this step had the previous step been ideal: its step starts at its
+// previous step mark, so the offsets between ranks are those of the ideal step's ends. Why: in a
+// pipeline the stages start a step at different times (the last stage finishes the previous one
+// first and waits for the first micro-batch), and a straggler moves those offsets; replayed from
+// the recorded offsets the ideal step would still carry the previous step's straggling (a slow
+// stage-0 rank starts its stage late, and the ideal waits for it; in data parallel a straggler's
+// slow optimizer makes it start the next step late). One replay of the ideal from
+// the recorded offsets gives the ideal ends; they depend on when the pipeline's first stage
+// starts, not on the others, so one pass settles them.
+void settle_start_offsets(const StepModel& m, StepReplayer* replayer, NodeValues* v) {
+  const Lane ideal{[](const Node&) { return false; }, [](const Node&) { return Delay::kIdeal; }, true};
+  const LaneOutputs o = replayer->run(build_lanes(m, *v, {ideal}), {0});
+  double earliest = std::numeric_limits<double>::infinity();
+  for (int marker : m.markers) earliest = std::min(earliest, o.end[static_cast<size_t>(marker)]);
+  for (int r = 0; r < m.world; ++r) {
+    v->ideal_delay[static_cast<size_t>(m.starts[static_cast<size_t>(r)])] =
+        o.end[static_cast<size_t>(m.markers[static_cast<size_t>(r)])] - earliest;
+  }
 }
 
 // Share of the recoverable slowdown (T - T_ideal) that a fix-only scenario recovers.
@@ -107,8 +133,9 @@ double share(double T, double T_fixed, double T_ideal) {
 
 WhatIfResult run_what_if(const StepModel& m, const Ideals& ideals, double top_fraction,
                          bool want_timeline) {
-  const NodeValues values = node_values(m, ideals);
+  NodeValues values = node_values(m, ideals);
   StepReplayer replayer(m);
+  settle_start_offsets(m, &replayer, &values);
   auto type_of = [&m](const Node& n) { return n.logical >= 0 ? m.ops[static_cast<size_t>(n.logical)].type : -1; };
   auto always = [](const Node&) { return true; };
   auto never = [](const Node&) { return false; };
@@ -116,8 +143,8 @@ WhatIfResult run_what_if(const StepModel& m, const Ideals& ideals, double top_fr
   auto ideal_delay = [](const Node&) { return Delay::kIdeal; };
 
   std::vector<Lane> lanes;
-  lanes.push_back({always, real_delay});                                  // 0: real
-  lanes.push_back({always, [](const Node&) { return Delay::kZero; }});   // 1: no launch delay
+  lanes.push_back({always, real_delay, true});                                  // 0: real
+  lanes.push_back({always, [](const Node&) { return Delay::kZero; }, true});   // 1: no launch delay
   lanes.push_back({never, ideal_delay});                                  // 2: ideal
   const size_t first_type = lanes.size();
   const int num_types = static_cast<int>(m.type_names.size());
