@@ -169,7 +169,7 @@ std::optional<StepModel> build_step_model(const std::vector<const runtime::StepS
               : -1;
       const std::string type = op_type_name(ev, s.pp_stage, peer_stage);
       const std::string name = ev.name_id ? s.names[ev.name_id] : std::string();
-      const std::string key = ideal_key(ev, type, name, type_ordinal[type]++);
+      const std::string key = ideal_key(ev, type, name, type_ordinal[type]++, m.rank_stage[r]);
       LogicalOp op;
       op.rank = r;
       op.kind = ev.kind;
