@@ -16,7 +16,7 @@
 #include "ideal_window.h"
 #include "report_writer.h"
 #include "seq_evidence.h"
-#include "step_model.h"
+#include "step_model_builder.h"
 #include "straggler_probe/whatif/op_graph.h"
 #include "verdict_json.h"
 #include "what_if.h"

@@ -2,7 +2,7 @@
 // matching of collectives and p2p, launch delays.
 #include <gtest/gtest.h>
 
-#include "step_model.h"
+#include "step_model_builder.h"
 #include "summary_builders.h"
 #include "synthetic_job.h"
 
