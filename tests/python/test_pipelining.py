@@ -122,3 +122,33 @@ def test_p2p_tags_are_taken_in_build_order_per_direction_and_peer():
     assert tags.take(N.RECV, 1) == 0
     assert tags.take(N.SEND, 2) is None  # nothing built for that peer
     assert [tags.take(N.SEND, 1), tags.take(N.SEND, 1), tags.take(N.SEND, 1)] == [3, 4, None]
+
+
+def test_hooks_wrap_an_already_imported_pipelining_and_restore_it():
+    import threading
+
+    import torch
+    import torch.distributed as dist
+    import torch.distributed.pipelining.stage as stage_module
+
+    from straggler_probe.hooks.pipelining import PipeliningHooks
+
+    class Recorder:
+        failed = False
+        p2p_tags = None
+        train_thread = threading.get_ident()
+
+    cls = stage_module._PipelineStageBase  # noqa: SLF001 - the class the hooks wrap
+    names = ("forward_one_chunk", "backward_one_chunk", "get_fwd_send_ops", "get_bwd_recv_ops")
+    before = {n: cls.__dict__[n] for n in names}
+    rec = Recorder()
+    undo = PipeliningHooks(rec, torch, dist, lambda dp, pp: None).install()
+    try:
+        for n in names:
+            assert getattr(cls.__dict__[n], "_straggler_probe", False), n
+            assert cls.__dict__[n].__wrapped__ is before[n]
+        assert rec.p2p_tags is not None
+    finally:
+        undo()
+    assert {n: cls.__dict__[n] for n in names} == before
+    assert rec.p2p_tags is None
