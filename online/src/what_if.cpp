@@ -191,7 +191,12 @@ WhatIfResult run_what_if(const StepModel& m, const Ideals& ideals, double top_fr
   WhatIfResult r;
   r.T_real = out.step_time[0];
   r.T_nodelay = out.step_time[1];
-  r.T_ideal = out.step_time[2];
+  // The straggler-free step is never slower than the real one. The ideal replay can come out
+  // longer: re-balancing moves work onto a stage on the critical path (a clean GPipe pipeline
+  // whose last stage also runs the loss: the first stage's backwards, which end the step, get
+  // its share), or this step's transfers and delays were below the window's usual. Such a step
+  // has nothing to recover: S = 1, and its scores are taken against the real step.
+  r.T_ideal = std::min(out.step_time[2], r.T_real);
   const double ideal = r.T_ideal > 0 ? r.T_ideal : 1e-12;
   for (int t = 0; t < num_types; ++t) {
     r.op_S.emplace_back(m.type_names[static_cast<size_t>(t)], out.step_time[first_type + static_cast<size_t>(t)] / ideal);
