@@ -190,12 +190,8 @@ class ChainBuilder {
   void add_start(double step_start_s) {
     step_start_ = step_start_s;
     start_node_ = static_cast<int>(m_.nodes.size());
-    Node start;
-    start.rank = rank_;
-    start.role = NodeRole::kStart;
-    start.start = start.end = step_start_s;
     m_.starts[rank_] = start_node_;
-    m_.nodes.push_back(std::move(start));
+    m_.nodes.push_back(node(-1, NodeRole::kStart, step_start_s, step_start_s));
   }
 
   // The host ops as time-ordered pieces: nesting resolved, cut at communication launches, and
@@ -215,12 +211,7 @@ class ChainBuilder {
     for (size_t i = 0; i < pieces_.size(); ++i) {
       const Piece& p = pieces_[i];
       if (p.removed) continue;
-      Node n;
-      n.logical = p.owner;
-      n.rank = rank_;
-      n.role = NodeRole::kCompute;
-      n.start = p.s;
-      n.end = p.e;
+      Node n = node(p.owner, NodeRole::kCompute, p.s, p.e);
       n.duration = p.e - p.s;
       n.deps.push_back(host_nodes_.empty() ? start_node_ : host_nodes_.back());
       piece_node_[i] = static_cast<int>(m_.nodes.size());
@@ -275,9 +266,7 @@ class ChainBuilder {
 
   // The step-end marker: the rank's step is over when its chain and all its comm are done.
   void add_marker(double step_end_s) {
-    Node marker;
-    marker.rank = rank_;
-    marker.role = NodeRole::kMarker;
+    Node marker = node(-1, NodeRole::kMarker, 0, 0);
     double dep_end = step_start_;
     marker.deps.push_back(host_nodes_.empty() ? start_node_ : host_nodes_.back());
     if (!host_nodes_.empty()) dep_end = m_.nodes[host_nodes_.back()].end;
@@ -292,14 +281,19 @@ class ChainBuilder {
   }
 
  private:
+  Node node(int logical, NodeRole role, double start, double end) const {
+    Node n;
+    n.logical = logical;
+    n.rank = rank_;
+    n.role = role;
+    n.start = start;
+    n.end = end;
+    return n;
+  }
+
   void add_comm_node(const CommStreamOp& c) {
     LogicalOp& op = m_.ops[c.logical];
-    Node n;
-    n.logical = c.logical;
-    n.rank = rank_;
-    n.role = NodeRole::kComm;
-    n.start = op.start;
-    n.end = op.end;
+    Node n = node(c.logical, NodeRole::kComm, op.start, op.end);
     const int pi = piece_ending_by(pieces_, op.start, eps_);
     if (pi >= 0) n.deps.push_back(piece_node_[static_cast<size_t>(pi)]);
     auto it = stream_last_.find(c.stream);

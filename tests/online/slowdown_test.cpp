@@ -9,6 +9,7 @@
 #include <string>
 
 #include "straggler_probe/online/analyzer.h"
+#include "analyze_run.h"
 #include "synthetic_job.h"
 
 namespace sp::online {
@@ -26,18 +27,8 @@ constexpr double kTolerance = 0.03;  // the issue's bar: S within 3% of the meas
 
 std::vector<StepVerdict> analyze(const SyntheticRun& run) {
   OnlineConfig cfg;
-  cfg.world_size = static_cast<int>(run.steps.at(0).size());
   cfg.timeline_steps = 0;
-  OnlineAnalyzer a(cfg);
-  std::vector<StepVerdict> out;
-  for (const auto& step : run.steps) {
-    for (const auto& s : step) {
-      for (StepVerdict& v : a.add(s)) out.push_back(std::move(v));
-    }
-  }
-  for (StepVerdict& v : a.finish()) out.push_back(std::move(v));
-  EXPECT_EQ(a.stats().steps_skipped, 0u) << a.stats().last_error;
-  return out;
+  return testing::analyze_run(run, cfg);
 }
 
 double mean_S(const std::vector<StepVerdict>& vs) {

@@ -30,6 +30,7 @@ from typing import Any, Callable
 
 from .. import _native as N
 from .. import _topology
+from .autograd import run_as_backward
 
 STAGE_MODULE = "torch.distributed.pipelining.stage"
 _MAX_QUEUED = 1024  # per (direction, peer): ops built but never issued do not pile up
@@ -167,24 +168,10 @@ class PipeliningHooks:
                 return orig(stage, *args, **kwargs)
             try:
                 rec.bwd_mb = _chunk_id(args, kwargs, "bwd_chunk_id")
-                start = rec.backward_begin()
             except Exception as err:  # noqa: BLE001
-                rec.in_backward = False
                 rec.fail(f"pipeline backward: {type(err).__name__}: {err}")
                 return orig(stage, *args, **kwargs)
-            ok = False
-            try:
-                result = orig(stage, *args, **kwargs)
-                ok = True
-                return result
-            finally:
-                try:
-                    if ok:
-                        rec.backward_end(start)
-                    else:
-                        rec.in_backward = False
-                except Exception as err:  # noqa: BLE001
-                    rec.fail(f"pipeline backward: {type(err).__name__}: {err}")
+            return run_as_backward(rec, "pipeline backward", lambda: orig(stage, *args, **kwargs))
 
         return backward_one_chunk
 
