@@ -27,7 +27,7 @@
 #include "../heap_counter.h"
 #include "ideal_window.h"
 #include "slowdown_metrics.h"
-#include "step_model.h"
+#include "step_model_builder.h"
 #include "straggler_probe/online/analyzer.h"
 #include "synthetic_job.h"
 
@@ -230,7 +230,7 @@ int main(int argc, char** argv) {
     std::vector<Row> rows;
     for (int n : ranks) {
       if (pipeline && n % 8 != 0) continue;
-      rows.push_back(measure(make_shape(pipeline, n, one_f_one_b ? Schedule::kOneFOneB : Schedule::kGPipe),
+      rows.push_back(measure(make_shape(pipeline, n, one_f_one_b ? Schedule::k1F1B : Schedule::kGPipe),
                              warmup, measure_steps, callgrind));
       std::fflush(stdout);
     }

@@ -15,6 +15,7 @@
 #include "report_writer.h"
 #include "step_analysis.h"
 #include "summary_text.h"
+#include "seq_evidence.h"
 #include "verdict_json.h"
 
 namespace sp::online {

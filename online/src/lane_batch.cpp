@@ -32,7 +32,8 @@ void LaneBatch::pass(const ReplayPlan& plan, const PlanValues& values, const int
     double latest[L];
     std::fill(latest, latest + L, -std::numeric_limits<double>::infinity());
     for (int32_t p = b; p < e; ++p) {
-      const double delay[3] = {values.delay[0][p], values.delay[1][p], values.delay[2][p]};
+      const double delay[kDelayModes] = {values.delay[0][p], values.delay[1][p], values.delay[2][p],
+                                         values.delay[3][p]};
       const int32_t c = class_at[p];
       double d[L];
       for (int l = 0; l < L; ++l) d[l] = delay[c == cls[l] ? delay_own[l] : delay_other[l]];
@@ -59,12 +60,16 @@ void LaneBatch::pass(const ReplayPlan& plan, const PlanValues& values, const int
     }
   }
   // Step time per lane: the longest rank's step-end marker end minus its step start (a source
-  // at its offset, the same in every lane).
+  // at its offset in that lane's delay mode).
   double t[L] = {};
   for (size_t r = 0; r < plan.start_at.size(); ++r) {
-    const double offset = values.delay[0][static_cast<size_t>(plan.start_at[r])] + 0.0;
+    const auto start = static_cast<size_t>(plan.start_at[r]);
+    const int32_t c = class_at[start];
     const double* marker = end + static_cast<size_t>(plan.marker_at[r]) * L;
-    for (int l = 0; l < L; ++l) t[l] = std::max(t[l], marker[l] - offset);
+    for (int l = 0; l < L; ++l) {
+      const double offset = values.delay[c == cls[l] ? delay_own[l] : delay_other[l]][start] + 0.0;
+      t[l] = std::max(t[l], marker[l] - offset);
+    }
   }
   std::copy(t, t + count, step_times);
 }

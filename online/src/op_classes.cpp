@@ -64,11 +64,20 @@ std::string op_type_name(const sp_event& ev, int my_stage, int peer_stage) {
 }
 
 std::string ideal_key(const sp_event& ev, std::string_view type, std::string_view name,
-                      int ordinal) {
+                      int ordinal, int stage) {
   std::string key(type);
   if (ev.kind == SP_OP_OTHER && !name.empty()) {
     key += ':';
     key += name;
+  } else if (ev.kind == SP_OP_SEND || ev.kind == SP_OP_RECV) {
+    // A pipeline transfer is compared with the same transfer of the schedule (the stage's
+    // ordinal-th send or receive of its direction) on the other pipelines and steps: where it
+    // falls in the schedule decides what it shares the link with. Gloo, for one, holds a send
+    // to a peer behind the receive from that peer posted before it; in an interleaved schedule
+    // some transfers then always take tens of ms and others none, and one median for all would
+    // give every transfer the long time (an ideal 20% longer than the real step).
+    key += ":s" + std::to_string(stage) + "#" + std::to_string(ordinal);
+    if (ev.bytes > 0) key += ":b" + std::to_string(ev.bytes);
   } else if (op_role(ev.kind) == OpRole::kComm) {
     // Transfers are only comparable for equal payloads (DDP's first bucket is smaller than the
     // rest). Without a size, the op's position among the rank's ops of this type stands in.

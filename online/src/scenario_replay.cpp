@@ -19,7 +19,8 @@ double ScenarioReplay::run(const ReplayPlan& plan, const PlanValues& values,
   const uint8_t* rank_real = selection.rank_real.data();
   const uint8_t* rank_delay = selection.rank_delay.data();
   const double* work[2] = {values.work[0].data(), values.work[1].data()};
-  const double* delay[3] = {values.delay[0].data(), values.delay[1].data(), values.delay[2].data()};
+  const double* delay[kDelayModes] = {values.delay[0].data(), values.delay[1].data(),
+                                      values.delay[2].data(), values.delay[3].data()};
   double* start = start_.data();
   double* end = end_.data();
   const size_t units = plan.num_units();

@@ -98,6 +98,7 @@ void gather_plan_values(const StepModel& m, const NodeValues& v, const ReplayPla
     pv.delay[static_cast<size_t>(DelayMode::kIdeal)][p] = v.ideal_delay[i];
     const bool start = node.role == NodeRole::kStart;
     pv.delay[static_cast<size_t>(DelayMode::kZero)][p] = start ? v.real_delay[i] : 0.0;
+    pv.delay[static_cast<size_t>(DelayMode::kRecorded)][p] = v.real_delay[i];
     pv.type_at[p] = node.logical >= 0 ? m.ops[static_cast<size_t>(node.logical)].type : static_cast<int32_t>(pv.num_types);
   }
 }

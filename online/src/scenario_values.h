@@ -22,7 +22,12 @@ struct NodeValues {
 // spread over the segments in proportion to their recorded lengths.
 void compute_node_values(const StepModel& model, const Ideals& ideals, NodeValues* out);
 
-enum class DelayMode : uint8_t { kReal = 0, kIdeal = 1, kZero = 2 };
+// A step start's delay is its rank's offset. kRecorded and kZero keep the recorded offsets (the
+// real replay, and the real one without launch delays); kReal and kIdeal take the offsets an
+// ideal previous step would have left (settle_start_offsets, slowdown_metrics.cpp), so that no
+// what-if scenario inherits the previous step's straggling.
+enum class DelayMode : uint8_t { kReal = 0, kIdeal = 1, kZero = 2, kRecorded = 3 };
+constexpr size_t kDelayModes = 4;
 
 // One side of a scenario: recorded or ideal work, and a launch-delay mode.
 struct ValueSide {
@@ -33,7 +38,7 @@ struct ValueSide {
 // The same values per plan position (replay_plan.h), for the replay kernels.
 struct PlanValues {
   std::array<std::vector<double>, 2> work;   // [0] recorded, [1] ideal
-  std::array<std::vector<double>, 3> delay;  // by DelayMode; kZero keeps a step start's offset
+  std::array<std::vector<double>, kDelayModes> delay;  // by DelayMode
   std::vector<int32_t> type_at;              // op type; num_types for step starts and ends
   size_t num_types = 0;
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace sp::online {
 namespace {
@@ -37,6 +38,7 @@ void SlowdownAnalysis::compute(const StepModel& m, const Ideals& ideals, double 
   build_replay_plan(m, &plan_);
   compute_node_values(m, ideals, &node_values_);
   gather_plan_values(m, node_values_, plan_, &values_);
+  settle_start_offsets();
   SlowdownMetrics& r = *out;
   r.clear();
   base_scenarios(m, &r);
@@ -45,15 +47,42 @@ void SlowdownAnalysis::compute(const StepModel& m, const Ideals& ideals, double 
   if (want_timeline) timeline(m, &r);
 }
 
+// Where each rank would start this step had the previous step been ideal: its step starts at
+// its previous step mark, so the offsets between ranks are those of the ideal step's ends. Why:
+// in a pipeline the stages start a step at different times (the last stage finishes the previous
+// one first and waits for the first micro-batch), and a straggler moves those offsets; replayed
+// from the recorded offsets the ideal would still carry the previous step's straggling (a slow
+// stage-0 rank starts its stage late and the ideal waits for it; in data parallel a straggler's
+// slow optimizer makes it start the next step late). One replay of the ideal from the recorded
+// offsets gives the ideal ends; they depend on when the first stage starts, not on the others,
+// so one pass settles them. Every scenario but the real replays (kRecorded, kZero) starts there.
+void SlowdownAnalysis::settle_start_offsets() {
+  selection_.reset(values_.num_types, plan_.start_at.size(), false, DelayMode::kIdeal);
+  replay(selection_, &ideal_);
+  double earliest = std::numeric_limits<double>::infinity();
+  for (int32_t marker : plan_.marker_at) earliest = std::min(earliest, ideal_.end()[static_cast<size_t>(marker)]);
+  for (size_t r = 0; r < plan_.start_at.size(); ++r) {
+    const auto start = static_cast<size_t>(plan_.start_at[r]);
+    const double offset = ideal_.end()[static_cast<size_t>(plan_.marker_at[r])] - earliest;
+    values_.delay[static_cast<size_t>(DelayMode::kReal)][start] = offset;
+    values_.delay[static_cast<size_t>(DelayMode::kIdeal)][start] = offset;
+  }
+}
+
 // Real and ideal (replayed alone: the timeline keeps their times), then no launch delay and
 // "ideal but one op type (or the launch delays) real", replayed side by side.
 void SlowdownAnalysis::base_scenarios(const StepModel& m, SlowdownMetrics* r) {
   const size_t types = values_.num_types;
   const size_t world = static_cast<size_t>(m.world);
-  selection_.reset(types, world, true, DelayMode::kReal);
+  selection_.reset(types, world, true, DelayMode::kRecorded);
   r->T_real = replay(selection_, &real_);
   selection_.reset(types, world, false, DelayMode::kIdeal);
-  r->T_ideal = replay(selection_, &ideal_);
+  // The straggler-free step is never slower than the real one. The ideal replay can come out
+  // longer: re-balancing moves work onto a stage on the critical path (a clean GPipe pipeline
+  // whose last stage also runs the loss: the first stage's backwards, which end the step, get
+  // its share), or this step's transfers and delays were below the window's usual. Such a step
+  // has nothing to recover: S = 1, and its scores are taken against the real step.
+  r->T_ideal = std::min(replay(selection_, &ideal_), r->T_real);
   const ValueSide ideal_side{false, DelayMode::kIdeal};
   lanes_.clear();
   lanes_.push_back({{true, DelayMode::kZero}, -1, {}});

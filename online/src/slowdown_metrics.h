@@ -60,6 +60,7 @@ class SlowdownAnalysis {
 
  private:
   double replay(const Selection& s, ScenarioReplay* into);
+  void settle_start_offsets();
   void base_scenarios(const StepModel& m, SlowdownMetrics* r);
   void unit_scores(const StepModel& m, SlowdownMetrics* r);
   void worker_scores(const StepModel& m, double top_fraction, SlowdownMetrics* r);

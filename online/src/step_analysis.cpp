@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "cause_rules.h"
+#include "step_model_builder.h"
 #include "straggler_probe/whatif/op_graph.h"
 
 namespace sp::online {

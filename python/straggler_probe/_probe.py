@@ -41,6 +41,7 @@ class Probe:
         self._closed = False
         self._lock = threading.Lock()
         self._topology_explicit = cfg.dp_rank is not None or cfg.pp_stage is not None
+        self._topology_from_stage = False
         self.modules: Any = None
         self.optimizer: Any = None
         self.collectives: Any = None
@@ -114,6 +115,10 @@ class Probe:
                 rec, torch, self.rec.end_step if cfg.steps == "auto" else None)
             self._uninstall.append(self.optimizer.install())
             rec.on_first_forward = self.optimizer.forward_started
+        if cfg.modules and self.dist is not None:
+            from .hooks.pipelining import PipeliningHooks
+            self._uninstall.append(
+                PipeliningHooks(rec, torch, self.dist, self._pipeline_topology).install())
         if cfg.gc:
             self.gc = GcHooks(rec)
             self._uninstall.append(self.gc.install())
@@ -126,8 +131,16 @@ class Probe:
     def _on_batch_seq_lens(self, lengths: list[int]) -> None:
         self.modules.pending_seq_lens = lengths
 
+    def _pipeline_topology(self, dp_rank: int | None, pp_stage: int) -> None:
+        """A pipeline stage said where this rank sits (hooks/pipelining.py): that beats the DDP
+        group's layout, not the user's explicit settings."""
+        if self._topology_explicit:
+            return
+        self._topology_from_stage = True
+        self.core.set_topology(-1 if dp_rank is None else dp_rank, pp_stage)
+
     def _infer_topology(self, module: Any) -> None:
-        if self._topology_explicit or self.dist is None:
+        if self._topology_explicit or self._topology_from_stage or self.dist is None:
             return
         group = getattr(module, "process_group", None)
         if group is None:

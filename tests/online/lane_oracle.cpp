@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 
 #include "lane_replayer.h"
 #include "scenario_values.h"
@@ -17,6 +18,9 @@ constexpr size_t kLanesPerRun = 32;
 struct Lane {
   std::function<bool(const Node&)> real_work;  // keep the recorded duration of this node?
   std::function<Delay(const Node&)> delay;
+  // Where each rank starts the step: as recorded (the real replays), or as it would after an
+  // ideal previous step (every what-if scenario; see settle_start_offsets).
+  bool real_start = false;
 };
 
 LaneInputs build_lanes(const StepModel& m, const NodeValues& v, const std::vector<Lane>& lanes) {
@@ -29,7 +33,9 @@ LaneInputs build_lanes(const StepModel& m, const NodeValues& v, const std::vecto
     for (size_t l = 0; l < in.lanes; ++l) {
       const size_t cell = i * in.lanes + l;
       in.work[cell] = lanes[l].real_work(m.nodes[i]) ? v.real_work[i] : v.ideal_work[i];
-      const Delay mode = m.nodes[i].role == NodeRole::kStart ? Delay::kReal : lanes[l].delay(m.nodes[i]);
+      const Delay mode = m.nodes[i].role == NodeRole::kStart
+                             ? (lanes[l].real_start ? Delay::kReal : Delay::kIdeal)
+                             : lanes[l].delay(m.nodes[i]);
       switch (mode) {
         case Delay::kReal: in.delay[cell] = v.real_delay[i]; break;
         case Delay::kIdeal: in.delay[cell] = v.ideal_delay[i]; break;
@@ -38,6 +44,26 @@ LaneInputs build_lanes(const StepModel& m, const NodeValues& v, const std::vecto
     }
   }
   return in;
+}
+
+// Where each rank would start this step had the previous step been ideal: its step starts at its
+// previous step mark, so the offsets between ranks are those of the ideal step's ends. Why: in a
+// pipeline the stages start a step at different times (the last stage finishes the previous one
+// first and waits for the first micro-batch), and a straggler moves those offsets; replayed from
+// the recorded offsets the ideal step would still carry the previous step's straggling (a slow
+// stage-0 rank starts its stage late, and the ideal waits for it; in data parallel a straggler's
+// slow optimizer makes it start the next step late). One replay of the ideal from
+// the recorded offsets gives the ideal ends; they depend on when the pipeline's first stage
+// starts, not on the others, so one pass settles them.
+void settle_start_offsets(const StepModel& m, StepReplayer* replayer, NodeValues* v) {
+  const Lane ideal{[](const Node&) { return false; }, [](const Node&) { return Delay::kIdeal; }, true};
+  const LaneOutputs o = replayer->run(build_lanes(m, *v, {ideal}), {0});
+  double earliest = std::numeric_limits<double>::infinity();
+  for (int marker : m.markers) earliest = std::min(earliest, o.end[static_cast<size_t>(marker)]);
+  for (int r = 0; r < m.world; ++r) {
+    v->ideal_delay[static_cast<size_t>(m.starts[static_cast<size_t>(r)])] =
+        o.end[static_cast<size_t>(m.markers[static_cast<size_t>(r)])] - earliest;
+  }
 }
 
 // Share of the recoverable slowdown (T - T_ideal) that a fix-only scenario recovers.
@@ -61,8 +87,8 @@ Scenarios scenarios(const StepModel& m) {
   auto ideal_delay = [](const Node&) { return Delay::kIdeal; };
   Scenarios sc;
   std::vector<Lane>& lanes = sc.lanes;
-  lanes.push_back({always, real_delay});                                  // 0: real
-  lanes.push_back({always, [](const Node&) { return Delay::kZero; }});   // 1: no launch delay
+  lanes.push_back({always, real_delay, true});                            // 0: real
+  lanes.push_back({always, [](const Node&) { return Delay::kZero; }, true});  // 1: no launch delay
   lanes.push_back({never, ideal_delay});                                  // 2: ideal
   sc.first_type = lanes.size();
   const int num_types = static_cast<int>(m.type_names.size());
@@ -115,7 +141,7 @@ void scores(const StepModel& m, const Scenarios& sc, const std::vector<double>& 
   SlowdownMetrics& r = *out;
   r.T_real = t[0];
   r.T_nodelay = t[1];
-  r.T_ideal = t[2];
+  r.T_ideal = std::min(t[2], r.T_real);
   const double ideal = r.T_ideal > 0 ? r.T_ideal : 1e-12;
   const size_t num_types = m.type_names.size();
   for (size_t i = 0; i < num_types; ++i) r.op_S.emplace_back(m.type_names[i], t[sc.first_type + i] / ideal);
@@ -164,6 +190,7 @@ SlowdownMetrics lane_oracle_metrics(const StepModel& m, const Ideals& ideals, do
   NodeValues values;
   compute_node_values(m, ideals, &values);
   StepReplayer replayer(m);
+  settle_start_offsets(m, &replayer, &values);
   const Scenarios sc = scenarios(m);
   std::vector<double> step_time;
   const LaneOutputs first_batch = replay_all(m, values, sc.lanes, want_timeline, &replayer, &step_time);

@@ -13,7 +13,7 @@
 #include "metrics_comparison.h"
 #include "seq_evidence.h"
 #include "slowdown_metrics.h"
-#include "step_model.h"
+#include "step_model_builder.h"
 #include "straggler_probe/online/analyzer.h"
 #include "summary_file_reader.h"
 

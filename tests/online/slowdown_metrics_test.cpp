@@ -16,7 +16,7 @@
 #include "metrics_comparison.h"
 #include "seq_evidence.h"
 #include "slowdown_metrics.h"
-#include "step_model.h"
+#include "step_model_builder.h"
 #include "synthetic_job.h"
 
 namespace sp::online {
@@ -47,12 +47,12 @@ std::vector<Case> cases() {
   add("dp8-clean", 8, 1, 1, Schedule::kGPipe);
   add("gpipe-4x4-slow-rank", 4, 4, 4, Schedule::kGPipe).rank_speed = {1, 1, 1, 1, 1, 1.4};
   add("gpipe-3x4-heavy-last-stage", 3, 4, 4, Schedule::kGPipe).stage_speed = {1, 1, 1, 1.5};
-  add("1f1b-4x4-slow-rank", 4, 4, 8, Schedule::kOneFOneB).rank_speed = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1.3};
-  add("1f1b-8x2-gc", 8, 2, 4, Schedule::kOneFOneB).gc = {{3, 9, 0.05}, {5, 2, 0.04}};
+  add("1f1b-4x4-slow-rank", 4, 4, 8, Schedule::k1F1B).rank_speed = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1.3};
+  add("1f1b-8x2-gc", 8, 2, 4, Schedule::k1F1B).gc = {{3, 9, 0.05}, {5, 2, 0.04}};
   SyntheticJob& seq = add("dp4-seq-lens", 4, 1, 4, Schedule::kGPipe);
   seq.seq_lens = true;
   seq.jitter = 0.005;
-  add("pipeline-only-1x4", 1, 4, 4, Schedule::kOneFOneB).stage_speed = {1, 1.3, 1, 1};
+  add("pipeline-only-1x4", 1, 4, 4, Schedule::k1F1B).stage_speed = {1, 1.3, 1, 1};
   return out;
 }
 

@@ -25,15 +25,21 @@ sp_event event(uint32_t kind, double start, double end, int mb) {
   return e;
 }
 
+// One p2p op of a batch: issued with the others, done when its peer has issued its side.
+struct P2p {
+  bool send = false;
+  int peer = -1;
+  int mb = -1;
+};
+
 struct Instr {
-  enum Type { kHost, kSend, kRecv, kWaitSends } type = kHost;
+  enum Type { kHost, kComm } type = kHost;
   uint32_t kind = SP_OP_FORWARD;
   int mb = -1;
   double dur = 0;
   double gc_pause = 0;
-  int peer = -1;
   bool ddp = false;  // launch the bucket all-reduces inside this op and wait for them at its end
-  bool async = false;  // a send posted without waiting for the receiver
+  std::vector<P2p> p2p;  // kComm: issued together, the rank waits for all of them
 };
 
 struct Collective {
@@ -48,298 +54,238 @@ struct Lens {
   std::string text;
 };
 
-// (is forward, micro-batch) in the order the stage runs them.
-std::vector<std::pair<bool, int>> stage_order(const SyntheticJob& job, int stage) {
-  std::vector<std::pair<bool, int>> order;
-  const int mb = job.microbatches;
-  if (job.schedule == Schedule::kGPipe) {
-    for (int i = 0; i < mb; ++i) order.emplace_back(true, i);
-    for (int i = 0; i < mb; ++i) order.emplace_back(false, i);
-    return order;
-  }
-  const int warmup = std::min(job.pp - stage - 1, mb);
-  for (int i = 0; i < warmup; ++i) order.emplace_back(true, i);
-  for (int i = 0; i < mb - warmup; ++i) {
-    order.emplace_back(true, warmup + i);
-    order.emplace_back(false, i);
-  }
-  for (int i = mb - warmup; i < mb; ++i) order.emplace_back(false, i);
-  return order;
-}
+// The per-micro-batch pieces of one rank's program: compute, and its sends and receives to
+// the neighbouring stages (global rank = stage * dp + dp rank).
+struct StageProgram {
+  const SyntheticJob& job;
+  int rank = 0, stage = 0;
+  std::vector<double> fwd, bwd;  // durations per micro-batch
+  double gc_pause = 0;           // inside the first forward
+  std::vector<Instr>* out = nullptr;
 
-// The random parts of one rank's step, drawn in a fixed order (lengths, then forwards, then
-// backwards), so that a job's draws do not depend on its schedule.
-struct RankDraws {
-  std::vector<double> forward, backward;
+  bool first() const { return stage == 0; }
+  bool last() const { return stage == job.pp - 1; }
+  int prev() const { return rank - job.dp; }
+  int next() const { return rank + job.dp; }
+  void comm(std::vector<P2p> ops) const {
+    if (!ops.empty()) out->push_back({Instr::kComm, 0, -1, 0, 0, false, std::move(ops)});
+  }
+  std::vector<P2p> recv_act(int mb) const { return first() ? std::vector<P2p>{} : std::vector<P2p>{{false, prev(), mb}}; }
+  std::vector<P2p> send_act(int mb) const { return last() ? std::vector<P2p>{} : std::vector<P2p>{{true, next(), mb}}; }
+  std::vector<P2p> recv_grad(int mb) const { return last() ? std::vector<P2p>{} : std::vector<P2p>{{false, next(), mb}}; }
+  std::vector<P2p> send_grad(int mb) const { return first() ? std::vector<P2p>{} : std::vector<P2p>{{true, prev(), mb}}; }
+  void forward(int mb) const {
+    out->push_back({Instr::kHost, SP_OP_FORWARD, mb, fwd[static_cast<size_t>(mb)],
+                    mb == 0 ? gc_pause : 0.0, false, {}});
+  }
+  void backward(int mb) const {
+    out->push_back({Instr::kHost, SP_OP_BACKWARD, mb, bwd[static_cast<size_t>(mb)], 0,
+                    job.dp > 1 && mb == job.microbatches - 1, {}});
+  }
 };
 
-class Generator {
+std::vector<P2p> both(std::vector<P2p> a, const std::vector<P2p>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// GPipe: every forward, then every backward, each transfer on its own.
+void gpipe(const StageProgram& p) {
+  for (int mb = 0; mb < p.job.microbatches; ++mb) {
+    p.comm(p.recv_act(mb));
+    p.forward(mb);
+    p.comm(p.send_act(mb));
+  }
+  for (int mb = 0; mb < p.job.microbatches; ++mb) {
+    p.comm(p.recv_grad(mb));
+    p.backward(mb);
+    p.comm(p.send_grad(mb));
+  }
+}
+
+// 1F1B as torch.distributed.pipelining's Schedule1F1B runs it: pp - stage warm-up forwards, the
+// last one's send batched with the first gradient's receive; then one backward, one forward,
+// each gradient send batched with the next activation's receive; then the remaining backwards.
+void one_f_one_b(const StageProgram& p) {
+  const int m = p.job.microbatches;
+  const int warmup = std::min(m, p.job.pp - p.stage);
+  int fwd = 0;
+  for (; fwd < warmup; ++fwd) {
+    p.comm(p.recv_act(fwd));
+    p.forward(fwd);
+    if (fwd != warmup - 1) p.comm(p.send_act(fwd));
+  }
+  int bwd = 0;
+  while (true) {
+    p.comm(both(p.send_act(fwd - 1), p.recv_grad(bwd)));
+    p.backward(bwd);
+    if (fwd == m) break;
+    p.comm(both(p.send_grad(bwd), p.recv_act(fwd)));
+    p.forward(fwd);
+    ++fwd;
+    ++bwd;
+  }
+  p.comm(p.send_grad(bwd++));
+  for (; bwd < m; ++bwd) {
+    p.comm(p.recv_grad(bwd));
+    p.backward(bwd);
+    p.comm(p.send_grad(bwd));
+  }
+}
+
+// Executes one step of every rank's program with blocking semantics: each rank runs until it
+// waits for a peer; p2p ends at max(both sides' issue) + p2p_s, a bucket all-reduce at the
+// latest launch + allreduce_s.
+class StepExecutor {
  public:
-  explicit Generator(const SyntheticJob& job) : job_(job), rng_(job.seed) {}
-
-  // The programs of every rank for one step, and their summaries' static parts.
-  std::vector<std::vector<Instr>> programs(int step, const std::vector<double>& t,
-                                           std::vector<runtime::StepSummary>* out);
-
- private:
-  double speed(int rank, int step) const;
-  double jittered(double d) {
-    return job_.jitter > 0 ? d * std::max(0.5, 1.0 + job_.jitter * noise_(rng_)) : d;
-  }
-  Lens draw_lens();
-
-  const SyntheticJob& job_;
-  std::mt19937 rng_;
-  std::normal_distribution<double> noise_{0.0, 1.0};
-  std::uniform_real_distribution<double> unit_{1e-6, 1.0};
-};
-
-double Generator::speed(int rank, int step) const {
-  const double r = rank < static_cast<int>(job_.rank_speed.size()) ? job_.rank_speed[rank] : 1.0;
-  const int stage = rank / job_.dp;
-  double s = r * (stage < static_cast<int>(job_.stage_speed.size()) ? job_.stage_speed[stage] : 1.0);
-  for (const auto& [ss, mult] : job_.step_speed) {
-    if (ss == step) s *= mult;
-  }
-  return s;
-}
-
-// Long-tailed lengths (Pareto, alpha 1.2, 128..2048); cost = sum(len) + sum(len^2)/1024,
-// normalised so that a micro-batch of 256-token sequences costs 1.
-Lens Generator::draw_lens() {
-  Lens l;
-  double cost = 0;
-  for (int i = 0; i < job_.seqs_per_microbatch; ++i) {
-    const double len = std::min(2048.0, std::floor(128.0 / std::pow(unit_(rng_), 1.0 / 1.2)));
-    cost += len + len * len / 1024.0;
-    if (i) l.text += ',';
-    l.text += std::to_string(static_cast<int>(len));
-  }
-  l.factor = cost / (job_.seqs_per_microbatch * 320.0);
-  return l;
-}
-
-std::vector<std::vector<Instr>> Generator::programs(int step, const std::vector<double>& t,
-                                                    std::vector<runtime::StepSummary>* out) {
-  const int world = job_.dp * job_.pp;
-  const int mb_count = job_.microbatches;
-  const bool one_f_one_b = job_.schedule == Schedule::kOneFOneB;
-  std::vector<std::vector<Instr>> prog(static_cast<size_t>(world));
-  for (int r = 0; r < world; ++r) {
-    runtime::StepSummary& s = (*out)[static_cast<size_t>(r)];
-    s.rank = r;
-    s.world_size = world;
-    s.dp_rank = r % job_.dp;
-    s.pp_stage = job_.pp > 1 ? r / job_.dp : -1;
-    s.step = step;
-    s.step_start_ns = ns(t[static_cast<size_t>(r)]);
-    s.names = {""};
-    const int stage = r / job_.dp;
-    const double sp = speed(r, step);
-    std::vector<double> factor(static_cast<size_t>(mb_count), 1.0);
-    for (int mb = 0; mb < mb_count && job_.seq_lens; ++mb) {
-      const Lens l = draw_lens();
-      factor[static_cast<size_t>(mb)] = l.factor;
-      if (job_.annotate) s.annotations.push_back({mb, "seq_lens", l.text});
-    }
-    RankDraws d;
-    for (int mb = 0; mb < mb_count; ++mb) d.forward.push_back(jittered(job_.forward_s * sp * factor[static_cast<size_t>(mb)]));
-    for (int mb = 0; mb < mb_count; ++mb) d.backward.push_back(jittered(job_.backward_s * sp * factor[static_cast<size_t>(mb)]));
-    double gc_pause = 0;
-    for (const auto& [gs, gr, pause] : job_.gc) {
-      if (gs == step && gr == r) gc_pause += pause;
-    }
-    std::vector<Instr>& p = prog[static_cast<size_t>(r)];
-    p.push_back({Instr::kHost, SP_OP_DATA_WAIT, -1, job_.data_wait_s, 0, -1, false, false});
-    const int up = r - job_.dp, down = r + job_.dp;  // previous and next stage
-    for (const auto& [forward, mb] : stage_order(job_, stage)) {
-      const bool has_before = forward ? stage > 0 : stage < job_.pp - 1;
-      const bool has_after = forward ? stage < job_.pp - 1 : stage > 0;
-      if (has_before) p.push_back({Instr::kRecv, SP_OP_RECV, mb, 0, 0, forward ? up : down, false, false});
-      const size_t i = static_cast<size_t>(mb);
-      p.push_back({Instr::kHost, forward ? SP_OP_FORWARD : SP_OP_BACKWARD, mb,
-                   forward ? d.forward[i] : d.backward[i], forward && mb == 0 ? gc_pause : 0.0, -1,
-                   !forward && job_.dp > 1 && mb == mb_count - 1, false});
-      if (has_after) p.push_back({Instr::kSend, SP_OP_SEND, mb, 0, 0, forward ? down : up, false, one_f_one_b});
-    }
-    if (one_f_one_b) p.push_back({Instr::kWaitSends, SP_OP_OTHER, -1, 0, 0, -1, false, false});
-    p.push_back({Instr::kHost, SP_OP_OPTIMIZER, -1, job_.optimizer_s, 0, -1, false, false});
-  }
-  return prog;
-}
-
-using P2pSlot = std::pair<std::optional<double>, std::optional<double>>;  // send, recv posted
-
-// Runs one step's programs: each rank runs until it blocks on a peer, until every program is
-// done. Collects each rank's ops into its summary.
-class Execution {
- public:
-  Execution(const SyntheticJob& job, std::vector<std::vector<Instr>> prog, std::vector<double>* t,
-            std::vector<runtime::StepSummary>* out);
-  void run();
-  void emit_collectives(uint64_t seq);
-
- private:
-  bool host(int r, const Instr& in);
-  bool p2p(int r, const Instr& in);
-  bool wait_sends(int r);
-
-  const SyntheticJob& job_;
-  std::vector<std::vector<Instr>> prog_;
-  std::vector<double>& t_;
-  std::vector<runtime::StepSummary>& out_;
-  std::map<std::pair<int, int>, Collective> colls_;  // (stage, bucket) -> all-reduce
-  std::map<std::tuple<int, int, int>, P2pSlot> p2p_;  // (from, to, index)
-  std::map<std::pair<int, int>, int> sent_, received_;  // (from, to) -> count so far
-  std::vector<size_t> pc_;
-  std::vector<int> phase_, p2p_index_;
-  std::vector<double> cur_start_, cur_compute_end_;
-  std::vector<std::vector<std::pair<std::tuple<int, int, int>, int>>> pending_sends_;  // key, mb
-};
-
-Execution::Execution(const SyntheticJob& job, std::vector<std::vector<Instr>> prog,
-                     std::vector<double>* t, std::vector<runtime::StepSummary>* out)
-    : job_(job), prog_(std::move(prog)), t_(*t), out_(*out) {
-  const size_t world = prog_.size();
-  pc_.assign(world, 0);
-  phase_.assign(world, 0);
-  p2p_index_.assign(world, -1);
-  cur_start_.assign(world, 0);
-  cur_compute_end_.assign(world, 0);
-  pending_sends_.resize(world);
-  for (int stage = 0; stage < job.pp; ++stage) {
-    for (int b = 0; b < job.buckets; ++b) {
-      Collective& c = colls_[{stage, b}];
-      c.start.assign(static_cast<size_t>(job.dp), std::nullopt);
-      for (int d = 0; d < job.dp; ++d) c.ranks.push_back(stage * job.dp + d);
-    }
-  }
-}
-
-void Execution::run() {
-  const int world = static_cast<int>(prog_.size());
-  int done = 0;
-  while (done < world) {
-    bool progress = false;
-    for (int r = 0; r < world; ++r) {
-      const size_t ri = static_cast<size_t>(r);
-      while (pc_[ri] < prog_[ri].size()) {
-        const Instr& in = prog_[ri][pc_[ri]];
-        const bool ran = in.type == Instr::kHost        ? host(r, in)
-                         : in.type == Instr::kWaitSends ? wait_sends(r)
-                                                        : p2p(r, in);
-        if (!ran) break;
-        phase_[ri] = 0;
-        ++pc_[ri];
-        progress = true;
-        if (pc_[ri] == prog_[ri].size()) ++done;
+  StepExecutor(const SyntheticJob& job, std::vector<std::vector<Instr>> prog,
+               std::vector<runtime::StepSummary>* out, std::vector<double>* t)
+      : job_(job), prog_(std::move(prog)), out_(*out), t_(*t), world_(job.dp * job.pp) {
+    pc_.assign(static_cast<size_t>(world_), 0);
+    phase_.assign(static_cast<size_t>(world_), 0);
+    cur_start_.assign(static_cast<size_t>(world_), 0);
+    cur_end_.assign(static_cast<size_t>(world_), 0);
+    issued_.resize(static_cast<size_t>(world_));
+    for (int stage = 0; stage < job.pp; ++stage) {
+      for (int b = 0; b < job.buckets; ++b) {
+        Collective& c = colls_[{stage, b}];
+        c.start.assign(static_cast<size_t>(job.dp), std::nullopt);
+        for (int d = 0; d < job.dp; ++d) c.ranks.push_back(stage * job.dp + d);
       }
     }
-    if (!progress && done < world) throw std::logic_error("synthetic job deadlocked");
   }
-}
 
-bool Execution::host(int r, const Instr& in) {
-  const size_t ri = static_cast<size_t>(r);
-  const int stage = r / job_.dp;
-  if (phase_[ri] == 0) {
-    cur_start_[ri] = t_[ri] + job_.gap_s;
-    cur_compute_end_[ri] = cur_start_[ri] + in.dur + in.gc_pause;
-    if (in.gc_pause > 0) {
-      const double g = cur_start_[ri] + 0.3 * in.dur;
-      out_[ri].ops.push_back(event(SP_OP_GC, g, g + in.gc_pause, -1));
+  void run(uint64_t seq) {
+    int done = 0;
+    while (done < world_) {
+      bool progress = false;
+      for (int r = 0; r < world_; ++r) {
+        const size_t ri = static_cast<size_t>(r);
+        while (pc_[ri] < prog_[ri].size()) {
+          const Instr& in = prog_[ri][pc_[ri]];
+          if (!(in.type == Instr::kHost ? host(r, in) : comm(r, in))) break;
+          phase_[ri] = 0;
+          ++pc_[ri];
+          progress = true;
+          if (pc_[ri] == prog_[ri].size()) ++done;
+        }
+      }
+      if (!progress && done < world_) throw std::logic_error("synthetic job deadlocked");
     }
-    for (int b = 0; in.ddp && b < job_.buckets; ++b) {
+    emit_collectives(seq);
+  }
+
+ private:
+  // Returns false while the op waits for its buckets' all-reduces.
+  bool host(int r, const Instr& in) {
+    const size_t ri = static_cast<size_t>(r);
+    const int stage = r / job_.dp;
+    auto& ops = out_[ri].ops;
+    if (phase_[ri] == 0) {
+      cur_start_[ri] = t_[ri] + job_.gap_s;
+      cur_end_[ri] = cur_start_[ri] + in.dur + in.gc_pause;
+      if (in.gc_pause > 0) {
+        const double g = cur_start_[ri] + 0.3 * in.dur;
+        ops.push_back(event(SP_OP_GC, g, g + in.gc_pause, -1));
+      }
+      if (in.ddp) launch_buckets(r, stage, in.dur + in.gc_pause);
+      phase_[ri] = 1;
+    }
+    double end = cur_end_[ri];
+    if (in.ddp) {
+      double last = 0;
+      for (int b = 0; b < job_.buckets; ++b) {
+        const Collective& c = colls_[{stage, b}];
+        if (c.end < 0) return false;
+        last = std::max(last, c.end);
+      }
+      end = std::max(end, last) + job_.finalize_s;
+    }
+    ops.push_back(event(in.kind, cur_start_[ri], end, in.mb));
+    t_[ri] = end;
+    return true;
+  }
+
+  void launch_buckets(int r, int stage, double dur) {
+    for (int b = 0; b < job_.buckets; ++b) {
       Collective& c = colls_[{stage, b}];
-      c.start[static_cast<size_t>(r % job_.dp)] = cur_start_[ri] + (in.dur + in.gc_pause) * (b + 1) / job_.buckets;
+      c.start[static_cast<size_t>(r % job_.dp)] = cur_start_[static_cast<size_t>(r)] + dur * (b + 1) / job_.buckets;
       if (++c.registered == job_.dp) {
         double latest = 0;
         for (const auto& st : c.start) latest = std::max(latest, *st);
         c.end = latest + job_.allreduce_s;
       }
     }
-    phase_[ri] = 1;
   }
-  double end = cur_compute_end_[ri];
-  if (in.ddp) {
-    double last = 0;
-    for (int b = 0; b < job_.buckets; ++b) {
-      const Collective& c = colls_[{stage, b}];
-      if (c.end < 0) return false;
-      last = std::max(last, c.end);
+
+  // Returns false until every op of the batch has its peer's side.
+  bool comm(int r, const Instr& in) {
+    const size_t ri = static_cast<size_t>(r);
+    std::vector<Key>& mine = issued_[ri];
+    if (phase_[ri] == 0) {
+      mine.clear();
+      for (const P2p& op : in.p2p) {
+        const std::pair<int, int> chan = op.send ? std::make_pair(r, op.peer) : std::make_pair(op.peer, r);
+        const int index = (op.send ? sent_ : received_)[chan]++;
+        Slot& slot = p2p_[{chan.first, chan.second, index}];
+        (op.send ? slot.send : slot.recv) = t_[ri] + job_.gap_s;
+        mine.push_back({chan.first, chan.second, index});
+      }
+      phase_[ri] = 1;
     }
-    end = std::max(end, last) + job_.finalize_s;
-  }
-  out_[ri].ops.push_back(event(in.kind, cur_start_[ri], end, in.mb));
-  t_[ri] = end;
-  return true;
-}
-
-sp_event p2p_event(const Instr& in, const P2pSlot& slot, double p2p_s) {
-  const bool send = in.type == Instr::kSend;
-  sp_event e = event(in.kind, *(send ? slot.first : slot.second),
-                     std::max(*slot.first, *slot.second) + p2p_s, in.mb);
-  e.peer = in.peer;
-  e.coll = send ? SP_COLL_SEND : SP_COLL_RECV;
-  e.bytes = 1 << 20;
-  return e;
-}
-
-bool Execution::p2p(int r, const Instr& in) {
-  const size_t ri = static_cast<size_t>(r);
-  const bool send = in.type == Instr::kSend;
-  const std::pair<int, int> chan = send ? std::make_pair(r, in.peer) : std::make_pair(in.peer, r);
-  if (p2p_index_[ri] < 0) {
-    p2p_index_[ri] = send ? sent_[chan]++ : received_[chan]++;
-    auto& slot = p2p_[{chan.first, chan.second, p2p_index_[ri]}];
-    (send ? slot.first : slot.second) = t_[ri] + job_.gap_s;
-  }
-  const std::tuple<int, int, int> key{chan.first, chan.second, p2p_index_[ri]};
-  const P2pSlot& slot = p2p_[key];
-  if (in.async) {  // posted: the rank goes on; its op is recorded once the receiver is there
-    pending_sends_[ri].emplace_back(key, in.mb);
-    t_[ri] = *slot.first;
-    p2p_index_[ri] = -1;
+    for (const Key& k : mine) {
+      const Slot& slot = p2p_[k];
+      if (!slot.send || !slot.recv) return false;
+    }
+    double end_all = t_[ri];
+    for (size_t i = 0; i < mine.size(); ++i) {
+      const P2p& op = in.p2p[i];
+      const Slot& slot = p2p_[mine[i]];
+      const double end = std::max(*slot.send, *slot.recv) + job_.p2p_s;
+      sp_event e = event(op.send ? SP_OP_SEND : SP_OP_RECV, *(op.send ? slot.send : slot.recv), end, op.mb);
+      e.peer = op.peer;
+      e.coll = op.send ? SP_COLL_SEND : SP_COLL_RECV;
+      e.bytes = 1 << 20;
+      out_[ri].ops.push_back(e);
+      end_all = std::max(end_all, end);
+    }
+    t_[ri] = end_all;
     return true;
   }
-  if (!slot.first || !slot.second) return false;
-  const sp_event e = p2p_event(in, slot, job_.p2p_s);
-  out_[ri].ops.push_back(e);
-  t_[ri] = std::max(*slot.first, *slot.second) + job_.p2p_s;
-  p2p_index_[ri] = -1;
-  return true;
-}
 
-bool Execution::wait_sends(int r) {
-  const size_t ri = static_cast<size_t>(r);
-  for (const auto& [key, mb] : pending_sends_[ri]) {
-    if (!p2p_[key].second) return false;
-  }
-  for (const auto& [key, mb] : pending_sends_[ri]) {
-    Instr send{Instr::kSend, SP_OP_SEND, mb, 0, 0, std::get<1>(key), false, true};
-    const P2pSlot& slot = p2p_[key];
-    out_[ri].ops.push_back(p2p_event(send, slot, job_.p2p_s));
-    t_[ri] = std::max(t_[ri], std::max(*slot.first, *slot.second) + job_.p2p_s);
-  }
-  pending_sends_[ri].clear();
-  return true;
-}
-
-// The bucket all-reduces, now that their ends are known.
-void Execution::emit_collectives(uint64_t seq) {
-  for (const auto& [key, c] : colls_) {
-    if (c.registered != job_.dp) continue;
-    for (int d = 0; d < job_.dp; ++d) {
-      sp_event e = event(SP_OP_COLLECTIVE, *c.start[static_cast<size_t>(d)], c.end, -1);
-      e.coll = SP_COLL_ALL_REDUCE;
-      e.group_id = 0x1000 + static_cast<uint64_t>(key.first);
-      e.seq = seq + static_cast<uint64_t>(key.second);
-      e.group_size = job_.dp;
-      e.bytes = static_cast<uint64_t>(key.second + 1) * 1000;
-      out_[static_cast<size_t>(c.ranks[static_cast<size_t>(d)])].ops.push_back(e);
+  // The bucket all-reduces, now that their ends are known.
+  void emit_collectives(uint64_t seq) {
+    for (const auto& [key, c] : colls_) {
+      if (c.registered != job_.dp) continue;
+      for (int d = 0; d < job_.dp; ++d) {
+        sp_event e = event(SP_OP_COLLECTIVE, *c.start[static_cast<size_t>(d)], c.end, -1);
+        e.coll = SP_COLL_ALL_REDUCE;
+        e.group_id = 0x1000 + static_cast<uint64_t>(key.first);
+        e.seq = seq + static_cast<uint64_t>(key.second);
+        e.group_size = job_.dp;
+        e.bytes = static_cast<uint64_t>(key.second + 1) * 1000;
+        out_[static_cast<size_t>(c.ranks[static_cast<size_t>(d)])].ops.push_back(e);
+      }
     }
   }
-}
+
+  using Key = std::tuple<int, int, int>;  // (from, to, index)
+  struct Slot {
+    std::optional<double> send, recv;  // issue times
+  };
+  const SyntheticJob& job_;
+  std::vector<std::vector<Instr>> prog_;
+  std::vector<runtime::StepSummary>& out_;
+  std::vector<double>& t_;
+  int world_;
+  std::map<std::pair<int, int>, Collective> colls_;  // (stage, bucket) -> all-reduce
+  std::map<Key, Slot> p2p_;
+  std::map<std::pair<int, int>, int> sent_, received_;  // (from, to) -> count so far
+  std::vector<size_t> pc_;
+  std::vector<int> phase_;
+  std::vector<double> cur_start_, cur_end_;
+  std::vector<std::vector<Key>> issued_;  // per rank: the batch it waits for
+};
 
 }  // namespace
 
@@ -352,15 +298,78 @@ double mean(const std::vector<double>& v, size_t from) {
 
 SyntheticRun run_synthetic(const SyntheticJob& job, int num_steps) {
   const int world = job.dp * job.pp;
-  Generator gen(job);
+  std::mt19937 rng(job.seed);
+  std::normal_distribution<double> noise(0.0, 1.0);
+  std::uniform_real_distribution<double> unit(1e-6, 1.0);
+  auto speed = [&](int rank) {
+    const double r = rank < static_cast<int>(job.rank_speed.size()) ? job.rank_speed[rank] : 1.0;
+    const int stage = rank / job.dp;
+    const double s = stage < static_cast<int>(job.stage_speed.size()) ? job.stage_speed[stage] : 1.0;
+    return r * s;
+  };
+  auto jittered = [&](double d) {
+    return job.jitter > 0 ? d * std::max(0.5, 1.0 + job.jitter * noise(rng)) : d;
+  };
+  // Long-tailed lengths (Pareto, alpha 1.2, 128..2048); cost = sum(len) + sum(len^2)/1024,
+  // normalised so that a micro-batch of 256-token sequences costs 1.
+  auto draw_lens = [&]() {
+    Lens l;
+    double cost = 0;
+    for (int i = 0; i < job.seqs_per_microbatch; ++i) {
+      const double len = std::min(2048.0, std::floor(128.0 / std::pow(unit(rng), 1.0 / 1.2)));
+      cost += len + len * len / 1024.0;
+      if (i) l.text += ',';
+      l.text += std::to_string(static_cast<int>(len));
+    }
+    l.factor = cost / (job.seqs_per_microbatch * 320.0);
+    return l;
+  };
+
   SyntheticRun run;
   std::vector<double> t(static_cast<size_t>(world), 0.0);
   uint64_t seq = 0;
   for (int step = 0; step < num_steps; ++step) {
     std::vector<runtime::StepSummary> out(static_cast<size_t>(world));
-    Execution exec(job, gen.programs(step, t, &out), &t, &out);
-    exec.run();
-    exec.emit_collectives(seq);
+    std::vector<std::vector<Instr>> prog(static_cast<size_t>(world));
+    for (int r = 0; r < world; ++r) {
+      runtime::StepSummary& s = out[static_cast<size_t>(r)];
+      s.rank = r;
+      s.world_size = world;
+      s.dp_rank = r % job.dp;
+      s.pp_stage = job.pp > 1 ? r / job.dp : -1;
+      s.step = step;
+      s.step_start_ns = ns(t[static_cast<size_t>(r)]);
+      s.names = {""};
+      double sp = speed(r);
+      for (const auto& [ss, mult] : job.step_speed) {
+        if (ss == step) sp *= mult;
+      }
+      std::vector<Instr>& p = prog[static_cast<size_t>(r)];
+      p.push_back({Instr::kHost, SP_OP_DATA_WAIT, -1, job.data_wait_s, 0, false, {}});
+      StageProgram stage{job, r, r / job.dp, {}, {}, 0.0, &p};
+      for (int mb = 0; mb < job.microbatches; ++mb) {
+        double factor = 1.0;
+        if (job.seq_lens) {
+          const Lens l = draw_lens();
+          factor = l.factor;
+          if (job.annotate) s.annotations.push_back({mb, "seq_lens", l.text});
+        }
+        stage.fwd.push_back(job.forward_s * sp * factor);
+        stage.bwd.push_back(job.backward_s * sp * factor);
+      }
+      for (double& d : stage.fwd) d = jittered(d);
+      for (double& d : stage.bwd) d = jittered(d);
+      for (const auto& [gs, gr, pause] : job.gc) {
+        if (gs == step && gr == r) stage.gc_pause += pause;
+      }
+      if (job.schedule == Schedule::k1F1B) {
+        one_f_one_b(stage);
+      } else {
+        gpipe(stage);
+      }
+      p.push_back({Instr::kHost, SP_OP_OPTIMIZER, -1, job.optimizer_s, 0, false, {}});
+    }
+    StepExecutor(job, std::move(prog), &out, &t).run(seq);
     seq += static_cast<uint64_t>(job.buckets);
     double longest = 0;
     for (int r = 0; r < world; ++r) {

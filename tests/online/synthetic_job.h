@@ -1,8 +1,7 @@
 // A synthetic training job for the online-analysis tests: per-rank programs (data wait,
 // forward/backward per micro-batch, DDP bucket all-reduces launched inside the last backward,
-// pipeline send/recv between stages in a GPipe or 1F1B order, optimizer) executed with
-// blocking semantics, producing the StepSummary every rank would send and the job's true step
-// times.
+// send/recv between stages in a GPipe or 1F1B order, optimizer) executed with blocking
+// semantics, producing the StepSummary every rank would send and the job's true step times.
 #pragma once
 
 #include <cstdint>
@@ -14,12 +13,9 @@
 
 namespace sp::online::testing {
 
-// The order of a stage's forward and backward micro-batches. GPipe: every forward, then every
-// backward; sends block until the receiver takes the data. 1F1B: (pp - stage - 1) forwards,
-// then one forward and one backward alternating, then the remaining backwards; sends are
-// posted without waiting (torch's batch_isend_irecv) and the stage waits for all of them
-// before its optimizer, because blocking sends would deadlock this order.
-enum class Schedule { kGPipe, kOneFOneB };
+// The pipeline schedule: GPipe (all forwards, then all backwards, each transfer alone) or 1F1B
+// (torch.distributed.pipelining's order, with a send and a receive batched together).
+enum class Schedule { kGPipe, k1F1B };
 
 struct SyntheticJob {
   int dp = 4;

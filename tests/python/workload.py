@@ -88,6 +88,9 @@ def main() -> None:
     if spec.get("pipeline"):
         from pipeline_job import run_pipeline
         step_times = run_pipeline(spec, rank, world)
+    elif spec.get("pipelining"):  # torch.distributed.pipelining; the probe infers the layout
+        from pipelining_job import run_pipelining
+        step_times = run_pipelining(spec, rank, world)
     else:
         step_times = run_data_parallel(spec, rank, world)
 

@@ -32,7 +32,8 @@ struct IdealConfig {
   double outlier_mad_k = 3.0;
   double outlier_rel_floor = 0.05;
   double outlier_abs_floor_s = 0.0005;  // below this nobody is an outlier (timer noise)
-  int outlier_min_workers = 3;     // per stage; below this nobody is excluded
+  int outlier_min_workers = 3;     // per stage, for the MAD test; with 2 workers the faster one
+                                   // is the reference (same floors); with 1 nobody is excluded
   // Compute and launch-delay ideals follow this step's own level (their mean over the workers
   // the window keeps), so that a slowdown shared by everyone is not straggling
   // (src/ideal_window.cpp).
