@@ -1,6 +1,7 @@
-// OnlineAnalyzer: collects summaries per step, decides when a step is complete (or given up),
-// and runs the analysis of a complete step: op model -> ideal window -> what-if replay ->
-// cause rules -> outputs. Nothing here throws out of a public entry point.
+// OnlineAnalyzer: runs the analysis of each complete step (op model -> ideal window -> what-if
+// replay -> cause rules -> outputs) and reports the steps given up. Which steps are complete or
+// given up is StepAssembler's decision (step_assembly.h). Nothing here throws out of a public
+// entry point.
 #include "straggler_probe/online/analyzer.h"
 
 #include <algorithm>
@@ -9,7 +10,6 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
-#include <set>
 
 #include "cause_rules.h"
 #include "format.h"
@@ -17,6 +17,7 @@
 #include "report_writer.h"
 #include "seq_evidence.h"
 #include "step_model.h"
+#include "straggler_probe/online/step_assembly.h"
 #include "straggler_probe/whatif/op_graph.h"
 #include "verdict_json.h"
 #include "what_if.h"
@@ -24,14 +25,13 @@
 namespace sp::online {
 
 struct OnlineAnalyzer::Impl {
-  struct Pending {
-    std::vector<std::optional<runtime::StepSummary>> by_rank;
-    int received = 0;
-    std::string malformed;  // first problem found in a summary of this step
-  };
+  using Assembler = StepAssembler<runtime::StepSummary>;
 
   explicit Impl(OnlineConfig c)
-      : cfg(std::move(c)), window(cfg.ideal), seq(cfg.ideal.window_steps) {
+      : cfg(std::move(c)),
+        assembler(AssemblyLimits{std::max(1, cfg.world_size), cfg.incomplete_lag_steps,
+                                 cfg.max_pending_steps, std::chrono::milliseconds(0)}),
+        window(cfg.ideal), seq(cfg.ideal.window_steps) {
     cfg.world_size = std::max(1, cfg.world_size);
     if (!cfg.output_dir.empty()) {
       std::error_code ec;
@@ -44,9 +44,7 @@ struct OnlineAnalyzer::Impl {
 
   OnlineConfig cfg;
   OnlineStats stats;
-  std::map<int64_t, Pending> pending;
-  std::set<int64_t> closed;  // recently closed steps, to recognise late summaries
-  std::optional<int64_t> newest_complete;
+  Assembler assembler;  // add(): which steps are complete or given up (step_assembly.h)
   IdealWindow window;
   SeqWindow seq;
   std::deque<int> worst_history;  // per analysed step: worst rank, or -1 when not straggling
@@ -59,31 +57,12 @@ struct OnlineAnalyzer::Impl {
   void note_error(const std::string& e) { stats.last_error = e; }
 
   std::vector<StepVerdict> add(runtime::StepSummary s);
-  std::vector<StepVerdict> close_ready(bool all);
-  StepVerdict close(int64_t step, Pending& p, bool complete, const std::string& why_incomplete);
-  StepVerdict analyze(int64_t step, Pending& p);
+  std::vector<StepVerdict> close_all(std::vector<Assembler::Closed> closed);
+  StepVerdict close(Assembler::Closed& c);
+  StepVerdict analyze(int64_t step, const std::vector<const runtime::StepSummary*>& by_rank);
   StepVerdict skipped(int64_t step, const std::string& kind, const std::string& reason);
   void emit(std::vector<StepVerdict>* out, StepVerdict v);
-  void remember_closed(int64_t step);
 };
-
-namespace {
-
-std::string missing_ranks(const std::vector<std::optional<runtime::StepSummary>>& by_rank) {
-  std::string out;
-  int shown = 0, total = 0;
-  for (size_t r = 0; r < by_rank.size(); ++r) {
-    if (by_rank[r]) continue;
-    ++total;
-    if (shown++ >= 8) continue;
-    if (!out.empty()) out += ',';
-    out += std::to_string(r);
-  }
-  if (total > shown) out += ",... (" + std::to_string(total) + " ranks)";
-  return out;
-}
-
-}  // namespace
 
 StepVerdict OnlineAnalyzer::Impl::skipped(int64_t step, const std::string& kind,
                                           const std::string& reason) {
@@ -96,21 +75,13 @@ StepVerdict OnlineAnalyzer::Impl::skipped(int64_t step, const std::string& kind,
   return v;
 }
 
-void OnlineAnalyzer::Impl::remember_closed(int64_t step) {
-  closed.insert(step);
-  const size_t cap = static_cast<size_t>(std::max(16, 4 * cfg.max_pending_steps));
-  while (closed.size() > cap) closed.erase(closed.begin());
-}
-
 std::vector<StepVerdict> OnlineAnalyzer::Impl::add(runtime::StepSummary s) {
   ++stats.summaries_received;
   const int64_t step = s.step;
-  if (closed.count(step) || (!closed.empty() && step < *closed.begin())) {
+  if (assembler.is_late(step)) {
     ++stats.summaries_late;
     return {};
   }
-  Pending& p = pending[step];
-  if (p.by_rank.empty()) p.by_rank.resize(static_cast<size_t>(cfg.world_size));
   std::string problem;
   if (s.world_size != cfg.world_size) {
     problem = "rank " + std::to_string(s.rank) + " reports world size " +
@@ -122,52 +93,28 @@ std::vector<StepVerdict> OnlineAnalyzer::Impl::add(runtime::StepSummary s) {
   if (!problem.empty()) {
     ++stats.summaries_rejected;
     note_error("step " + std::to_string(step) + ": " + problem);
-    if (p.malformed.empty()) p.malformed = problem;
-  } else if (p.by_rank[static_cast<size_t>(s.rank)]) {
-    ++stats.summaries_duplicate;
+    assembler.note_problem(step, problem);
   } else {
-    p.by_rank[static_cast<size_t>(s.rank)] = std::move(s);
-    if (++p.received == cfg.world_size) {
-      newest_complete = newest_complete ? std::max(*newest_complete, step) : step;
-    }
+    const int rank = s.rank;
+    if (assembler.put(step, rank, std::move(s)) == Arrival::kDuplicate) ++stats.summaries_duplicate;
   }
-  return close_ready(false);
+  return close_all(assembler.take_ready());
 }
 
-std::vector<StepVerdict> OnlineAnalyzer::Impl::close_ready(bool all) {
+std::vector<StepVerdict> OnlineAnalyzer::Impl::close_all(std::vector<Assembler::Closed> closed) {
   std::vector<StepVerdict> out;
-  const int lag = std::max(1, cfg.incomplete_lag_steps);
-  for (auto it = pending.begin(); it != pending.end();) {
-    Pending& p = it->second;
-    const int64_t step = it->first;
-    const bool complete = p.received == cfg.world_size;
-    const bool overtaken = newest_complete && *newest_complete - step >= lag;
-    const bool too_many = static_cast<int>(pending.size()) > std::max(1, cfg.max_pending_steps);
-    if (complete || overtaken || too_many || all) {
-      std::string why;
-      if (!complete) {
-        why = "no summary from rank(s) " + missing_ranks(p.by_rank) +
-              (overtaken ? " by step " + std::to_string(*newest_complete)
-                         : too_many ? " (more than " + std::to_string(cfg.max_pending_steps) +
-                                          " steps pending)"
-                                    : " at the end of the run");
-      }
-      emit(&out, close(step, p, complete, why));
-      remember_closed(step);
-      it = pending.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  for (Assembler::Closed& c : closed) emit(&out, close(c));
   return out;
 }
 
-StepVerdict OnlineAnalyzer::Impl::close(int64_t step, Pending& p, bool complete,
-                                        const std::string& why_incomplete) {
-  if (!p.malformed.empty()) return skipped(step, "malformed", p.malformed);
-  if (!complete) return skipped(step, "incomplete", why_incomplete);
+StepVerdict OnlineAnalyzer::Impl::close(Assembler::Closed& c) {
+  const int64_t step = c.step;
+  if (!c.problem.empty()) return skipped(step, "malformed", c.problem);
+  if (!c.complete) return skipped(step, "incomplete", c.why_incomplete);
+  std::vector<const runtime::StepSummary*> by_rank;
+  for (const auto& s : c.by_rank) by_rank.push_back(s ? &*s : nullptr);
   try {
-    return analyze(step, p);
+    return analyze(step, by_rank);
   } catch (const std::exception& e) {
     ++stats.analysis_errors;
     note_error("step " + std::to_string(step) + ": " + e.what());
@@ -179,9 +126,8 @@ StepVerdict OnlineAnalyzer::Impl::close(int64_t step, Pending& p, bool complete,
   }
 }
 
-StepVerdict OnlineAnalyzer::Impl::analyze(int64_t step, Pending& p) {
-  std::vector<const runtime::StepSummary*> by_rank;
-  for (const auto& s : p.by_rank) by_rank.push_back(s ? &*s : nullptr);
+StepVerdict OnlineAnalyzer::Impl::analyze(int64_t step,
+                                          const std::vector<const runtime::StepSummary*>& by_rank) {
   std::string error;
   std::optional<StepModel> model = build_step_model(by_rank, ModelOptions{}, &error);
   if (!model) return skipped(step, "malformed", error);
@@ -319,7 +265,7 @@ std::vector<StepVerdict> OnlineAnalyzer::add(runtime::StepSummary summary) {
 std::vector<StepVerdict> OnlineAnalyzer::finish() {
   if (!impl_) return {};
   try {
-    return impl_->close_ready(true);
+    return impl_->close_all(impl_->assembler.take_all());
   } catch (const std::exception& e) {
     ++impl_->stats.analysis_errors;
     impl_->note_error(std::string("finish: ") + e.what());
