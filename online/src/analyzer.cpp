@@ -57,11 +57,18 @@ struct OnlineAnalyzer::Impl {
   void note_error(const std::string& e) { stats.last_error = e; }
 
   std::vector<StepVerdict> add(runtime::StepSummary s);
+  std::vector<StepVerdict> add_step(int64_t step, std::vector<runtime::StepSummary> by_rank);
+  std::vector<StepVerdict> skip_steps(int64_t first, int64_t last, const std::string& kind,
+                                      const std::string& reason);
+  std::string problem_of(const runtime::StepSummary& s) const;
   std::vector<StepVerdict> close_all(std::vector<Assembler::Closed> closed);
   StepVerdict close(Assembler::Closed& c);
   StepVerdict analyze(int64_t step, const std::vector<const runtime::StepSummary*>& by_rank);
   StepVerdict skipped(int64_t step, const std::string& kind, const std::string& reason);
-  void emit(std::vector<StepVerdict>* out, StepVerdict v);
+  // print=false: the caller printed the step's line (one line for a range of skipped steps).
+  void emit(std::vector<StepVerdict>* out, StepVerdict v, bool print = true);
+  template <class F>
+  std::vector<StepVerdict> guarded(const char* what, F&& f);
 };
 
 StepVerdict OnlineAnalyzer::Impl::skipped(int64_t step, const std::string& kind,
@@ -82,14 +89,7 @@ std::vector<StepVerdict> OnlineAnalyzer::Impl::add(runtime::StepSummary s) {
     ++stats.summaries_late;
     return {};
   }
-  std::string problem;
-  if (s.world_size != cfg.world_size) {
-    problem = "rank " + std::to_string(s.rank) + " reports world size " +
-              std::to_string(s.world_size) + ", expected " + std::to_string(cfg.world_size);
-  } else if (s.rank < 0 || s.rank >= cfg.world_size) {
-    problem = "summary from rank " + std::to_string(s.rank) + " in a world of " +
-              std::to_string(cfg.world_size);
-  }
+  const std::string problem = problem_of(s);
   if (!problem.empty()) {
     ++stats.summaries_rejected;
     note_error("step " + std::to_string(step) + ": " + problem);
@@ -99,6 +99,57 @@ std::vector<StepVerdict> OnlineAnalyzer::Impl::add(runtime::StepSummary s) {
     if (assembler.put(step, rank, std::move(s)) == Arrival::kDuplicate) ++stats.summaries_duplicate;
   }
   return close_all(assembler.take_ready());
+}
+
+std::string OnlineAnalyzer::Impl::problem_of(const runtime::StepSummary& s) const {
+  if (s.world_size != cfg.world_size) {
+    return "rank " + std::to_string(s.rank) + " reports world size " +
+           std::to_string(s.world_size) + ", expected " + std::to_string(cfg.world_size);
+  }
+  if (s.rank < 0 || s.rank >= cfg.world_size) {
+    return "summary from rank " + std::to_string(s.rank) + " in a world of " +
+           std::to_string(cfg.world_size);
+  }
+  return {};
+}
+
+std::vector<StepVerdict> OnlineAnalyzer::Impl::add_step(int64_t step,
+                                                        std::vector<runtime::StepSummary> by_rank) {
+  stats.summaries_received += by_rank.size();
+  Assembler::Closed c;
+  c.step = step;
+  c.complete = static_cast<int>(by_rank.size()) == cfg.world_size;
+  if (!c.complete) {
+    c.problem = std::to_string(by_rank.size()) + " summaries for a world of " +
+                std::to_string(cfg.world_size);
+  }
+  for (size_t r = 0; r < by_rank.size() && c.problem.empty(); ++r) {
+    const runtime::StepSummary& s = by_rank[r];
+    c.problem = problem_of(s);
+    if (c.problem.empty() && (s.rank != static_cast<int>(r) || s.step != step)) {
+      c.problem = "rank " + std::to_string(r) + "'s summary of step " + std::to_string(step) +
+                  " says rank " + std::to_string(s.rank) + ", step " + std::to_string(s.step);
+    }
+  }
+  if (!c.problem.empty()) {
+    ++stats.summaries_rejected;
+    note_error("step " + std::to_string(step) + ": " + c.problem);
+  } else {
+    for (runtime::StepSummary& s : by_rank) c.by_rank.emplace_back(std::move(s));
+  }
+  std::vector<StepVerdict> out;
+  emit(&out, close(c));
+  return out;
+}
+
+std::vector<StepVerdict> OnlineAnalyzer::Impl::skip_steps(int64_t first, int64_t last,
+                                                          const std::string& kind,
+                                                          const std::string& reason) {
+  std::vector<StepVerdict> out;
+  if (last < first) return out;
+  if (cfg.log_sink) cfg.log_sink(format_skipped_line(first, last, kind + ": " + reason));
+  for (int64_t step = first; step <= last; ++step) emit(&out, skipped(step, kind, reason), false);
+  return out;
 }
 
 std::vector<StepVerdict> OnlineAnalyzer::Impl::close_all(std::vector<Assembler::Closed> closed) {
@@ -217,10 +268,10 @@ StepVerdict OnlineAnalyzer::Impl::analyze(int64_t step,
   return v;
 }
 
-void OnlineAnalyzer::Impl::emit(std::vector<StepVerdict>* out, StepVerdict v) {
+void OnlineAnalyzer::Impl::emit(std::vector<StepVerdict>* out, StepVerdict v, bool print) {
   try {
     totals.add(v);
-    if (cfg.log_sink) cfg.log_sink(format_log_line(v));
+    if (print && cfg.log_sink) cfg.log_sink(format_log_line(v));
     if (jsonl.is_open()) {
       jsonl << verdict_to_json(v).dump() << '\n';
       jsonl.flush();
@@ -248,31 +299,42 @@ OnlineAnalyzer::OnlineAnalyzer(OnlineConfig config) {
 
 OnlineAnalyzer::~OnlineAnalyzer() = default;
 
-std::vector<StepVerdict> OnlineAnalyzer::add(runtime::StepSummary summary) {
-  if (!impl_) return {};
+// Every public entry point that takes steps: nothing throws out, a failure is counted.
+template <class F>
+std::vector<StepVerdict> OnlineAnalyzer::Impl::guarded(const char* what, F&& f) {
   try {
-    return impl_->add(std::move(summary));
+    return f();
   } catch (const std::exception& e) {
-    ++impl_->stats.analysis_errors;
-    impl_->note_error(std::string("add: ") + e.what());
+    ++stats.analysis_errors;
+    note_error(std::string(what) + ": " + e.what());
   } catch (...) {
-    ++impl_->stats.analysis_errors;
-    impl_->note_error("add: unknown exception");
+    ++stats.analysis_errors;
+    note_error(std::string(what) + ": unknown exception");
   }
   return {};
 }
 
+std::vector<StepVerdict> OnlineAnalyzer::add(runtime::StepSummary summary) {
+  if (!impl_) return {};
+  return impl_->guarded("add", [&] { return impl_->add(std::move(summary)); });
+}
+
+std::vector<StepVerdict> OnlineAnalyzer::add_step(int64_t step,
+                                                  std::vector<runtime::StepSummary> by_rank) {
+  if (!impl_) return {};
+  return impl_->guarded("add_step", [&] { return impl_->add_step(step, std::move(by_rank)); });
+}
+
+std::vector<StepVerdict> OnlineAnalyzer::skip_steps(int64_t first, int64_t last,
+                                                    const std::string& kind,
+                                                    const std::string& reason) {
+  if (!impl_) return {};
+  return impl_->guarded("skip_steps", [&] { return impl_->skip_steps(first, last, kind, reason); });
+}
+
 std::vector<StepVerdict> OnlineAnalyzer::finish() {
   if (!impl_) return {};
-  try {
-    return impl_->close_all(impl_->assembler.take_all());
-  } catch (const std::exception& e) {
-    ++impl_->stats.analysis_errors;
-    impl_->note_error(std::string("finish: ") + e.what());
-  } catch (...) {
-    ++impl_->stats.analysis_errors;
-  }
-  return {};
+  return impl_->guarded("finish", [&] { return impl_->close_all(impl_->assembler.take_all()); });
 }
 
 std::string OnlineAnalyzer::summary_text() const {

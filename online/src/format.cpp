@@ -46,9 +46,18 @@ std::string_view cause_name(Cause c) {
   return "none";
 }
 
+std::string format_skipped_line(int64_t first, int64_t last, const std::string& reason) {
+  std::string line = "straggler_probe step=" + std::to_string(first);
+  if (last != first) {
+    line += '-';
+    line += std::to_string(last);
+  }
+  return line + " skipped reason=" + quoted(reason);
+}
+
 std::string format_log_line(const StepVerdict& v) {
   std::string line = "straggler_probe step=" + std::to_string(v.step);
-  if (!v.analyzed) return line + " skipped reason=" + quoted(v.skip_reason);
+  if (!v.analyzed) return format_skipped_line(v.step, v.step, v.skip_reason);
   line += " time=" + fixed(v.time_s, 3) + "s";
   line += " ideal=" + fixed(v.ideal_s, 3) + "s";
   line += " S=" + fixed(v.S, 2);

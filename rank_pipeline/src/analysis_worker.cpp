@@ -4,23 +4,14 @@
 #include <thread>
 #include <vector>
 
-#include "straggler_probe/step_summary.h"
-
-#if SP_HAVE_ONLINE
 #include "straggler_probe/online/analyzer.h"
-#endif
+#include "straggler_probe/step_summary.h"
 
 namespace sp::rank_pipeline {
 namespace {
 
 int64_t now_ns() {
   return std::chrono::steady_clock::now().time_since_epoch().count();
-}
-
-std::string skipped_line(int64_t first, int64_t last, const std::string& reason) {
-  std::string steps = first == last ? std::to_string(first)
-                                    : std::to_string(first) + "-" + std::to_string(last);
-  return "straggler_probe step=" + steps + " skipped reason=\"" + reason + "\"";
 }
 
 }  // namespace
@@ -40,9 +31,7 @@ struct AnalysisWorker::Impl {
   int64_t behind_first = -1, behind_last = -1;  // steps dropped since the last notice
   std::atomic<int64_t> busy_since{0};
   std::string report_dir;
-#if SP_HAVE_ONLINE
   std::unique_ptr<online::OnlineAnalyzer> analyzer;
-#endif
   LoopThread thread;
 
   void run() {
@@ -62,10 +51,10 @@ struct AnalysisWorker::Impl {
           queue.pop_front();
         }
         if (dropped_first >= 0) {
-          emit(skipped_line(dropped_first, dropped_last,
-                            "rank-0 analysis fell behind: " +
-                                std::to_string(dropped_last - dropped_first + 1) +
-                                " whole steps skipped"));
+          analyzer->skip_steps(dropped_first, dropped_last, "behind",
+                               "rank-0 analysis fell behind: " +
+                                   std::to_string(dropped_last - dropped_first + 1) +
+                                   " whole steps skipped");
         }
         const int64_t t0 = now_ns();
         busy_since.store(t0);
@@ -88,7 +77,6 @@ struct AnalysisWorker::Impl {
   }
 
   void setup() {
-#if SP_HAVE_ONLINE
     online::OnlineConfig config;
     config.world_size = o.world_size;
     config.output_dir = o.out_dir;
@@ -97,7 +85,6 @@ struct AnalysisWorker::Impl {
     config.summary_interval = o.summary_interval;
     if (o.log_lines) config.log_sink = [this](const std::string& line) { emit(line); };
     analyzer = std::make_unique<online::OnlineAnalyzer>(std::move(config));
-#endif
   }
 
   void emit(const std::string& line) {
@@ -124,28 +111,27 @@ struct AnalysisWorker::Impl {
         counters->steps_analyzed.load() >= static_cast<uint64_t>(o.fault_after_steps)) {
       inject_fault();
     }
+    // The collector's StepAssembler decided; the analyzer reports given-up steps (line, JSONL,
+    // counts in report.json) and analyses the others.
     if (!batch.complete) {
       counters->steps_incomplete++;
-      emit(skipped_line(batch.step, batch.step, "no summary from rank(s) " + batch.missing));
+      analyzer->skip_steps(batch.step, batch.step, "incomplete", batch.why_incomplete);
       return;
     }
-#if SP_HAVE_ONLINE
+    std::vector<runtime::StepSummary> summaries(batch.by_rank.size());
     for (size_t r = 0; r < batch.by_rank.size(); ++r) {
-      runtime::StepSummary summary;
       std::string error;
-      if (!runtime::decode_summary(batch.by_rank[r], &summary, &error)) {
-        emit(skipped_line(batch.step, batch.step,
-                          "summary of rank " + std::to_string(r) + " is malformed: " + error));
-        return;  // the analyzer skips the step once later steps complete
+      if (!runtime::decode_summary(*batch.by_rank[r], &summaries[r], &error)) {
+        analyzer->skip_steps(batch.step, batch.step, "malformed",
+                             "summary of rank " + std::to_string(r) + " is malformed: " + error);
+        return;
       }
-      analyzer->add(std::move(summary));
     }
-#endif
+    analyzer->add_step(batch.step, std::move(summaries));
     counters->steps_analyzed++;
   }
 
   void close() {
-#if SP_HAVE_ONLINE
     analyzer->finish();
     if (!o.out_dir.empty()) {
       const auto status = analyzer->write_report(o.out_dir);
@@ -158,9 +144,6 @@ struct AnalysisWorker::Impl {
         print("straggler_probe report: not written: " + status.message);
       }
     }
-#else
-    print("straggler_probe report: not written: built without the online analysis (online/)");
-#endif
   }
 };
 

@@ -7,9 +7,7 @@
 #include "local_kv_store.h"
 #include "runtime_api.h"
 
-#if SP_HAVE_ONLINE
 #include <nlohmann/json.hpp>
-#endif
 
 namespace sp::rank_pipeline {
 namespace {
@@ -97,7 +95,6 @@ void RankPipeline::note_batch() {
 
 // report.json gets a "clock" section: each rank's offset to rank 0, its uncertainty and skew.
 void RankPipeline::add_clock_to_report(const std::string& dir) const {
-#if SP_HAVE_ONLINE
   if (!clock_) return;
   const std::string path = dir + "/report.json";
   nlohmann::ordered_json report;
@@ -131,9 +128,6 @@ void RankPipeline::add_clock_to_report(const std::string& dir) const {
                      {"ranks", std::move(ranks)}};
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << report.dump(2) << "\n";
-#else
-  (void)dir;
-#endif
 }
 
 void RankPipeline::fail(const std::string& message) {
