@@ -346,36 +346,12 @@ std::string OnlineAnalyzer::summary_text() const {
   }
 }
 
-Status OnlineAnalyzer::write_report(const std::string& dir) const {
+Status OnlineAnalyzer::write_report(const std::string& dir, const ReportOptions& options) const {
   if (!impl_) return {false, "analyzer failed to initialise"};
   try {
-    const OnlineConfig& c = impl_->cfg;
-    const OnlineStats& s = impl_->stats;
-    nlohmann::ordered_json extra;
-    extra["tool"] = "straggler_probe online analysis";
-    extra["config"] = {{"world_size", c.world_size},
-                       {"window_steps", c.ideal.window_steps},
-                       {"exclude_outliers", c.ideal.exclude_outliers},
-                       {"none_below", c.thresholds.none_below},
-                       {"ms_min", c.thresholds.ms_min},
-                       {"mw_min", c.thresholds.mw_min},
-                       {"seq_corr_min", c.thresholds.seq_corr_min},
-                       {"fb_corr_min", c.thresholds.fb_corr_min}};
-    extra["stats"] = {{"summaries_received", s.summaries_received},
-                      {"summaries_rejected", s.summaries_rejected},
-                      {"summaries_late", s.summaries_late},
-                      {"summaries_duplicate", s.summaries_duplicate},
-                      {"steps_analyzed", s.steps_analyzed},
-                      {"steps_skipped", s.steps_skipped},
-                      {"analysis_errors", s.analysis_errors},
-                      {"ops_clamped", s.ops_clamped},
-                      {"ops_ignored", s.ops_ignored},
-                      {"ops_superseded", s.ops_superseded},
-                      {"ops_superseded_by", s.ops_superseded_by},
-                      {"ops_kept_without_better_source", s.ops_kept_without_better_source},
-                      {"skip_reasons", s.skip_reasons},
-                      {"last_error", s.last_error}};
-    const std::string err = write_report_files(dir, impl_->totals, extra, impl_->timeline);
+    const nlohmann::ordered_json analysis = {{"config", config_json(impl_->cfg)},
+                                             {"stats", stats_json(impl_->stats)}};
+    const std::string err = write_report_files(dir, impl_->totals, analysis, impl_->timeline, options);
     return err.empty() ? Status{} : Status{false, err};
   } catch (const std::exception& e) {
     return {false, e.what()};

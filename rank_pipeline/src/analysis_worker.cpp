@@ -20,6 +20,7 @@ struct AnalysisWorker::Impl {
   AnalysisOptions o;
   std::function<void(const std::string&)> print;
   std::function<void(const std::string&)> on_failure;
+  ReportSections report_sections;
   AnalysisCounters* counters = nullptr;
 
   std::mutex mutex;
@@ -30,7 +31,6 @@ struct AnalysisWorker::Impl {
   bool draining = false;
   int64_t behind_first = -1, behind_last = -1;  // steps dropped since the last notice
   std::atomic<int64_t> busy_since{0};
-  std::string report_dir;
   std::unique_ptr<online::OnlineAnalyzer> analyzer;
   LoopThread thread;
 
@@ -134,9 +134,10 @@ struct AnalysisWorker::Impl {
   void close() {
     analyzer->finish();
     if (!o.out_dir.empty()) {
-      const auto status = analyzer->write_report(o.out_dir);
+      online::ReportOptions options = report_sections ? report_sections(true) : online::ReportOptions{};
+      options.final = true;
+      const auto status = analyzer->write_report(o.out_dir, options);
       if (status.ok) {
-        report_dir = o.out_dir;
         print("straggler_probe report: " + o.out_dir + "/report.json " + o.out_dir +
               "/timeline.json " + o.out_dir + "/heatmap.svg " + o.out_dir + "/" +
               analyzer->config().jsonl_name);
@@ -149,11 +150,13 @@ struct AnalysisWorker::Impl {
 
 AnalysisWorker::AnalysisWorker(AnalysisOptions options,
                                std::function<void(const std::string&)> print,
-                               std::function<void(const std::string&)> on_failure)
+                               std::function<void(const std::string&)> on_failure,
+                               ReportSections report_sections)
     : impl_(std::make_unique<Impl>()) {
   impl_->o = std::move(options);
   impl_->print = std::move(print);
   impl_->on_failure = std::move(on_failure);
+  impl_->report_sections = std::move(report_sections);
   impl_->counters = &counters_;
   Impl* impl = impl_.get();
   impl_->thread.start([impl] { impl->run(); });
@@ -201,7 +204,5 @@ void AnalysisWorker::abandon() {
   impl_->queue.clear();
   impl_->cv.notify_all();
 }
-
-std::string AnalysisWorker::report_dir() const { return impl_->report_dir; }
 
 }  // namespace sp::rank_pipeline

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "loop_thread.h"
+#include "straggler_probe/online/analyzer.h"
 #include "transport.h"
 
 namespace sp::rank_pipeline {
@@ -48,11 +49,16 @@ struct AnalysisCounters {
   std::atomic<uint64_t> analysis_us_max{0};
 };
 
+// The report's sections the analysis does not know (clock offsets, GPU capture), asked for at
+// each report write, on the analysis thread; final: the end-of-run report.
+using ReportSections = std::function<online::ReportOptions(bool final)>;
+
 class AnalysisWorker {
  public:
   // on_failure: called once, from whichever thread saw the failure, with one line.
   AnalysisWorker(AnalysisOptions options, std::function<void(const std::string&)> print,
-                 std::function<void(const std::string&)> on_failure);
+                 std::function<void(const std::string&)> on_failure,
+                 ReportSections report_sections = nullptr);
   ~AnalysisWorker();
 
   void submit(StepBatch&& batch);  // never blocks
@@ -66,7 +72,6 @@ class AnalysisWorker {
   void abandon();  // stop taking work (the probe stepped aside)
 
   const AnalysisCounters& counters() const { return counters_; }
-  std::string report_dir() const;
 
  private:
   struct Impl;

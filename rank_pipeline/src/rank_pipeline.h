@@ -52,7 +52,7 @@ class RankPipeline {
   void fail(const std::string& message);
   void start_clock_sync();
   void note_batch();
-  void add_clock_to_report(const std::string& dir) const;
+  online::ReportOptions report_sections(bool final) const;
 
   RankPipelineOptions options_;
   std::shared_ptr<KvClient> store_;

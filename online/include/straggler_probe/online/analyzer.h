@@ -9,7 +9,10 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "straggler_probe/online/config.h"
 #include "straggler_probe/online/verdict.h"
@@ -42,6 +45,17 @@ struct OnlineStats {
   std::string last_error;
 };
 
+// What write_report adds to the analysis's own report, and whether it is the last one.
+struct ReportOptions {
+  // false: written while the job runs. report.json's run.complete is false and the heatmap and
+  // the timeline say "partial"; a job cut short (SIGTERM, SIGKILL) keeps the last such report.
+  bool final = true;
+  // More top-level sections of report.json (clock offsets, capture status...), in this order.
+  nlohmann::ordered_json sections = nlohmann::ordered_json::object();
+  // More files of the report directory: (file name, content).
+  std::vector<std::pair<std::string, std::string>> files;
+};
+
 class OnlineAnalyzer {
  public:
   explicit OnlineAnalyzer(OnlineConfig config);
@@ -67,8 +81,9 @@ class OnlineAnalyzer {
 
   // The periodic text summary with the dp-rank x stage heatmap of S_w over recent steps.
   std::string summary_text() const;
-  // report.json, timeline.json (Perfetto, real vs ideal of the last steps), heatmap.svg.
-  Status write_report(const std::string& dir) const;
+  // report.json, timeline.json (Perfetto, real vs ideal of the last steps), heatmap.svg and
+  // options.files, each replaced whole (a temporary file renamed), so never half-written.
+  Status write_report(const std::string& dir, const ReportOptions& options = {}) const;
 
   OnlineStats stats() const;
   const OnlineConfig& config() const;
