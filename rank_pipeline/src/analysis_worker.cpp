@@ -1,17 +1,22 @@
 #include "analysis_worker.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <thread>
 #include <vector>
 
-#include "straggler_probe/online/analyzer.h"
+#include "straggler_probe/online/analysis_host.h"
 #include "straggler_probe/step_summary.h"
 
 namespace sp::rank_pipeline {
 namespace {
 
-int64_t now_ns() {
-  return std::chrono::steady_clock::now().time_since_epoch().count();
+using Steady = std::chrono::steady_clock;
+
+int64_t now_ns() { return Steady::now().time_since_epoch().count(); }
+
+void note_max(std::atomic<uint64_t>& max, uint64_t v) {
+  if (v > max.load()) max.store(v);
 }
 
 }  // namespace
@@ -31,7 +36,8 @@ struct AnalysisWorker::Impl {
   bool draining = false;
   int64_t behind_first = -1, behind_last = -1;  // steps dropped since the last notice
   std::atomic<int64_t> busy_since{0};
-  std::unique_ptr<online::OnlineAnalyzer> analyzer;
+  std::unique_ptr<online::AnalysisHost> host;
+  Steady::time_point next_partial_report{};  // the first is due after the first step
   LoopThread thread;
 
   void run() {
@@ -51,18 +57,19 @@ struct AnalysisWorker::Impl {
           queue.pop_front();
         }
         if (dropped_first >= 0) {
-          analyzer->skip_steps(dropped_first, dropped_last, "behind",
-                               "rank-0 analysis fell behind: " +
-                                   std::to_string(dropped_last - dropped_first + 1) +
-                                   " whole steps skipped");
+          host->skip_steps(dropped_first, dropped_last, "behind",
+                           "rank-0 analysis fell behind: " +
+                               std::to_string(dropped_last - dropped_first + 1) +
+                               " whole steps skipped");
         }
         const int64_t t0 = now_ns();
         busy_since.store(t0);
         analyze(std::move(batch));
-        busy_since.store(0);
         const auto us = static_cast<uint64_t>((now_ns() - t0) / 1000);
         counters->analysis_us_total += us;
-        if (us > counters->analysis_us_max.load()) counters->analysis_us_max.store(us);
+        note_max(counters->analysis_us_max, us);
+        maybe_write_partial_report();
+        busy_since.store(0);
       }
       busy_since.store(now_ns());
       close();
@@ -77,20 +84,20 @@ struct AnalysisWorker::Impl {
   }
 
   void setup() {
-    online::OnlineConfig config;
-    config.world_size = o.world_size;
-    config.output_dir = o.out_dir;
-    config.thresholds.none_below = o.slowdown_threshold;
-    config.ideal.window_steps = o.window_steps;
-    config.summary_interval = o.summary_interval;
-    if (o.log_lines) config.log_sink = [this](const std::string& line) { emit(line); };
-    analyzer = std::make_unique<online::OnlineAnalyzer>(std::move(config));
-  }
-
-  void emit(const std::string& line) {
-    if (!o.log_lines) return;
-    print(line);
-    counters->lines_printed++;
+    online::AnalysisSettings settings;
+    settings.world_size = o.world_size;
+    settings.out_dir = o.out_dir;
+    settings.print_steps = o.log_lines;
+    settings.slowdown_threshold = o.slowdown_threshold;
+    settings.window_steps = o.window_steps;
+    settings.summary_interval = o.summary_interval;
+    host = std::make_unique<online::AnalysisHost>(
+        std::move(settings),
+        [this](const std::string& line) {
+          print(line);
+          counters->lines_printed++;
+        },
+        [](const std::string& warning) { online::warn_line("straggler_probe: WARNING: " + warning); });
   }
 
   void inject_fault() {
@@ -111,40 +118,53 @@ struct AnalysisWorker::Impl {
         counters->steps_analyzed.load() >= static_cast<uint64_t>(o.fault_after_steps)) {
       inject_fault();
     }
-    // The collector's StepAssembler decided; the analyzer reports given-up steps (line, JSONL,
-    // counts in report.json) and analyses the others.
+    // The collector's StepAssembler decided; given-up and unreadable steps are reported (one
+    // line, JSONL, counted in report.json), the others analysed.
     if (!batch.complete) {
       counters->steps_incomplete++;
-      analyzer->skip_steps(batch.step, batch.step, "incomplete", batch.why_incomplete);
+      host->skip_steps(batch.step, batch.step, "incomplete", batch.why_incomplete);
       return;
     }
     std::vector<runtime::StepSummary> summaries(batch.by_rank.size());
     for (size_t r = 0; r < batch.by_rank.size(); ++r) {
       std::string error;
       if (!runtime::decode_summary(*batch.by_rank[r], &summaries[r], &error)) {
-        analyzer->skip_steps(batch.step, batch.step, "malformed",
-                             "summary of rank " + std::to_string(r) + " is malformed: " + error);
+        host->skip_steps(batch.step, batch.step, "malformed",
+                         "summary of rank " + std::to_string(r) + " is malformed: " + error);
         return;
       }
     }
-    analyzer->add_step(batch.step, std::move(summaries));
+    host->analyze_step(batch.step, std::move(summaries));
     counters->steps_analyzed++;
   }
 
+  online::ReportOptions report_options(bool final) {
+    online::ReportOptions options = report_sections ? report_sections(final) : online::ReportOptions{};
+    options.final = final;
+    return options;
+  }
+
+  // While the job runs the report is rewritten every few steps, so that a job ended by a signal
+  // (torchrun's SIGTERM after a rank died, a scheduler's cancel, SIGKILL) keeps one covering all
+  // but its last few steps: after a step, once kPartialReportEvery has passed since the last
+  // write and kPartialReportCostFactor times that write's cost (the analysis thread spends at
+  // most 1/kPartialReportCostFactor of its time on them, however large the job).
+  void maybe_write_partial_report() {
+    if (o.out_dir.empty() || Steady::now() < next_partial_report) return;
+    const auto t0 = Steady::now();
+    (void)host->write_report(report_options(false));
+    const auto cost = Steady::now() - t0;
+    next_partial_report = Steady::now() + std::max<Steady::duration>(kPartialReportEvery,
+                                                                     cost * kPartialReportCostFactor);
+    const auto us = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(cost).count());
+    counters->reports_written++;
+    counters->report_us_total += us;
+    note_max(counters->report_us_max, us);
+  }
+
   void close() {
-    analyzer->finish();
-    if (!o.out_dir.empty()) {
-      online::ReportOptions options = report_sections ? report_sections(true) : online::ReportOptions{};
-      options.final = true;
-      const auto status = analyzer->write_report(o.out_dir, options);
-      if (status.ok) {
-        print("straggler_probe report: " + o.out_dir + "/report.json " + o.out_dir +
-              "/timeline.json " + o.out_dir + "/heatmap.svg " + o.out_dir + "/" +
-              analyzer->config().jsonl_name);
-      } else {
-        print("straggler_probe report: not written: " + status.message);
-      }
-    }
+    host->finish();
+    if (!o.out_dir.empty()) (void)host->write_report(report_options(true));
   }
 };
 

@@ -1,5 +1,6 @@
-// Rank 0's analysis thread: decodes each step's summaries and feeds the OnlineAnalyzer, which
-// prints the per-step lines and writes the JSONL; at the end it writes the report.
+// Rank 0's analysis thread: decodes each step's summaries and feeds the analysis
+// (online::AnalysisHost), which prints the per-step lines and writes the JSONL; every few steps it
+// rewrites the report (marked partial), and at the end writes the final one.
 //
 // It must never hold up training: it takes steps from a bounded queue, and when it falls more
 // than max_lag steps behind the oldest whole steps are skipped and counted. An exception, or a
@@ -47,7 +48,15 @@ struct AnalysisCounters {
   std::atomic<uint64_t> lines_printed{0};
   std::atomic<uint64_t> analysis_us_total{0};  // time spent analysing (what rank 0 pays per step)
   std::atomic<uint64_t> analysis_us_max{0};
+  std::atomic<uint64_t> reports_written{0};    // partial reports, written while the job runs
+  std::atomic<uint64_t> report_us_total{0};
+  std::atomic<uint64_t> report_us_max{0};
 };
+
+// Partial reports: at most one per kPartialReportEvery, and the analysis thread spends at most
+// 1 / kPartialReportCostFactor of its time writing them (see maybe_write_partial_report).
+inline constexpr std::chrono::milliseconds kPartialReportEvery{1000};
+inline constexpr int kPartialReportCostFactor = 50;
 
 // The report's sections the analysis does not know (clock offsets, GPU capture), asked for at
 // each report write, on the analysis thread; final: the end-of-run report.

@@ -8,23 +8,6 @@
 #include "runtime_api.h"
 
 namespace sp::rank_pipeline {
-namespace {
-
-// One mutex for both streams: a line and a warning never interleave on a shared terminal.
-void write_line(std::FILE* stream, const std::string& line) {
-  static std::mutex mutex;
-  std::lock_guard<std::mutex> lock(mutex);
-  std::fputs(line.c_str(), stream);
-  std::fputc('\n', stream);
-  std::fflush(stream);
-}
-
-}  // namespace
-
-void print_line(const std::string& line) { write_line(stdout, line); }
-
-void warn_line(const std::string& line) { write_line(stderr, line); }
-
 RankPipeline::RankPipeline(RankPipelineOptions options, sp_kv_store* store)
     : options_(std::move(options)),
       store_(std::make_shared<KvClient>(store != nullptr ? store : make_local_kv_store())) {
@@ -200,6 +183,9 @@ std::map<std::string, double> RankPipeline::stats() const {
     put("lines_printed", c.lines_printed);
     put("analysis_us_total", c.analysis_us_total);
     put("analysis_us_max", c.analysis_us_max);
+    put("reports_written", c.reports_written);
+    put("report_us_total", c.report_us_total);
+    put("report_us_max", c.report_us_max);
   }
   return out;
 }

@@ -13,6 +13,7 @@
 #include "analysis_worker.h"
 #include "clock_sync.h"
 #include "kv_store.h"
+#include "straggler_probe/online/analysis_host.h"
 #include "transport.h"
 
 namespace sp::rank_pipeline {
@@ -71,8 +72,8 @@ class RankPipeline {
   std::string message_;
 };
 
-// One line to stdout / stderr, whole, from any thread.
-void print_line(const std::string& line);
-void warn_line(const std::string& line);
+// One line to stdout / stderr, whole, from any thread (shared with analyze-dir).
+using online::print_line;
+using online::warn_line;
 
 }  // namespace sp::rank_pipeline
