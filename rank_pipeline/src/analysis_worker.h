@@ -55,7 +55,7 @@ struct AnalysisCounters {
 
 // Partial reports: at most one per kPartialReportEvery, and the analysis thread spends at most
 // 1 / kPartialReportCostFactor of its time writing them (see maybe_write_partial_report).
-inline constexpr std::chrono::milliseconds kPartialReportEvery{1000};
+inline constexpr std::chrono::milliseconds kPartialReportEvery{500};
 inline constexpr int kPartialReportCostFactor = 50;
 
 // The report's sections the analysis does not know (clock offsets, GPU capture), asked for at
