@@ -52,52 +52,6 @@ json run_json(const ReportTotals& t, bool final) {
   return run;
 }
 
-json timeline_metadata(const std::deque<TimelineStep>& steps, int world) {
-  json events = json::array();
-  if (steps.empty()) return events;
-  const TimelineStep& s = steps.back();
-  for (int r = 0; r < world; ++r) {
-    const std::string where = " (dp " + std::to_string(s.rank_dp[static_cast<size_t>(r)]) +
-                              ", stage " + std::to_string(s.rank_stage[static_cast<size_t>(r)]) + ")";
-    for (int ideal = 0; ideal < 2; ++ideal) {
-      const int pid = ideal ? world + r : r;
-      events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", pid},
-                        {"args", {{"name", "rank " + std::to_string(r) + (ideal ? " ideal" : " real") + where}}}});
-      events.push_back({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", pid},
-                        {"args", {{"sort_index", 2 * r + ideal}}}});
-      events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", 0},
-                        {"args", {{"name", "host / compute"}}}});
-      events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", 1},
-                        {"args", {{"name", "communication"}}}});
-    }
-  }
-  return events;
-}
-
-json timeline_json(const std::deque<TimelineStep>& steps, const json& run) {
-  int world = 0;
-  for (const TimelineStep& s : steps) world = std::max(world, static_cast<int>(s.rank_dp.size()));
-  json events = timeline_metadata(steps, world);
-  // Steps end to end; a step's real and ideal copies share one offset so they line up.
-  double offset_us = 0;
-  for (const TimelineStep& s : steps) {
-    double span = 0;
-    for (const TimelineOp& op : s.ops) {
-      span = std::max({span, op.real_end, op.ideal_end});
-      for (int ideal = 0; ideal < 2; ++ideal) {
-        const double b = ideal ? op.ideal_start : op.real_start;
-        const double e = ideal ? op.ideal_end : op.real_end;
-        events.push_back({{"ph", "X"}, {"name", op.type}, {"pid", ideal ? world + op.rank : op.rank},
-                          {"tid", op.comm ? 1 : 0}, {"ts", offset_us + b * 1e6},
-                          {"dur", std::max(0.0, e - b) * 1e6}, {"args", {{"step", s.step}}}});
-      }
-    }
-    offset_us += span * 1.1e6;
-  }
-  // otherData: the trace format's free-form metadata (viewers show it, none needs it).
-  return {{"traceEvents", events}, {"displayTimeUnit", "ms"}, {"otherData", {{"straggler_probe_run", run}}}};
-}
-
 std::string heatmap_svg(const ReportTotals& t, const std::vector<double>& grid, bool final) {
   whatif::HeatmapInput h;
   h.trial_name = final ? "straggler_probe (live)"
@@ -239,8 +193,10 @@ std::string write_report_files(const std::string& dir, const ReportTotals& t, co
   for (const auto& [name, content] : options.files) {
     if (std::string err = write_file_atomically((base / name).string(), content); !err.empty()) return err;
   }
-  std::string err = write_file_atomically((base / "timeline.json").string(),
-                                          timeline_json(timeline, run).dump() + "\n");
+  std::string err;
+  if (options.write_timeline) {
+    err = write_file_atomically((base / "timeline.json").string(), timeline_json_text(timeline, run));
+  }
   if (err.empty()) err = write_file_atomically((base / "heatmap.svg").string(), heatmap_svg(t, grid, options.final));
   if (err.empty()) err = write_file_atomically((base / "report.json").string(), report.dump(2) + "\n");
   return err;

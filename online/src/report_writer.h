@@ -16,21 +16,9 @@
 
 #include "straggler_probe/online/analyzer.h"
 #include "straggler_probe/online/verdict.h"
+#include "timeline_writer.h"
 
 namespace sp::online {
-
-struct TimelineOp {
-  int rank = 0;
-  std::string type;
-  bool comm = false;
-  double real_start = 0, real_end = 0, ideal_start = 0, ideal_end = 0;
-};
-
-struct TimelineStep {
-  int64_t step = 0;
-  std::vector<int> rank_dp, rank_stage;
-  std::vector<TimelineOp> ops;
-};
 
 // Running totals over every step (bounded: per rank, not per step).
 struct ReportTotals {

@@ -37,7 +37,10 @@ struct AnalysisWorker::Impl {
   int64_t behind_first = -1, behind_last = -1;  // steps dropped since the last notice
   std::atomic<int64_t> busy_since{0};
   std::unique_ptr<online::AnalysisHost> host;
-  Steady::time_point next_partial_report{};  // the first is due after the first step
+  // Partial reports (the first is due after the first step): when each kind is next due, and the
+  // last cost of a write without the timeline (to tell the timeline's own cost).
+  Steady::time_point next_partial_report{}, next_partial_timeline{};
+  Steady::duration report_cost{0};
   LoopThread thread;
 
   void run() {
@@ -146,16 +149,26 @@ struct AnalysisWorker::Impl {
 
   // While the job runs the report is rewritten every few steps, so that a job ended by a signal
   // (torchrun's SIGTERM after a rank died, a scheduler's cancel, SIGKILL) keeps one covering all
-  // but its last few steps: after a step, once kPartialReportEvery has passed since the last
-  // write and kPartialReportCostFactor times that write's cost (the analysis thread spends at
-  // most 1/kPartialReportCostFactor of its time on them, however large the job).
+  // but its last few steps; the probe installs no signal handler (docs/ARCHITECTURE.md). After a
+  // step, report.json and heatmap.svg once partial_report_interval(their cost) has passed,
+  // timeline.json (the large file of a large job) on its own interval: each costs the analysis
+  // thread at most 1/kPartialReportCostFactor of its time, however large the job.
   void maybe_write_partial_report() {
-    if (o.out_dir.empty() || Steady::now() < next_partial_report) return;
     const auto t0 = Steady::now();
-    (void)host->write_report(report_options(false));
-    const auto cost = Steady::now() - t0;
-    next_partial_report = Steady::now() + std::max<Steady::duration>(kPartialReportEvery,
-                                                                     cost * kPartialReportCostFactor);
+    if (o.out_dir.empty() || t0 < next_partial_report) return;
+    const bool timeline = t0 >= next_partial_timeline;
+    online::ReportOptions options = report_options(false);
+    options.write_timeline = timeline;
+    (void)host->write_report(std::move(options));
+    const auto now = Steady::now();
+    const auto cost = now - t0;
+    if (timeline) {
+      next_partial_timeline = now + partial_report_interval(cost - std::min(cost, report_cost));
+      next_partial_report = now + partial_report_interval(std::min(cost, report_cost.count() ? report_cost : cost));
+    } else {
+      report_cost = cost;
+      next_partial_report = now + partial_report_interval(cost);
+    }
     const auto us = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(cost).count());
     counters->reports_written++;
     counters->report_us_total += us;

@@ -8,6 +8,7 @@
 // probe step aside with one warning; a stalled thread is left behind, never joined.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -53,10 +54,15 @@ struct AnalysisCounters {
   std::atomic<uint64_t> report_us_max{0};
 };
 
-// Partial reports: at most one per kPartialReportEvery, and the analysis thread spends at most
-// 1 / kPartialReportCostFactor of its time writing them (see maybe_write_partial_report).
+// Partial reports: report.json + heatmap.svg, and separately timeline.json (a large job's is
+// large), each at most once per kPartialReportEvery and with the analysis thread spending at
+// most 1 / kPartialReportCostFactor of its time on it (see maybe_write_partial_report).
 inline constexpr std::chrono::milliseconds kPartialReportEvery{500};
-inline constexpr int kPartialReportCostFactor = 50;
+inline constexpr int kPartialReportCostFactor = 100;
+// How long after a write that took `cost` the next of its kind may be written.
+inline std::chrono::nanoseconds partial_report_interval(std::chrono::nanoseconds cost) {
+  return std::max<std::chrono::nanoseconds>(kPartialReportEvery, cost * kPartialReportCostFactor);
+}
 
 // The report's sections the analysis does not know (clock offsets, GPU capture), asked for at
 // each report write, on the analysis thread; final: the end-of-run report.
