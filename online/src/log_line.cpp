@@ -1,4 +1,4 @@
-// The per-step log line (format_log_line, declared in analyzer.h): key=value pairs, the
+// The per-step log line (format_log_line and format_skipped_line, declared in analyzer.h): key=value pairs, the
 // evidence and skip reasons quoted.
 #include <string>
 
@@ -22,9 +22,18 @@ std::string quoted(const std::string& s) {
 
 }  // namespace
 
+std::string format_skipped_line(int64_t first, int64_t last, const std::string& reason) {
+  std::string line = "straggler_probe step=" + std::to_string(first);
+  if (last != first) {
+    line += '-';
+    line += std::to_string(last);
+  }
+  return line + " skipped reason=" + quoted(reason);
+}
+
 std::string format_log_line(const StepVerdict& v) {
+  if (!v.analyzed) return format_skipped_line(v.step, v.step, v.skip_reason);
   std::string line = "straggler_probe step=" + std::to_string(v.step);
-  if (!v.analyzed) return line + " skipped reason=" + quoted(v.skip_reason);
   line += " time=" + fixed(v.time_s, 3) + "s";
   line += " ideal=" + fixed(v.ideal_s, 3) + "s";
   line += " S=" + fixed(v.S, 2);

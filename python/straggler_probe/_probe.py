@@ -9,8 +9,6 @@ bounded queue.
 from __future__ import annotations
 
 import atexit
-import json
-import os
 import threading
 import warnings
 from typing import Any, Callable
@@ -213,9 +211,9 @@ class Probe:
         self._remove_hooks()
         self.timer.close()
         self.core.shutdown()  # closes the marked steps: their summaries wait for the transport
+        # rank 0: the pipeline writes the whole report once (clock offsets and GPU capture
+        # included; rank_pipeline/src/report_sections.h)
         self.core.stop_pipeline(drain_s)
-        if self.rank == 0 and self.cfg.out_dir:
-            write_gpu_report(self.core, self.cfg.out_dir, self.rank)
 
     def stats(self) -> dict[str, Any]:
         out: dict[str, Any] = {"rank": self.rank, "world_size": self.world, "step": self.rec.step,
@@ -229,29 +227,6 @@ class Probe:
         from . import _profiler_guard
         out["profiler_guard"] = _profiler_guard.stats()
         return out
-
-
-def write_gpu_report(core: Any, out_dir: str, rank: int, top_k: int = 10) -> None:
-    """This rank's top kernels per region type (libstraggler_probe.so's GPU capture), or why there
-    are none ("GPU capture inactive: ..."), as gpu_kernels_rank<r>.txt in out_dir and, when the
-    analysis wrote one there, under "gpu_top_kernels" in report.json."""
-    try:
-        text = core.cupti_report(top_k)
-        os.makedirs(out_dir, exist_ok=True)
-        with open(os.path.join(out_dir, f"gpu_kernels_rank{rank}.txt"), "w") as f:
-            f.write(text)
-        report = os.path.join(out_dir, "report.json")
-        if os.path.exists(report):
-            with open(report) as f:
-                data = json.load(f)
-            data["gpu_top_kernels"] = {"rank": rank, "top_k": top_k, "lines": text.splitlines()}
-            tmp = report + ".tmp"
-            with open(tmp, "w") as f:
-                json.dump(data, f, indent=2)
-            os.replace(tmp, report)
-    except Exception as err:  # noqa: BLE001 - the report is a courtesy; training is over
-        warnings.warn(f"straggler_probe: the GPU kernel report was not written ({err})",
-                      RuntimeWarning, stacklevel=2)
 
 
 def register_exit(probe_getter: Callable[[], Probe | None], drain_s: Callable[[], float]) -> None:
