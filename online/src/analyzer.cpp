@@ -11,6 +11,7 @@
 #include <fstream>
 #include <optional>
 
+#include "alarms.h"
 #include "report_writer.h"
 #include "step_analysis.h"
 #include "straggler_probe/online/step_assembly.h"
@@ -180,9 +181,13 @@ StepVerdict OnlineAnalyzer::Impl::analyze(int64_t step,
 void OnlineAnalyzer::Impl::emit(std::vector<StepVerdict>* out, StepVerdict v, bool print) {
   try {
     totals.add(v);
-    if (print && cfg.log_sink) cfg.log_sink(format_log_line(v));
+    if (print && cfg.log_sink) {
+      cfg.log_sink(format_log_line(v));
+      for (const AlarmEvent& e : v.alarms) cfg.log_sink(format_alarm_line(e));
+    }
     if (jsonl.is_open()) {
       jsonl << verdict_to_json(v).dump() << '\n';
+      for (const AlarmEvent& e : v.alarms) jsonl << alarm_event_json(e).dump() << '\n';
       jsonl.flush();
     }
     recent.push_back(v);
@@ -258,7 +263,8 @@ std::string OnlineAnalyzer::summary_text() const {
 Status OnlineAnalyzer::write_report(const std::string& dir, const ReportOptions& options) const {
   if (!impl_) return {false, "analyzer failed to initialise"};
   try {
-    const nlohmann::ordered_json analysis = {{"config", config_json(impl_->cfg)},
+    const nlohmann::ordered_json analysis = {{"alarms", impl_->steps.alarms_json()},
+                                             {"config", config_json(impl_->cfg)},
                                              {"stats", stats_json(impl_->stats)}};
     const std::string err = write_report_files(dir, impl_->totals, analysis, impl_->steps.timeline(), options);
     return err.empty() ? Status{} : Status{false, err};

@@ -1,0 +1,201 @@
+#include "alarms.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include "straggler_probe/whatif/number_text.h"
+
+namespace sp::online {
+namespace {
+
+using whatif::fixed;
+
+std::string p_text(double p) {
+  if (p < 1e-6) return "p<1e-6";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "p=%.2g", p);
+  return buf;
+}
+
+// A standard error's worth above the null's mean: the short window's mean no longer shows it.
+const double kClearP1 = normal_upper(1.0);
+
+}  // namespace
+
+AlarmEvent AlarmTracker::evidence(const std::string& target, Cause cause, int64_t step,
+                                  double score, double p) const {
+  AlarmEvent e;
+  e.target = target;
+  e.cause = cause;
+  e.step = step;
+  e.since = step;
+  e.of = static_cast<int>(named_.size());
+  e.score = score;
+  e.p = p;
+  for (const Named& n : named_) {
+    const bool match = target.empty() ? n.cause == cause : n.target == target;
+    if (!match) continue;
+    if (e.steps == 0) e.since = n.step;
+    ++e.steps;
+  }
+  return e;
+}
+
+// The cause the steps naming `target` gave most often over the window.
+Cause AlarmTracker::usual_cause(const std::string& target, Cause fallback) const {
+  std::map<Cause, int> count;
+  for (const Named& n : named_) {
+    if (n.target == target && n.cause != Cause::kNone) ++count[n.cause];
+  }
+  Cause best = fallback;
+  int most = 0;
+  for (const auto& [c, k] : count) {
+    if (k > most) {
+      most = k;
+      best = c;
+    }
+  }
+  return best;
+}
+
+bool AlarmTracker::active(const std::string& target, std::optional<Cause> cause) const {
+  for (size_t a : active_) {
+    const AlarmEvent& e = records_[a - dropped_].raised;
+    if (e.target == target && (!cause || e.cause == *cause)) return true;
+  }
+  return false;
+}
+
+void AlarmTracker::raise(AlarmEvent e, std::vector<AlarmEvent>* out) {
+  out->push_back(e);
+  records_.push_back({std::move(e), std::nullopt});
+  active_.push_back(dropped_ + records_.size() - 1);
+  // Bounded: drop the oldest cleared alarms (a raised one stays until it clears).
+  while (records_.size() > kMaxRecords && records_.front().cleared) {
+    records_.pop_front();
+    ++dropped_;
+  }
+}
+
+void AlarmTracker::clear(size_t record, AlarmEvent e, std::vector<AlarmEvent>* out) {
+  AlarmRecord& r = records_[record - dropped_];
+  e.raised = false;
+  e.cause = r.raised.cause;
+  e.since = r.raised.step;
+  r.cleared = e;
+  out->push_back(e);
+  active_.erase(std::find(active_.begin(), active_.end(), record));
+}
+
+void AlarmTracker::unit_alarms(const StepInput& in, const UnitFamily& family,
+                               const std::string& prefix, std::vector<AlarmEvent>* out) {
+  const double n = static_cast<double>(family.units());
+  for (size_t u = 0; u < family.units(); ++u) {
+    const std::string target = prefix + std::to_string(u);
+    const double p_short = family.window_p1(u, cfg_.alarm_short_steps);
+    const double p = sidak(2 * std::min(p_short, family.window_p1(u, cfg_.alarm_long_steps)), n);
+    auto it = std::find_if(active_.begin(), active_.end(), [&](size_t a) {
+      return records_[a - dropped_].raised.target == target;
+    });
+    if (it != active_.end()) {
+      if (p_short > kClearP1) {
+        clear(*it, evidence(target, Cause::kNone, in.step, family.window_mean_S(u, cfg_.alarm_short_steps), p_short), out);
+      }
+      continue;
+    }
+    if (p >= cfg_.alarm_alpha) continue;
+    // A rank of a stage that is itself in alarm is that stage's doing.
+    if (prefix == "rank:" && in.stages && u < in.rank_stage.size() &&
+        active("stage:" + std::to_string(in.rank_stage[u]), std::nullopt)) {
+      continue;
+    }
+    const Cause fallback = prefix == "stage:" ? Cause::kStageImbalance : Cause::kWorker;
+    raise(evidence(target, usual_cause(target, fallback), in.step,
+                   family.window_mean_S(u, cfg_.alarm_long_steps), p), out);
+  }
+}
+
+void AlarmTracker::cause_alarms(const StepInput& in, std::vector<AlarmEvent>* out) {
+  for (Cause c : {Cause::kGc, Cause::kHostDelay, Cause::kComm, Cause::kSeqImbalance}) {
+    int in_short = 0, in_long = 0;
+    double sum_S = 0;
+    for (size_t i = 0; i < named_.size(); ++i) {
+      if (named_[i].cause != c) continue;
+      ++in_long;
+      sum_S += named_[i].S;
+      if (i + static_cast<size_t>(std::max(1, cfg_.alarm_short_steps)) >= named_.size()) ++in_short;
+    }
+    auto it = std::find_if(active_.begin(), active_.end(), [&](size_t a) {
+      const AlarmEvent& e = records_[a - dropped_].raised;
+      return e.target.empty() && e.cause == c;
+    });
+    if (it != active_.end()) {
+      if (in_short == 0) clear(*it, evidence("", c, in.step, in.S, 1.0), out);
+      continue;
+    }
+    const double p = binomial_upper(in_long, static_cast<int>(named_.size()), cfg_.alpha);
+    // Not when a rank or stage already alarms for this cause: the same thing, said once.
+    bool covered = false;
+    for (size_t a : active_) covered = covered || records_[a - dropped_].raised.cause == c;
+    if (p < cfg_.alarm_alpha && !covered) raise(evidence("", c, in.step, sum_S / in_long, p), out);
+  }
+}
+
+std::vector<AlarmEvent> AlarmTracker::update(const StepInput& in) {
+  named_.push_back({in.step, in.cause, in.target, in.S});
+  while (static_cast<int>(named_.size()) > std::max(1, cfg_.alarm_long_steps)) named_.pop_front();
+  std::vector<AlarmEvent> out;
+  if (in.stages) unit_alarms(in, *in.stages, "stage:", &out);
+  if (in.ranks) unit_alarms(in, *in.ranks, "rank:", &out);
+  cause_alarms(in, &out);
+  return out;
+}
+
+nlohmann::ordered_json alarm_event_json(const AlarmEvent& e) {
+  nlohmann::ordered_json j;
+  j["event"] = "alarm";
+  j["state"] = e.raised ? "raised" : "cleared";
+  j["step"] = e.step;
+  j["target"] = e.target;
+  j["cause"] = std::string(cause_name(e.cause));
+  j["since"] = e.since;
+  j["steps"] = e.steps;
+  j["of"] = e.of;
+  j[e.target.rfind("rank:", 0) == 0 ? "S_w" : "S"] = e.score;
+  j["p"] = e.p;
+  return j;
+}
+
+nlohmann::ordered_json AlarmTracker::to_json() const {
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const AlarmRecord& r : records_) {
+    nlohmann::ordered_json j;
+    j["target"] = r.raised.target;
+    j["cause"] = std::string(cause_name(r.raised.cause));
+    j["raised_step"] = r.raised.step;
+    j["cleared_step"] = r.cleared ? nlohmann::ordered_json(r.cleared->step) : nlohmann::ordered_json();
+    j["since"] = r.raised.since;
+    j["steps"] = r.raised.steps;
+    j["of"] = r.raised.of;
+    j[r.raised.target.rfind("rank:", 0) == 0 ? "S_w" : "S"] = r.raised.score;
+    j["p"] = r.raised.p;
+    list.push_back(std::move(j));
+  }
+  return list;
+}
+
+std::string format_alarm_line(const AlarmEvent& e) {
+  const std::string what = (e.target.empty() ? std::string("job") : e.target) + " cause=" + std::string(cause_name(e.cause));
+  const std::string score = std::string(e.target.rfind("rank:", 0) == 0 ? "S_w=" : "S=") + fixed(e.score, 2);
+  if (e.raised) {
+    return "straggler_probe alarm raised: " + what + " since step " + std::to_string(e.since) + " (" +
+           std::to_string(e.steps) + " of the last " + std::to_string(e.of) + " steps, " + score + ", " +
+           p_text(e.p) + ")";
+  }
+  return "straggler_probe alarm cleared: " + what + " at step " + std::to_string(e.step) + " (raised at step " +
+         std::to_string(e.since) + "; " + std::to_string(e.steps) + " of the last " + std::to_string(e.of) +
+         " steps named it, " + score + ")";
+}
+
+}  // namespace sp::online
