@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 
 #include "straggler_probe/whatif/number_text.h"
@@ -59,10 +60,12 @@ Cause AlarmTracker::usual_cause(const std::string& target, Cause fallback) const
   return best;
 }
 
-bool AlarmTracker::active(const std::string& target, std::optional<Cause> cause) const {
+bool AlarmTracker::stage_has_rank_alarm(const StepInput& in, int stage) const {
   for (size_t a : active_) {
-    const AlarmEvent& e = records_[a - dropped_].raised;
-    if (e.target == target && (!cause || e.cause == *cause)) return true;
+    const std::string& t = records_[a - dropped_].raised.target;
+    if (t.rfind("rank:", 0) != 0) continue;
+    const auto r = static_cast<size_t>(std::atoi(t.c_str() + 5));
+    if (r < in.rank_stage.size() && in.rank_stage[r] == stage) return true;
   }
   return false;
 }
@@ -105,11 +108,9 @@ void AlarmTracker::unit_alarms(const StepInput& in, const UnitFamily& family,
       continue;
     }
     if (p >= cfg_.alarm_alpha) continue;
-    // A rank of a stage that is itself in alarm is that stage's doing.
-    if (prefix == "rank:" && in.stages && u < in.rank_stage.size() &&
-        active("stage:" + std::to_string(in.rank_stage[u]), std::nullopt)) {
-      continue;
-    }
+    // A stage with a rank in alarm is slow because of that rank (ranks are judged against
+    // their own stage's peers, so a stage that is heavier as a whole raises no rank alarm).
+    if (prefix == "stage:" && stage_has_rank_alarm(in, static_cast<int>(u))) continue;
     const Cause fallback = prefix == "stage:" ? Cause::kStageImbalance : Cause::kWorker;
     raise(evidence(target, usual_cause(target, fallback), in.step,
                    family.window_mean_S(u, cfg_.alarm_long_steps), p), out);
@@ -146,8 +147,8 @@ std::vector<AlarmEvent> AlarmTracker::update(const StepInput& in) {
   named_.push_back({in.step, in.cause, in.target, in.S});
   while (static_cast<int>(named_.size()) > std::max(1, cfg_.alarm_long_steps)) named_.pop_front();
   std::vector<AlarmEvent> out;
-  if (in.stages) unit_alarms(in, *in.stages, "stage:", &out);
   if (in.ranks) unit_alarms(in, *in.ranks, "rank:", &out);
+  if (in.stages) unit_alarms(in, *in.stages, "stage:", &out);
   cause_alarms(in, &out);
   return out;
 }

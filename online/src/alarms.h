@@ -67,7 +67,7 @@ class AlarmTracker {
   void unit_alarms(const StepInput& in, const UnitFamily& family, const std::string& prefix,
                    std::vector<AlarmEvent>* out);
   void cause_alarms(const StepInput& in, std::vector<AlarmEvent>* out);
-  bool active(const std::string& target, std::optional<Cause> cause) const;
+  bool stage_has_rank_alarm(const StepInput& in, int stage) const;
   void raise(AlarmEvent e, std::vector<AlarmEvent>* out);
   void clear(size_t record, AlarmEvent e, std::vector<AlarmEvent>* out);
 

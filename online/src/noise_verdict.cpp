@@ -138,8 +138,11 @@ void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, SlowdownAna
     case Cause::kWorker: p = rank >= 0 ? rank_p(static_cast<size_t>(rank)) : 1.0; break;
     case Cause::kStageImbalance: p = stage >= 0 ? stage_p(static_cast<size_t>(stage)) : 1.0; break;
     case Cause::kSeqImbalance:
-      // With lengths the correlation is the evidence; without, r(forward, backward) also holds
-      // when every rank's speed moves together, so the step must be slow beyond jitter too.
+      // With lengths the correlation is the evidence. Without, r(forward, backward) also holds
+      // when every rank's speed moves together (which the ideal follows: no slowdown), so the
+      // step (or its rank) must be significantly slow as well. The price: the null's jitter
+      // was learned from durations that include this varying work, so a job with long-tailed
+      // lengths and no annotations is named less often than with them.
       p = correlation_p(seq);
       if (seq.seq_samples == 0) p = std::max(p, std::min(1.0, 2 * std::min(v->p_S, p_rank_step)));
       break;
