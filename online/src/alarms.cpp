@@ -84,6 +84,8 @@ void AlarmTracker::raise(AlarmEvent e, std::vector<AlarmEvent>* out) {
 void AlarmTracker::clear(size_t record, AlarmEvent e, std::vector<AlarmEvent>* out) {
   AlarmRecord& r = records_[record - dropped_];
   e.raised = false;
+  e.target = r.raised.target;
+  e.unit = r.raised.unit;
   e.cause = r.raised.cause;
   e.since = r.raised.step;
   r.cleared = e;
@@ -94,15 +96,21 @@ void AlarmTracker::clear(size_t record, AlarmEvent e, std::vector<AlarmEvent>* o
 void AlarmTracker::unit_alarms(const StepInput& in, const UnitFamily& family,
                                const std::string& prefix, std::vector<AlarmEvent>* out) {
   const double n = static_cast<double>(family.units());
+  const bool columns = prefix == "rank:";
   for (size_t u = 0; u < family.units(); ++u) {
-    const std::string target = prefix + std::to_string(u);
+    const std::string target = columns ? "rank:" + std::to_string(u < in.column_rank.size() ? in.column_rank[u] : static_cast<int>(u))
+                                       : prefix + std::to_string(u);
     const double p_short = family.window_p1(u, cfg_.alarm_short_steps);
     const double p = sidak(2 * std::min(p_short, family.window_p1(u, cfg_.alarm_long_steps)), n);
+    // A dp rank's alarm is kept under its unit (the rank named may move within its column).
     auto it = std::find_if(active_.begin(), active_.end(), [&](size_t a) {
-      return records_[a - dropped_].raised.target == target;
+      const AlarmEvent& e = records_[a - dropped_].raised;
+      return e.unit == static_cast<int>(u) && (e.target.rfind("rank:", 0) == 0) == columns;
     });
     if (it != active_.end()) {
-      if (p_short > kClearP1) {
+      // Hysteresis: cleared once neither window shows it, the short one no longer a standard
+      // error above the null's mean and the long one no longer significant at alpha.
+      if (p_short > kClearP1 && family.window_p1(u, cfg_.alarm_long_steps) > cfg_.alpha) {
         clear(*it, evidence(target, Cause::kNone, in.step, family.window_mean_S(u, cfg_.alarm_short_steps), p_short), out);
       }
       continue;
@@ -112,8 +120,10 @@ void AlarmTracker::unit_alarms(const StepInput& in, const UnitFamily& family,
     // their own stage's peers, so a stage that is heavier as a whole raises no rank alarm).
     if (prefix == "stage:" && stage_has_rank_alarm(in, static_cast<int>(u))) continue;
     const Cause fallback = prefix == "stage:" ? Cause::kStageImbalance : Cause::kWorker;
-    raise(evidence(target, usual_cause(target, fallback), in.step,
-                   family.window_mean_S(u, cfg_.alarm_long_steps), p), out);
+    AlarmEvent e = evidence(target, usual_cause(target, fallback), in.step,
+                            family.window_mean_S(u, cfg_.alarm_long_steps), p);
+    e.unit = static_cast<int>(u);
+    raise(std::move(e), out);
   }
 }
 
@@ -147,7 +157,7 @@ std::vector<AlarmEvent> AlarmTracker::update(const StepInput& in) {
   named_.push_back({in.step, in.cause, in.target, in.S});
   while (static_cast<int>(named_.size()) > std::max(1, cfg_.alarm_long_steps)) named_.pop_front();
   std::vector<AlarmEvent> out;
-  if (in.ranks) unit_alarms(in, *in.ranks, "rank:", &out);
+  if (in.dp) unit_alarms(in, *in.dp, "rank:", &out);
   if (in.stages) unit_alarms(in, *in.stages, "stage:", &out);
   cause_alarms(in, &out);
   return out;

@@ -40,8 +40,9 @@ class AlarmTracker {
     int64_t step = 0;
     Cause cause = Cause::kNone;   // the step's verdict (kNone: nothing significant)
     std::string target;
-    const UnitFamily* ranks = nullptr;
+    const UnitFamily* dp = nullptr;      // dp ranks; an alarm names its rank in column_rank
     const UnitFamily* stages = nullptr;  // nullptr without a pipeline
+    std::vector<int> column_rank;        // per dp rank: the rank this step's scores point at
     std::vector<int> rank_stage;
     double S = 1.0;
   };

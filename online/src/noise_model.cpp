@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <unordered_map>
 
 namespace sp::online {
 namespace {
@@ -29,7 +28,8 @@ double median_variance(size_t m) {
   }
 }
 
-// Peers: the values of one (key, stage) in this step. Each one's residual is its difference
+// Peers: the values of one (key, stage) in this step (each already against its rank's own
+// baseline, NoiseWindow::residuals). Each one's residual is its difference
 // from the median of the OTHER peers, scaled by 1 / sqrt(1 + var(that median)) so that it has
 // the jitter's sd whatever the number of peers. Why not the peers' own median: with few peers
 // (4 ranks) it sits among them and the residuals come out much too small (a null too narrow,
@@ -55,12 +55,6 @@ void add_residuals(const std::vector<double>& peers, std::vector<float>* out) {
   }
 }
 
-using PeerMap = std::unordered_map<int64_t, std::vector<double>>;
-
-int64_t peer_id(int key, int stage, int stages) {
-  return static_cast<int64_t>(key) * std::max(1, stages) + stage;
-}
-
 }  // namespace
 
 double mad_sigma(std::vector<double>* v) {
@@ -71,28 +65,83 @@ double mad_sigma(std::vector<double>* v) {
 }
 
 void NoiseWindow::push(const StepModel& m) {
-  PeerMap work, delay;
+  // A fixed subset of the ranks (every stride-th), so that the baselines follow the same ranks
+  // from step to step and the memory is bounded whatever the job's size.
+  const int stride = std::max(1, m.world / static_cast<int>(kMaxPerKey));
+  std::vector<NoiseSample> work, delay;
   auto stage_of = [&m](int rank) { return m.rank_stage[static_cast<size_t>(rank)]; };
   for (const LogicalOp& op : m.ops) {
+    if (op.rank % stride) continue;
     // Pauses (gc, data-wait) are a cause, not jitter: present on one rank, absent on others.
     if (op.rule != IdealRule::kSlotMean && op.own > 0) {
-      work[peer_id(op.key, stage_of(op.rank), m.pp_size)].push_back(std::log(op.own));
+      work.push_back({m.ideal_keys[static_cast<size_t>(op.key)], op.rank, stage_of(op.rank), std::log(op.own)});
     }
     if (op.first_node >= 0) {
-      delay[peer_id(op.delay_key, stage_of(op.rank), m.pp_size)].push_back(
-          m.nodes[static_cast<size_t>(op.first_node)].launch_delay);
+      delay.push_back({m.delay_keys[static_cast<size_t>(op.delay_key)], op.rank, stage_of(op.rank),
+                       m.nodes[static_cast<size_t>(op.first_node)].launch_delay});
     }
   }
-  for (int r = 0; r < m.world; ++r) {
-    delay[peer_id(m.marker_delay_key, stage_of(r), m.pp_size)].push_back(
-        m.nodes[static_cast<size_t>(m.markers[static_cast<size_t>(r)])].launch_delay);
+  for (int r = 0; r < m.world; r += stride) {
+    delay.push_back({m.delay_keys[static_cast<size_t>(m.marker_delay_key)], r, stage_of(r),
+                     m.nodes[static_cast<size_t>(m.markers[static_cast<size_t>(r)])].launch_delay});
   }
   StepResiduals s;
-  const int stages = std::max(1, m.pp_size);
-  for (const auto& [id, peers] : work) add_residuals(peers, &s.work[m.ideal_keys[static_cast<size_t>(id / stages)]]);
-  for (const auto& [id, peers] : delay) add_residuals(peers, &s.delay[m.delay_keys[static_cast<size_t>(id / stages)]]);
+  residuals(work, work_totals_, &s.work, &s.work_sums);
+  residuals(delay, delay_totals_, &s.delay, &s.delay_sums);
+  add_sums(s.work_sums, &work_totals_, 1.0);
+  add_sums(s.delay_sums, &delay_totals_, 1.0);
   steps_.push_back(std::move(s));
-  while (static_cast<int>(steps_.size()) > std::max(1, window_steps_)) steps_.pop_front();
+  while (static_cast<int>(steps_.size()) > std::max(1, window_steps_)) {
+    add_sums(steps_.front().work_sums, &work_totals_, -1.0);
+    add_sums(steps_.front().delay_sums, &delay_totals_, -1.0);
+    steps_.pop_front();
+  }
+}
+
+void NoiseWindow::pop_back() {
+  if (steps_.empty()) return;
+  add_sums(steps_.back().work_sums, &work_totals_, -1.0);
+  add_sums(steps_.back().delay_sums, &delay_totals_, -1.0);
+  steps_.pop_back();
+}
+
+void NoiseWindow::add_sums(const Sums& sums, Totals* totals, double sign) {
+  for (const auto& [key, by_rank] : sums) {
+    auto& t = (*totals)[key];
+    for (const auto& [rank, sc] : by_rank) {
+      auto& x = t[rank];
+      x.first += sign * sc.first;
+      x.second += sign * sc.second;
+    }
+  }
+}
+
+// Jitter is what varies from step to step: each op against its own rank's mean over the
+// window's earlier steps (a persistently slow rank is its own baseline, so it does not widen
+// the jitter at all), then against the median of its peers' (same key, same stage) this step,
+// which removes what the whole step shares (the ideal follows that). Both references are
+// estimates; the residuals are scaled so that their sd is the jitter's.
+void NoiseWindow::residuals(const std::vector<NoiseSample>& samples, const Totals& totals,
+                            std::map<std::string, std::vector<float>>* out, Sums* sums) {
+  std::map<std::pair<std::string, int>, std::vector<double>> peers;  // by (key, stage)
+  for (const NoiseSample& x : samples) {
+    auto& sc = (*sums)[x.key][x.rank];
+    sc.first += x.value;
+    sc.second += 1;
+    // A rank without earlier steps (the job's first step) has no baseline: its value is taken
+    // against its peers alone, which is all the first step can tell.
+    double e = x.value;
+    auto kt = totals.find(x.key);
+    if (kt != totals.end()) {
+      auto rt = kt->second.find(x.rank);
+      if (rt != kt->second.end() && rt->second.second >= 1) {
+        const double n_prev = rt->second.second;
+        e = (x.value - rt->second.first / n_prev) / std::sqrt(1.0 + 1.0 / n_prev);
+      }
+    }
+    peers[{x.key, x.stage}].push_back(e);
+  }
+  for (const auto& [id, e] : peers) add_residuals(e, &(*out)[id.first]);
 }
 
 NoiseSpread NoiseWindow::spread(const StepModel& m) const {

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 
 #include "straggler_probe/whatif/number_text.h"
 
@@ -45,7 +44,7 @@ int history_steps(const NoiseConfig& c) { return std::max(c.alarm_short_steps, c
 
 NoiseVerdict::NoiseVerdict(const NoiseConfig& config, int window_steps)
     : cfg_(config), noise_(window_steps),
-      ranks_(window_steps, history_steps(config), window_clip(config), false),
+      dp_(window_steps, history_steps(config), window_clip(config), false),
       stages_(window_steps, history_steps(config), window_clip(config), true),
       step_null_(window_steps), alarms_(config), pool_steps_(std::max(1, window_steps)) {}
 
@@ -56,42 +55,42 @@ void NoiseVerdict::draw_null(const StepModel& m, SlowdownAnalysis* slowdown) {
   const int draws = steps_ == 0 ? pool_steps_ : 1;
   for (int d = 0; d < draws; ++d) {
     slowdown->null_draw(m, spread, static_cast<uint64_t>(m.step) * 64 + static_cast<uint64_t>(d), &draw_);
-    null_worker_.resize(static_cast<size_t>(m.world));
-    for (size_t r = 0; r < null_worker_.size(); ++r) {
-      null_worker_[r] = std::min(draw_.dp_S[static_cast<size_t>(m.rank_dp[r])],
-                                 draw_.stage_S[static_cast<size_t>(m.rank_stage[r])]);
-    }
-    ranks_.add_null(null_worker_, &m.rank_stage);
+    dp_.add_null(draw_.dp_S);
     if (m.pp_size > 1) stages_.add_null(draw_.stage_S);
     step_null_.add_null(draw_.S);
   }
   ++steps_;
 }
 
-// This step or the recent ones (the window test: both windows, every unit), Bonferroni x2.
-double NoiseVerdict::rank_p(size_t r) const {
-  const double n = static_cast<double>(ranks_.units());
-  const double window = sidak(2 * std::min(ranks_.window_p1(r, cfg_.alarm_short_steps),
-                                           ranks_.window_p1(r, cfg_.alarm_long_steps)), n);
-  return std::min(1.0, 2 * std::min(ranks_.step_p(r), window));
+// A family's unit: this step or the recent ones (the window test: both windows, every unit),
+// Bonferroni x2.
+double NoiseVerdict::unit_p(const UnitFamily& f, size_t u) const {
+  const double n = static_cast<double>(f.units());
+  const double window = sidak(2 * std::min(f.window_p1(u, cfg_.alarm_short_steps),
+                                           f.window_p1(u, cfg_.alarm_long_steps)), n);
+  return std::min(1.0, 2 * std::min(f.step_p(u), window));
 }
 
-double NoiseVerdict::stage_p(size_t p) const {
-  const double n = static_cast<double>(stages_.units());
-  const double window = sidak(2 * std::min(stages_.window_p1(p, cfg_.alarm_short_steps),
-                                           stages_.window_p1(p, cfg_.alarm_long_steps)), n);
-  return std::min(1.0, 2 * std::min(stages_.step_p(p), window));
+// The rank of dp unit d that this step's scores point at: the largest S_w of its ranks.
+int column_rank(const StepModel& m, const StepVerdict& v, int d) {
+  int best = -1;
+  for (int r = 0; r < m.world; ++r) {
+    if (m.rank_dp[static_cast<size_t>(r)] != d) continue;
+    if (best < 0 || v.worker_S[static_cast<size_t>(r)] > v.worker_S[static_cast<size_t>(best)]) best = r;
+  }
+  return best;
 }
 
-void NoiseVerdict::name_rank(size_t r, StepVerdict* v) const {
+void NoiseVerdict::name_persistent(const StepModel& m, size_t d, StepVerdict* v) const {
+  const int r = column_rank(m, *v, static_cast<int>(d));
   v->cause = Cause::kWorker;
   v->worst = "rank:" + std::to_string(r);
-  v->worst_S = v->worker_S[r];
-  v->p = rank_p(r);
-  v->evidence = "rank " + std::to_string(r) + " late over the recent steps: mean S_w " +
-                fixed(ranks_.window_mean_S(r, cfg_.alarm_short_steps), 3) + " over the last " +
-                std::to_string(std::min<size_t>(ranks_.observed_steps(), static_cast<size_t>(cfg_.alarm_short_steps))) +
-                " steps, S_w " + fixed(v->worker_S[r], 3) + " this step";
+  v->worst_S = v->worker_S[static_cast<size_t>(r)];
+  v->p = unit_p(dp_, d);
+  v->evidence = "rank " + std::to_string(r) + " late over the recent steps: its dp rank's score " +
+                fixed(dp_.window_mean_S(d, cfg_.alarm_short_steps), 3) + " on average over the last " +
+                std::to_string(std::min<size_t>(dp_.observed_steps(), static_cast<size_t>(cfg_.alarm_short_steps))) +
+                " steps, " + fixed(v->dp_S[d], 3) + " this step; p=" + p_text(v->p);
 }
 
 // seq-imbalance is work that differs (longer sequences), which the jitter learned from the
@@ -105,63 +104,57 @@ double correlation_p(const SeqEvidence& q) {
   return normal_upper(std::atanh(r) * std::sqrt(static_cast<double>(n - 3)));
 }
 
-void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, SlowdownAnalysis* slowdown, StepVerdict* v) {
-  draw_null(m, slowdown);
-  const double floor = v->ideal_s > 0 ? kTimeResolutionS / v->ideal_s : 1e-9;
-  ranks_.set_floor(floor);
-  stages_.set_floor(floor);
-  step_null_.set_floor(floor);
-  ranks_.add_observed(v->worker_S, &m.rank_stage);
-  if (m.pp_size > 1) stages_.add_observed(v->stage_S);
-  v->null_ready = true;
-  if (std::getenv("ZZD")) {
-    const NoiseSpread sp = noise_.spread(m);
-    std::fprintf(stderr, "step %lld pool q50=%.5f q84=%.5f mean=%.5f sd=%.5f | z:", static_cast<long long>(v->step), ranks_.pool().q50, ranks_.pool().q84, ranks_.pool().mean, ranks_.pool().sd);
-    for (size_t r = 0; r < ranks_.units(); ++r) std::fprintf(stderr, " %.2f(%.4f)", ranks_.step_z(r), v->worker_S[r]);
-    std::fprintf(stderr, " | null dp:");
-    for (double d : draw_.dp_S) std::fprintf(stderr, " %.4f", d);
-    std::fprintf(stderr, "\n   sig:");
-    for (size_t k = 0; k < sp.work_sigma.size(); ++k) std::fprintf(stderr, " %s=%.4f", m.ideal_keys[k].c_str(), sp.work_sigma[k]);
-    for (size_t k = 0; k < sp.delay_sigma.size(); ++k) std::fprintf(stderr, " d%s=%.6f", m.delay_keys[k].c_str(), sp.delay_sigma[k]);
-    std::fprintf(stderr, "\n");
-  }
-  v->S_null = step_null_.mean_S();
-  v->jitter = std::max(0.0, std::min(v->S, v->S_null) - 1.0);
-  v->p_S = step_null_.p(v->S);
-
-  const int rank = parse_index(v->worst, "rank:");
-  const int stage = parse_index(v->worst, "stage:");
-  const double p_rank_step = rank >= 0 ? std::min(1.0, 2 * ranks_.step_p(static_cast<size_t>(rank))) : 1.0;
-  double p = 1.0;
-  switch (v->cause) {
-    case Cause::kNone: break;
-    case Cause::kWorker: p = rank >= 0 ? rank_p(static_cast<size_t>(rank)) : 1.0; break;
-    case Cause::kStageImbalance: p = stage >= 0 ? stage_p(static_cast<size_t>(stage)) : 1.0; break;
-    case Cause::kSeqImbalance:
+double NoiseVerdict::cause_p(const StepModel& m, const SeqEvidence& seq, const StepVerdict& v) const {
+  const int rank = parse_index(v.worst, "rank:");
+  const int dp = rank >= 0 && rank < m.world ? m.rank_dp[static_cast<size_t>(rank)] : -1;
+  const int stage = parse_index(v.worst, "stage:");
+  const double p_rank_step = dp >= 0 ? std::min(1.0, 2 * dp_.step_p(static_cast<size_t>(dp))) : 1.0;
+  switch (v.cause) {
+    case Cause::kNone: return 1.0;
+    case Cause::kWorker: return dp >= 0 ? unit_p(dp_, static_cast<size_t>(dp)) : 1.0;
+    case Cause::kStageImbalance: return stage >= 0 ? unit_p(stages_, static_cast<size_t>(stage)) : 1.0;
+    case Cause::kSeqImbalance: {
       // With lengths the correlation is the evidence. Without, r(forward, backward) also holds
       // when every rank's speed moves together (which the ideal follows: no slowdown), so the
       // step (or its rank) must be significantly slow as well. The price: the null's jitter
       // was learned from durations that include this varying work, so a job with long-tailed
       // lengths and no annotations is named less often than with them.
-      p = correlation_p(seq);
-      if (seq.seq_samples == 0) p = std::max(p, std::min(1.0, 2 * std::min(v->p_S, p_rank_step)));
-      break;
-    default: p = std::min(1.0, 2 * std::min(v->p_S, p_rank_step)); break;
+      const double p = correlation_p(seq);
+      return seq.seq_samples > 0 ? p : std::max(p, std::min(1.0, 2 * std::min(v.p_S, p_rank_step)));
+    }
+    default: return std::min(1.0, 2 * std::min(v.p_S, p_rank_step));
   }
+}
+
+void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, SlowdownAnalysis* slowdown, StepVerdict* v) {
+  draw_null(m, slowdown);
+  const double floor = v->ideal_s > 0 ? kTimeResolutionS / v->ideal_s : 1e-9;
+  dp_.set_floor(floor);
+  stages_.set_floor(floor);
+  step_null_.set_floor(floor);
+  dp_.add_observed(v->dp_S);
+  if (m.pp_size > 1) stages_.add_observed(v->stage_S);
+  v->null_ready = true;
+  v->S_null = step_null_.mean_S();
+  v->jitter = std::max(0.0, std::min(v->S, v->S_null) - 1.0);
+  v->p_S = step_null_.p(v->S);
+
+  const double p = cause_p(m, seq, *v);
   v->p = p;
   if (v->cause != Cause::kNone && p >= cfg_.alpha) {
-    // The rules' culprit is within the noise; a rank persistently late may still be named.
+    // The rules' culprit is within the noise; a dp rank persistently late may still be named
+    // when this step shows it late too (more than one null sd above the null median).
     size_t best = 0;
     double best_p = 2.0;
-    for (size_t r = 0; r < ranks_.units(); ++r) {
-      const double pr = std::min(ranks_.window_p1(r, cfg_.alarm_short_steps), ranks_.window_p1(r, cfg_.alarm_long_steps));
-      if (pr < best_p) {
-        best_p = pr;
-        best = r;
+    for (size_t d = 0; d < dp_.units(); ++d) {
+      const double pd = std::min(dp_.window_p1(d, cfg_.alarm_short_steps), dp_.window_p1(d, cfg_.alarm_long_steps));
+      if (pd < best_p) {
+        best_p = pd;
+        best = d;
       }
     }
-    if (best_p < 2.0 && rank_p(best) < cfg_.alpha && ranks_.step_z(best) > 1.0) {
-      name_rank(best, v);
+    if (best_p < 2.0 && unit_p(dp_, best) < cfg_.alpha && dp_.step_z(best) > 1.0) {
+      name_persistent(m, best, v);
     } else {
       const std::string would = std::string(cause_name(v->cause)) + " " + v->worst;
       v->cause = Cause::kNone;
@@ -179,8 +172,10 @@ void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, SlowdownAna
   in.step = v->step;
   in.cause = v->cause;
   in.target = v->worst;
-  in.ranks = &ranks_;
+  in.dp = &dp_;
   in.stages = m.pp_size > 1 ? &stages_ : nullptr;
+  in.column_rank.resize(static_cast<size_t>(m.dp_size));
+  for (int d = 0; d < m.dp_size; ++d) in.column_rank[static_cast<size_t>(d)] = column_rank(m, *v, d);
   in.rank_stage = m.rank_stage;
   in.S = v->S;
   v->alarms = alarms_.update(in);

@@ -3,9 +3,14 @@
 // (significance.h), and keep the job-level alarms (alarms.h). StepAnalysis calls it after the
 // cause rules; it keeps the cause only when it is significant, else the step is cause none.
 //
-// Which test decides: a rank named for worker needs its own score to be significant, this step
-// (against the most extreme of N null ranks) or over the recent steps (its mean, alarms.h's two
-// windows); a stage named for stage-imbalance likewise against the null stages. The causes that
+// Which test decides: a rank named for worker needs its dp rank's score (only that dp rank's
+// ranks real) to be significant, this step (against the most extreme of N null dp ranks) or
+// over the recent steps (its mean, alarms.h's two windows); a stage named for stage-imbalance
+// likewise against the null stages. Why dp ranks and not S_w per rank: S_w = min(dp-rank,
+// stage score) raises every rank of a slow rank's dp column a little in a pipeline, and
+// every rank of a heavier stage; the dp-rank score of a heavier stage's column is no higher
+// than the others', so the two families separate a slow rank (its dp rank and its stage) from
+// a heavy stage (its stage only). The causes that
 // describe the whole step (gc, host-delay, comm) need either the step's S or their rank's
 // score this step to be significant; seq-imbalance (work that differs, which the learned jitter
 // contains) needs its own correlation to be. The two tests of a family are Bonferroni
@@ -42,17 +47,16 @@ class NoiseVerdict {
 
  private:
   void draw_null(const StepModel& model, SlowdownAnalysis* slowdown);
-  double rank_p(size_t rank) const;
-  double stage_p(size_t stage) const;
-  void name_rank(size_t rank, StepVerdict* v) const;
+  double unit_p(const UnitFamily& family, size_t unit) const;
+  double cause_p(const StepModel& model, const SeqEvidence& seq, const StepVerdict& v) const;
+  void name_persistent(const StepModel& model, size_t dp_rank, StepVerdict* v) const;
 
   NoiseConfig cfg_;
   NoiseWindow noise_;
-  UnitFamily ranks_, stages_;
+  UnitFamily dp_, stages_;  // dp ranks (the paper's per-dp-rank scores) and stages
   StepNull step_null_;
   AlarmTracker alarms_;
   NullDraw draw_;
-  std::vector<double> null_worker_;
   int pool_steps_;
   uint64_t steps_ = 0;
 };

@@ -99,7 +99,7 @@ TEST(OnlineOutput, LinesSummaryJsonlAndReport) {
   ASSERT_EQ(lines.size(), 15u);
   const std::regex line_re(
       R"(straggler_probe step=\d+ time=\d+\.\d{3}s ideal=\d+\.\d{3}s S=\d+\.\d{2} cause=[a-z-]+ )"
-      R"(worst=(rank|stage):\d+ S_w=\d+\.\d{2} top_op=[a-z-]+ host=\d+\.\d% jitter=\d+\.\d% p=\S+ )"
+      R"(worst=((rank|stage):\d+|-) S_w=\d+\.\d{2} top_op=[a-z-]+ host=\d+\.\d% jitter=\d+\.\d% p=\S+ )"
       R"(evidence=".*")");
   const std::regex alarm_re(
       R"(straggler_probe alarm raised: rank:3 cause=worker since step \d+ \(\d+ of the last \d+ steps, )"
@@ -138,7 +138,11 @@ TEST(OnlineOutput, LinesSummaryJsonlAndReport) {
     }
     EXPECT_EQ(j.at("event"), "step");
     EXPECT_EQ(j.at("step").get<int>(), rows);
-    EXPECT_LT(j.at("p").get<double>(), 1e-3);  // the slow rank, named on every step
+    // The slow rank, named on every step but the first: with two dp ranks per stage, one step
+    // alone cannot tell a slow peer from jitter (each is the other's only reference).
+    if (rows > 0) {
+      EXPECT_LT(j.at("p").get<double>(), 1e-3) << row;
+    }
     EXPECT_GE(j.at("jitter").get<double>(), 0.0);
     EXPECT_TRUE(j.at("analyzed").get<bool>());
     EXPECT_EQ(j.at("worker_S").size(), 4u);

@@ -32,6 +32,7 @@ struct AlarmEvent {
   int steps = 0, of = 0;      // named on `steps` of the last `of` analysed steps
   double score = 1.0;         // mean S_w (rank), stage score (stage) or S (cause) over them
   double p = 1.0;             // the alarm test's p-value at this step
+  int unit = -1;              // the dp rank or stage the alarm's test is about (-1: a cause)
 };
 
 struct StepVerdict {
