@@ -70,6 +70,19 @@ bool AlarmTracker::stage_has_rank_alarm(const StepInput& in, int stage) const {
   return false;
 }
 
+// Whether some dp rank's window already shows lateness at the step level alpha: then a stage
+// that looks slow may be that rank's stage, and the rank's alarm (a few steps later) says so.
+bool AlarmTracker::dp_rank_shows(const StepInput& in) const {
+  if (!in.dp) return false;
+  const double n = static_cast<double>(in.dp->units());
+  for (size_t d = 0; d < in.dp->units(); ++d) {
+    const double p = sidak(2 * std::min(in.dp->window_p1(d, cfg_.alarm_short_steps),
+                                        in.dp->window_p1(d, cfg_.alarm_long_steps)), n);
+    if (p < cfg_.alpha) return true;
+  }
+  return false;
+}
+
 void AlarmTracker::raise(AlarmEvent e, std::vector<AlarmEvent>* out) {
   out->push_back(e);
   records_.push_back({std::move(e), std::nullopt});
@@ -118,7 +131,7 @@ void AlarmTracker::unit_alarms(const StepInput& in, const UnitFamily& family,
     if (p >= cfg_.alarm_alpha) continue;
     // A stage with a rank in alarm is slow because of that rank (ranks are judged against
     // their own stage's peers, so a stage that is heavier as a whole raises no rank alarm).
-    if (prefix == "stage:" && stage_has_rank_alarm(in, static_cast<int>(u))) continue;
+    if (prefix == "stage:" && (stage_has_rank_alarm(in, static_cast<int>(u)) || dp_rank_shows(in))) continue;
     const Cause fallback = prefix == "stage:" ? Cause::kStageImbalance : Cause::kWorker;
     AlarmEvent e = evidence(target, usual_cause(target, fallback), in.step,
                             family.window_mean_S(u, cfg_.alarm_long_steps), p);

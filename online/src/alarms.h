@@ -69,6 +69,7 @@ class AlarmTracker {
                    std::vector<AlarmEvent>* out);
   void cause_alarms(const StepInput& in, std::vector<AlarmEvent>* out);
   bool stage_has_rank_alarm(const StepInput& in, int stage) const;
+  bool dp_rank_shows(const StepInput& in) const;
   void raise(AlarmEvent e, std::vector<AlarmEvent>* out);
   void clear(size_t record, AlarmEvent e, std::vector<AlarmEvent>* out);
 

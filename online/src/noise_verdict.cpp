@@ -71,18 +71,29 @@ double NoiseVerdict::unit_p(const UnitFamily& f, size_t u) const {
   return std::min(1.0, 2 * std::min(f.step_p(u), window));
 }
 
-// The rank of dp unit d that this step's scores point at: the largest S_w of its ranks.
-int column_rank(const StepModel& m, const StepVerdict& v, int d) {
+// The rank of dp unit d to name: in a pipeline, the one in the stage whose own evidence is the
+// strongest (the stage family, over the long window: the slow rank's stage carries its
+// lateness, the column's other stages only wait for it), else the largest S_w this step.
+int NoiseVerdict::column_rank(const StepModel& m, const StepVerdict& v, int d) const {
   int best = -1;
+  double best_p = 2.0;
   for (int r = 0; r < m.world; ++r) {
     if (m.rank_dp[static_cast<size_t>(r)] != d) continue;
-    if (best < 0 || v.worker_S[static_cast<size_t>(r)] > v.worker_S[static_cast<size_t>(best)]) best = r;
+    const auto s = static_cast<size_t>(m.rank_stage[static_cast<size_t>(r)]);
+    const double p = m.pp_size > 1 && s < stages_.units() ? stages_.window_p1(s, cfg_.alarm_long_steps) : 1.0;
+    const bool better = best < 0 || p < best_p ||
+                        (p == best_p && v.worker_S[static_cast<size_t>(r)] > v.worker_S[static_cast<size_t>(best)]);
+    if (better) {
+      best = r;
+      best_p = p;
+    }
   }
   return best;
 }
 
 void NoiseVerdict::name_persistent(const StepModel& m, size_t d, StepVerdict* v) const {
   const int r = column_rank(m, *v, static_cast<int>(d));
+  if (r < 0) return;
   v->cause = Cause::kWorker;
   v->worst = "rank:" + std::to_string(r);
   v->worst_S = v->worker_S[static_cast<size_t>(r)];
@@ -143,7 +154,7 @@ void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, SlowdownAna
   v->p = p;
   if (v->cause != Cause::kNone && p >= cfg_.alpha) {
     // The rules' culprit is within the noise; a dp rank persistently late may still be named
-    // when this step shows it late too (more than one null sd above the null median).
+    // when this step shows it late too (above the null median).
     size_t best = 0;
     double best_p = 2.0;
     for (size_t d = 0; d < dp_.units(); ++d) {
@@ -153,7 +164,7 @@ void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, SlowdownAna
         best = d;
       }
     }
-    if (best_p < 2.0 && unit_p(dp_, best) < cfg_.alpha && dp_.step_z(best) > 1.0) {
+    if (best_p < 2.0 && unit_p(dp_, best) < cfg_.alpha && dp_.step_z(best) > 0.0) {
       name_persistent(m, best, v);
     } else {
       const std::string would = std::string(cause_name(v->cause)) + " " + v->worst;
@@ -166,6 +177,14 @@ void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, SlowdownAna
   } else if (v->cause == Cause::kNone) {
     v->p = v->p_S;
   } else {
+    const int rank = parse_index(v->worst, "rank:");
+    if (v->cause == Cause::kWorker && m.pp_size > 1 && rank >= 0 && rank < m.world) {
+      const int r = column_rank(m, *v, m.rank_dp[static_cast<size_t>(rank)]);
+      if (r >= 0 && r != rank) {
+        v->worst = "rank:" + std::to_string(r);
+        v->worst_S = v->worker_S[static_cast<size_t>(r)];
+      }
+    }
     v->evidence += "; p=" + p_text(p);
   }
   AlarmTracker::StepInput in;

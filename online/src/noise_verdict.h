@@ -15,7 +15,7 @@
 // score this step to be significant; seq-imbalance (work that differs, which the learned jitter
 // contains) needs its own correlation to be. The two tests of a family are Bonferroni
 // corrected (x2). When the rules' culprit is not significant but another rank is, over the
-// window, and this step shows it late too (more than one null sd above the null median), that
+// window, and this step shows it late too (above the null median), that
 // rank is named for worker: a persistently slow rank at thousands of ranks is often not the
 // slowest of a step, jitter's maximum being larger than its slowdown.
 #pragma once
@@ -49,6 +49,7 @@ class NoiseVerdict {
   void draw_null(const StepModel& model, SlowdownAnalysis* slowdown);
   double unit_p(const UnitFamily& family, size_t unit) const;
   double cause_p(const StepModel& model, const SeqEvidence& seq, const StepVerdict& v) const;
+  int column_rank(const StepModel& model, const StepVerdict& v, int dp_rank) const;
   void name_persistent(const StepModel& model, size_t dp_rank, StepVerdict* v) const;
 
   NoiseConfig cfg_;

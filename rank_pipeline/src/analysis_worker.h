@@ -35,7 +35,7 @@ struct AnalysisOptions {
   std::string out_dir;
   bool log_lines = true;
   // The analysis's user-facing knobs (online/include/straggler_probe/online/config.h).
-  double slowdown_threshold = 1.05;
+  double slowdown_threshold = 1.0;
   int window_steps = 20;
   int summary_interval = 50;
   FaultInjection fault = FaultInjection::kNone;
