@@ -67,6 +67,9 @@ SyntheticRun run_synthetic(const SyntheticJob& job, int num_steps) {
     const double s = stage < static_cast<int>(job.stage_speed.size()) ? job.stage_speed[stage] : 1.0;
     return r * s;
   };
+  auto hooked = [&](const DurationSite& site, double d) {
+    return job.duration_hook ? job.duration_hook(site, d) : d;
+  };
   auto jittered = [&](double d) {
     return job.jitter > 0 ? d * std::max(0.5, 1.0 + job.jitter * noise(rng)) : d;
   };
@@ -106,7 +109,8 @@ SyntheticRun run_synthetic(const SyntheticJob& job, int num_steps) {
         if (ss == step) sp *= mult;
       }
       std::vector<Instr>& p = prog[static_cast<size_t>(r)];
-      p.push_back({Instr::kHost, SP_OP_DATA_WAIT, -1, job.data_wait_s, 0, -1, false});
+      p.push_back({Instr::kHost, SP_OP_DATA_WAIT, -1,
+                   hooked({SP_OP_DATA_WAIT, step, r, -1, -1}, job.data_wait_s), 0, -1, false});
       std::vector<double> factor(static_cast<size_t>(job.microbatches), 1.0);
       for (int mb = 0; mb < job.microbatches; ++mb) {
         if (!job.seq_lens) continue;
@@ -121,18 +125,21 @@ SyntheticRun run_synthetic(const SyntheticJob& job, int num_steps) {
       for (int mb = 0; mb < job.microbatches; ++mb) {
         if (stage > 0) p.push_back({Instr::kRecv, SP_OP_RECV, mb, 0, 0, r - job.dp, false});
         p.push_back({Instr::kHost, SP_OP_FORWARD, mb,
-                     jittered(job.forward_s * sp * factor[static_cast<size_t>(mb)]),
+                     hooked({SP_OP_FORWARD, step, r, -1, mb},
+                            jittered(job.forward_s * sp * factor[static_cast<size_t>(mb)])),
                      mb == 0 ? gc_pause : 0.0, -1, false});
         if (stage < job.pp - 1) p.push_back({Instr::kSend, SP_OP_SEND, mb, 0, 0, r + job.dp, false});
       }
       for (int mb = 0; mb < job.microbatches; ++mb) {
         if (stage < job.pp - 1) p.push_back({Instr::kRecv, SP_OP_RECV, mb, 0, 0, r + job.dp, false});
         p.push_back({Instr::kHost, SP_OP_BACKWARD, mb,
-                     jittered(job.backward_s * sp * factor[static_cast<size_t>(mb)]), 0, -1,
+                     hooked({SP_OP_BACKWARD, step, r, -1, mb},
+                            jittered(job.backward_s * sp * factor[static_cast<size_t>(mb)])), 0, -1,
                      job.dp > 1 && mb == job.microbatches - 1});
         if (stage > 0) p.push_back({Instr::kSend, SP_OP_SEND, mb, 0, 0, r - job.dp, false});
       }
-      p.push_back({Instr::kHost, SP_OP_OPTIMIZER, -1, job.optimizer_s, 0, -1, false});
+      p.push_back({Instr::kHost, SP_OP_OPTIMIZER, -1,
+                   hooked({SP_OP_OPTIMIZER, step, r, -1, -1}, job.optimizer_s), 0, -1, false});
     }
 
     // Execute: each rank runs until it blocks on a peer; repeat until every program is done.
@@ -175,7 +182,8 @@ SyntheticRun run_synthetic(const SyntheticJob& job, int num_steps) {
                   if (++c.registered == job.dp) {
                     double latest = 0;
                     for (const auto& st : c.start) latest = std::max(latest, *st);
-                    c.end = latest + job.allreduce_s;
+                    c.end = latest + hooked({SP_OP_COLLECTIVE, step, stage * job.dp, -1, b},
+                                            job.allreduce_s);
                   }
                 }
               }
@@ -206,7 +214,9 @@ SyntheticRun run_synthetic(const SyntheticJob& job, int num_steps) {
             const auto& slot = p2p[{chan.first, chan.second, p2p_index[ri]}];
             if (!slot.first || !slot.second) break;
             const double start = *(send ? slot.first : slot.second);
-            const double end = std::max(*slot.first, *slot.second) + job.p2p_s;
+            const double end =
+                std::max(*slot.first, *slot.second) +
+                hooked({SP_OP_SEND, step, chan.first, chan.second, p2p_index[ri]}, job.p2p_s);
             sp_event e = event(in.kind, start, end, in.mb);
             e.peer = in.peer;
             e.coll = send ? SP_COLL_SEND : SP_COLL_RECV;
