@@ -1,6 +1,8 @@
 #include "run_cell.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <stdexcept>
 
@@ -14,7 +16,7 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-CellInfo info_of(const Cell& cell, const online::testing::NoisyRun& run, int warmup) {
+CellInfo info_of(const Cell& cell, const std::vector<online::testing::StepTruth>& truth, int warmup) {
   CellInfo info;
   info.name = cell.name;
   info.shape = cell.shape;
@@ -35,7 +37,7 @@ CellInfo info_of(const Cell& cell, const online::testing::NoisyRun& run, int war
     cf.onset = f.onset;
     cf.every = f.every;
     if (f.kind != online::testing::FaultKind::kSeqLens) {
-      for (const auto& t : run.truth) {
+      for (const auto& t : truth) {
         for (const auto& a : t.active) {
           if (a.cause == cf.culprit.cause && !a.targets.empty()) cf.culprit.targets = a.targets;
         }
@@ -47,9 +49,9 @@ CellInfo info_of(const Cell& cell, const online::testing::NoisyRun& run, int war
   return info;
 }
 
-std::vector<TruthStep> truth_of(const online::testing::NoisyRun& run) {
+std::vector<TruthStep> truth_of(const std::vector<online::testing::StepTruth>& truth) {
   std::vector<TruthStep> out;
-  for (const auto& t : run.truth) {
+  for (const auto& t : truth) {
     TruthStep s;
     s.step = t.step;
     for (const auto& a : t.active) s.active.push_back({a.cause, a.targets});
@@ -60,32 +62,61 @@ std::vector<TruthStep> truth_of(const online::testing::NoisyRun& run) {
   return out;
 }
 
+// Moves a piece's clocks so that its first step starts where the previous piece ended.
+void continue_after(uint64_t* end_ns, std::vector<std::vector<runtime::StepSummary>>* steps) {
+  uint64_t first = UINT64_MAX, last = 0;
+  for (const auto& step : *steps) {
+    for (const auto& s : step) first = std::min(first, s.step_start_ns), last = std::max(last, s.step_end_ns);
+  }
+  const uint64_t shift = *end_ns > first ? *end_ns - first : 0;
+  for (auto& step : *steps) {
+    for (auto& s : step) {
+      s.step_start_ns += shift;
+      s.step_end_ns += shift;
+      for (sp_event& e : s.ops) e.start_ns += shift, e.end_ns += shift;
+    }
+  }
+  *end_ns = last + shift;
+}
+
 }  // namespace
 
-CellRun run_cell(const Cell& cell, const std::string& dir, int warmup) {
+CellRun run_cell(const Cell& cell, const std::string& dir, int warmup, int piece_steps) {
   CellRun r;
   std::filesystem::remove_all(dir);
-  auto t0 = Clock::now();
-  online::testing::NoisyRun run = online::testing::run_noisy(cell.job);
-  r.generate_s = since(t0);
-  write_cell(dir, info_of(cell, run, warmup), truth_of(run));
-
+  std::filesystem::create_directories(dir);
   online::OnlineConfig cfg;  // the analyzer's defaults: nothing here is tuned to the benchmark
   cfg.world_size = cell.ranks;
   cfg.output_dir = dir;
   cfg.summary_interval = 0;
   cfg.timeline_steps = 0;
-  t0 = Clock::now();
   online::OnlineAnalyzer analyzer(cfg);
-  for (auto& step : run.run.steps) {
-    for (auto& summary : step) analyzer.add(std::move(summary));
-    step.clear();
-    step.shrink_to_fit();
+  std::vector<online::testing::StepTruth> truth;
+  uint64_t end_ns = 0;
+  // The job in pieces, so that memory stays bounded in long runs of large jobs.
+  for (int64_t first = 0; first < cell.job.steps; first += piece_steps) {
+    online::testing::NoisyScenario piece = cell.job;
+    piece.first_step = first;
+    piece.steps = static_cast<int>(std::min<int64_t>(piece_steps, cell.job.steps - first));
+    auto t0 = Clock::now();
+    online::testing::NoisyRun run = online::testing::run_noisy(piece);
+    continue_after(&end_ns, &run.run.steps);
+    r.generate_s += since(t0);
+    truth.insert(truth.end(), run.truth.begin(), run.truth.end());
+    t0 = Clock::now();
+    for (auto& step : run.run.steps) {
+      for (auto& summary : step) analyzer.add(std::move(summary));
+      step.clear();
+      step.shrink_to_fit();
+    }
+    r.analyze_s += since(t0);
   }
+  const auto t0 = Clock::now();
   analyzer.finish();
   const online::Status st = analyzer.write_report(dir + "/report");
-  r.analyze_s = since(t0);
+  r.analyze_s += since(t0);
   if (!st.ok) throw std::runtime_error(cell.name + ": report: " + st.message);
+  write_cell(dir, info_of(cell, truth, warmup), truth_of(truth));
   const online::OnlineStats stats = analyzer.stats();
   r.steps_analyzed = stats.steps_analyzed;
   r.steps_skipped = stats.steps_skipped;

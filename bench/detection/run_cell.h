@@ -15,6 +15,7 @@ struct CellRun {
   std::string last_error;
 };
 
-CellRun run_cell(const Cell& cell, const std::string& dir, int warmup);
+// The job is generated `piece_steps` steps at a time (NoisyScenario::first_step).
+CellRun run_cell(const Cell& cell, const std::string& dir, int warmup, int piece_steps = 25);
 
 }  // namespace sp::bench::detection

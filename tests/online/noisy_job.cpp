@@ -76,14 +76,17 @@ class FaultedJob {
       for (int s = 0; s < sc.steps; ++s) {
         double sum = 0;
         for (int r = 0; r < world; ++r) {
-          for (int mb = 0; mb < sc.job.microbatches; ++mb) sum += seq_.factor(s, r, mb);
+          for (int mb = 0; mb < sc.job.microbatches; ++mb) sum += seq_.factor(sc.first_step + s, r, mb);
         }
         seq_mean_[static_cast<size_t>(s)] = sum / (world * sc.job.microbatches);
       }
     }
   }
 
-  double duration(const DurationSite& site, double base) const {
+  // `local` numbers steps from this run's first; the draws and faults use the job's numbers.
+  double duration(const DurationSite& local, double base) const {
+    DurationSite site = local;
+    site.step += sc_.first_step;
     double d = base;
     for (size_t i = 0; i < sc_.faults.size(); ++i) d = with_fault(i, site, d);
     return noise_.apply(site, d, base);
@@ -94,8 +97,10 @@ class FaultedJob {
     for (size_t i = 0; i < sc_.faults.size(); ++i) {
       const Fault& f = sc_.faults[i];
       if (f.kind != FaultKind::kGcPauses || !enabled_[i]) continue;
-      for (int64_t s = 0; s < sc_.steps; ++s) {
-        if (f.applies(s)) out.emplace_back(s, f.rank, pause_draw(noise_, kGcStream, s, f.rank, f.pause_s));
+      for (int64_t s = sc_.first_step; s < sc_.first_step + sc_.steps; ++s) {
+        if (f.applies(s)) {
+          out.emplace_back(s - sc_.first_step, f.rank, pause_draw(noise_, kGcStream, s, f.rank, f.pause_s));
+        }
       }
     }
     return out;
@@ -118,7 +123,7 @@ class FaultedJob {
       case FaultKind::kSeqLens:  // off: every micro-batch of the step at the step's mean cost
         if (!is_layer_compute(site.kind) || !f.applies(site.step)) return d;
         return d * (on ? seq_.factor(site.step, site.rank, site.index)
-                       : seq_mean_[static_cast<size_t>(site.step)]);
+                       : seq_mean_[static_cast<size_t>(site.step - sc_.first_step)]);
       case FaultKind::kSlowLink: {
         if (!on || !f.applies(site.step)) return d;
         const bool hit = pp == 1 ? site.kind == SP_OP_COLLECTIVE && site.rank / dp == f.rank / dp
@@ -145,6 +150,7 @@ class FaultedJob {
 void check(const NoisyScenario& sc) {
   const int world = sc.job.dp * sc.job.pp;
   if (sc.steps <= 0 || world <= 0) throw std::invalid_argument("noisy job: no steps or no ranks");
+  if (sc.first_step < 0) throw std::invalid_argument("noisy job: first_step < 0");
   for (const Fault& f : sc.faults) {
     if (f.every < 1) throw std::invalid_argument("noisy job: a fault's `every` must be >= 1");
     if (f.rank < 0 || f.rank >= world) throw std::invalid_argument("noisy job: fault rank out of range");
@@ -195,7 +201,7 @@ std::string_view fault_cause(FaultKind kind) {
 
 NoisyRun run_noisy(const NoisyScenario& sc) {
   check(sc);
-  const NoiseSource noise(sc.noise, sc.seed, sc.steps);
+  const NoiseSource noise(sc.noise, sc.seed, static_cast<int>(sc.first_step + sc.steps));
   const SeqLens seq(noise, sc.job.seqs_per_microbatch);
   auto run_with = [&](std::vector<bool> enabled) {
     const FaultedJob faulted(sc, noise, seq, std::move(enabled));
@@ -216,6 +222,14 @@ NoisyRun run_noisy(const NoisyScenario& sc) {
     enabled[i] = false;
     without[i] = run_with(enabled).step_time_s;
   }
+  for (auto& step : out.run.steps) {  // the job's step numbers and collective sequence
+    for (auto& s : step) {
+      s.step += sc.first_step;
+      for (sp_event& e : s.ops) {
+        if (e.kind == SP_OP_COLLECTIVE) e.seq += static_cast<uint64_t>(sc.first_step * sc.job.buckets);
+      }
+    }
+  }
   for (const Fault& f : sc.faults) {
     if (f.kind != FaultKind::kSeqLens || !sc.job.annotate) continue;
     for (auto& step : out.run.steps) {
@@ -225,8 +239,9 @@ NoisyRun run_noisy(const NoisyScenario& sc) {
       }
     }
   }
-  for (int s = 0; s < sc.steps; ++s) {
-    const size_t si = static_cast<size_t>(s);
+  for (int local = 0; local < sc.steps; ++local) {
+    const size_t si = static_cast<size_t>(local);
+    const int64_t s = sc.first_step + local;
     StepTruth t;
     t.step = s;
     const double time = out.run.step_time_s[si];

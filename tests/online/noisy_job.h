@@ -62,6 +62,10 @@ struct NoisyScenario {
   NoiseModel noise;
   std::vector<Fault> faults;
   int steps = 30;
+  // This run is the steps [first_step, first_step + steps) of a longer job: the same draws and
+  // faults, numbered as there; only the ranks' clocks restart (every rank starts the first of
+  // these steps at the same time, as after a barrier). Long runs are generated in such pieces.
+  int64_t first_step = 0;
   uint64_t seed = 1;
   // A fault counts on a step when removing it makes the step at least this much faster;
   // below it the step is `marginal` (the fault is there, its effect is not measurable).

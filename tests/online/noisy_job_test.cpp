@@ -169,6 +169,31 @@ TEST(NoisyJob, ASeedGivesTheSameJobEveryTime) {
   EXPECT_NE(a, fingerprint(run_noisy(sc)));
 }
 
+TEST(NoisyJob, ALongJobInPiecesHasTheSameDrawsAndFaults) {
+  NoisyScenario sc = scenario({{FaultKind::kSeqLens}, {FaultKind::kGcPauses, 2, 0, 0.03, 1, 3}},
+                              NoiseModel::with_jitter(0.05));
+  const NoisyRun whole = run_noisy(sc);
+  sc.first_step = 7;
+  sc.steps = 5;
+  const NoisyRun piece = run_noisy(sc);
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(piece.truth[i].step, whole.truth[7 + i].step);
+    EXPECT_EQ(piece.truth[i].cause(), whole.truth[7 + i].cause());
+    for (size_t r = 0; r < 4; ++r) {
+      const auto& a = piece.run.steps[i][r];
+      const auto& b = whole.run.steps[7 + i][r];
+      EXPECT_EQ(a.step, b.step);
+      EXPECT_EQ(a.annotations.at(0).value, b.annotations.at(0).value);
+      // (Not backward: it ends with its wait for the all-reduce, which depends on when the
+      // other ranks started, and they start the piece together.)
+      for (uint32_t kind : {SP_OP_DATA_WAIT, SP_OP_FORWARD, SP_OP_OPTIMIZER}) {
+        EXPECT_NEAR(seconds(find_op(a, kind)), seconds(find_op(b, kind)), 2e-9) << kind;
+      }
+      EXPECT_EQ(find_op(a, SP_OP_COLLECTIVE).seq, find_op(b, SP_OP_COLLECTIVE).seq);
+    }
+  }
+}
+
 TEST(NoisyJob, ASlowRankIsTheTruthFromItsOnsetAndItsSlowdownIsItsExtraTime) {
   const NoisyRun run = run_noisy(scenario({{FaultKind::kSlowRank, 2, 0.3, 0, 4}}));
   const SyntheticJob base;
