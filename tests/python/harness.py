@@ -55,7 +55,9 @@ class JobResult:
 
 
 def run_job(spec: dict, out_dir: Path, world: int = 4, env: dict | None = None,
-            timeout: float = 240.0) -> JobResult:
+            timeout: float = 240.0, script: Path | None = None) -> JobResult:
+    """Runs `script` (default workload.py) in every rank; it takes the spec as its argument and
+    writes <out>/rank<r>.json."""
     out_dir.mkdir(parents=True, exist_ok=True)
     spec = dict(spec, out=str(out_dir))
     spec.setdefault("probe", {}).setdefault("out_dir", str(out_dir / "report"))
@@ -68,7 +70,7 @@ def run_job(spec: dict, out_dir: Path, world: int = 4, env: dict | None = None,
     procs = []
     for rank in range(world):
         penv = dict(base, RANK=str(rank), LOCAL_RANK=str(rank))
-        procs.append(subprocess.Popen([sys.executable, str(HERE / "workload.py"), json.dumps(spec)],
+        procs.append(subprocess.Popen([sys.executable, str(script or HERE / "workload.py"), json.dumps(spec)],
                                       env=penv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       text=True, cwd=str(out_dir)))
     outs, errs, codes = [], [], []
