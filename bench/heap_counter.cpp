@@ -15,10 +15,12 @@ namespace {
 
 std::atomic<size_t> g_live{0};
 std::atomic<size_t> g_peak{0};
+std::atomic<size_t> g_allocs{0};
 
 void* counted_alloc(size_t n) {
   void* p = std::malloc(n == 0 ? 1 : n);
   if (p == nullptr) return nullptr;
+  g_allocs.fetch_add(1, std::memory_order_relaxed);
   const size_t live = g_live.fetch_add(malloc_usable_size(p), std::memory_order_relaxed) +
                       malloc_usable_size(p);
   size_t peak = g_peak.load(std::memory_order_relaxed);
@@ -58,6 +60,7 @@ namespace sp::bench {
 
 size_t heap_live_bytes() { return g_live.load(std::memory_order_relaxed); }
 size_t heap_peak_bytes() { return g_peak.load(std::memory_order_relaxed); }
+size_t heap_alloc_count() { return g_allocs.load(std::memory_order_relaxed); }
 void heap_reset_peak() { g_peak.store(g_live.load(std::memory_order_relaxed)); }
 
 size_t process_max_rss_bytes() {

@@ -9,6 +9,8 @@ namespace sp::bench {
 
 size_t heap_live_bytes();
 size_t heap_peak_bytes();
+// Calls of operator new so far.
+size_t heap_alloc_count();
 // Starts a new peak measurement from the current live size.
 void heap_reset_peak();
 

@@ -1,9 +1,8 @@
-// The analyze-dir subcommand: per-rank summary files -> OnlineAnalyzer -> per-step lines and the
-// live path's report. Steps reach the analyzer as a live rank 0 passes them on (rank_pipeline/src/
-// analysis_worker.cpp): complete steps only, every rank's summary in rank order, oldest first.
+// The analyze-dir subcommand: per-rank summary files -> StepAssembler -> AnalysisHost (the live
+// analysis thread's host, rank_pipeline/src/analysis_worker.cpp) -> per-step lines and the live
+// path's report: complete steps only, every rank's summary in rank order, oldest first.
 #include "analyze_dir_command.h"
 
-#include <cstdio>
 #include <filesystem>
 #include <set>
 #include <string>
@@ -14,7 +13,8 @@
 #include "exit_codes.h"
 #include "output_dir.h"
 #include "step_selection.h"
-#include "straggler_probe/online/analyzer.h"
+#include "straggler_probe/online/analysis_host.h"
+#include "straggler_probe/online/step_assembly.h"
 #include "summary_dir_reader.h"
 
 namespace sp::cli {
@@ -40,16 +40,63 @@ std::string step_ranges(const std::vector<int64_t>& steps, size_t max_items = 8)
   return out;
 }
 
-std::string rank_list(const std::vector<int32_t>& ranks) {
-  std::string out;
-  for (size_t i = 0; i < ranks.size() && i < 8; ++i) out += (i ? "," : "") + std::to_string(ranks[i]);
-  if (ranks.size() > 8) out += ",... (" + std::to_string(ranks.size()) + " ranks)";
-  return out;
+// Which steps are complete is the StepAssembler's decision (step_assembly.h), as in a live
+// collector: the files are final, so a rank without a summary of a step has moved past it.
+struct StepPlan {
+  std::vector<int64_t> complete, incomplete;
+  std::vector<int> first_missing;  // the ranks the first incomplete step lacks
+};
+
+StepPlan plan_steps(const SummaryDirIndex& index, const std::vector<int64_t>& steps) {
+  StepPlan plan;
+  online::AssemblyLimits limits;
+  limits.world_size = index.world_size;
+  online::StepAssembler<bool> assembler(limits);
+  const auto note = [&plan](std::vector<online::ClosedStep<bool>> closed) {
+    for (const auto& c : closed) {
+      if (c.complete) {
+        plan.complete.push_back(c.step);
+        continue;
+      }
+      if (plan.incomplete.empty()) plan.first_missing = c.missing;
+      plan.incomplete.push_back(c.step);
+    }
+  };
+  for (const int64_t step : steps) {
+    for (int32_t r = 0; r < index.world_size; ++r) {
+      if (index.ranks[static_cast<size_t>(r)].steps.count(step)) {
+        assembler.put(step, r, true);
+      } else {
+        assembler.rank_moved_to(r, step + 1);
+      }
+    }
+    note(assembler.take_ready());
+  }
+  note(assembler.take_all());
+  return plan;
 }
 
-void print_line(const std::string& line) {
-  std::fputs(line.c_str(), stdout);
-  if (line.empty() || line.back() != '\n') std::fputc('\n', stdout);
+online::AnalysisSettings settings_of(const AnalyzeDirArgs& args, int world_size, const std::string& out) {
+  online::AnalysisSettings s;
+  s.world_size = world_size;
+  s.out_dir = out;
+  s.print_steps = !args.quiet;
+  s.slowdown_threshold = args.slowdown_threshold;
+  s.window_steps = args.window_steps;
+  s.summary_interval = args.summary_interval;
+  s.replace_jsonl = true;  // the analyzer appends (a live run does across restarts); a rerun replaces it
+  return s;
+}
+
+// report.json's account of the input: how many steps the files had, complete or not.
+nlohmann::ordered_json summary_files_section(const AnalyzeDirArgs& args, int world_size, const StepPlan& plan) {
+  nlohmann::ordered_json first;
+  if (!plan.incomplete.empty()) first = {{"step", plan.incomplete.front()}, {"lacks_ranks", plan.first_missing}};
+  return {{"dir", args.dir},
+          {"world_size", world_size},
+          {"steps_complete", plan.complete.size()},
+          {"steps_incomplete", plan.incomplete.size()},
+          {"first_incomplete", first}};
 }
 
 }  // namespace
@@ -84,56 +131,36 @@ int run_analyze_dir(const AnalyzeDirArgs& args) {
   if (!args.steps.empty()) steps = pick_steps("--steps", args.steps, std::set<int64_t>(steps.begin(), steps.end()));
 
   // Only complete steps are analysed, as live; the others are counted in one warning.
-  std::vector<int64_t> complete, incomplete;
-  std::vector<int32_t> first_missing;
-  for (const int64_t step : steps) {
-    std::vector<int32_t> missing = index.missing_ranks(step);
-    if (missing.empty()) {
-      complete.push_back(step);
-    } else {
-      if (incomplete.empty()) first_missing = std::move(missing);
-      incomplete.push_back(step);
-    }
+  const StepPlan plan = plan_steps(index, steps);
+  if (plan.complete.empty()) {
+    throw BadInput(args.dir + ": no step has a summary from every rank (" + std::to_string(plan.incomplete.size()) +
+                   " step(s); step " + std::to_string(plan.incomplete.front()) + " lacks rank(s) " +
+                   online::rank_list_text(plan.first_missing) + ")");
   }
-  if (complete.empty()) {
-    throw BadInput(args.dir + ": no step has a summary from every rank (" + std::to_string(incomplete.size()) +
-                   " step(s); step " + std::to_string(incomplete.front()) + " lacks rank(s) " +
-                   rank_list(first_missing) + ")");
-  }
-  if (!incomplete.empty()) {
+  if (!plan.incomplete.empty()) {
     spdlog::warn("{} step(s) skipped, not analysed: not every rank has a summary of them (steps {}; step {} lacks "
                  "rank(s) {})",
-                 incomplete.size(), step_ranges(incomplete), incomplete.front(), rank_list(first_missing));
+                 plan.incomplete.size(), step_ranges(plan.incomplete), plan.incomplete.front(),
+                 online::rank_list_text(plan.first_missing));
   }
 
   const std::string out = args.out.empty() ? (fs::path(args.dir) / "report").string() : args.out;
   create_output_dir(out);
-  online::OnlineConfig config;
-  config.world_size = index.world_size;
-  config.output_dir = out;
-  config.summary_interval = args.summary_interval;
-  config.thresholds.none_below = args.slowdown_threshold;
-  config.ideal.window_steps = args.window_steps;
-  if (!args.quiet) config.log_sink = print_line;
-  // The analyzer appends to its JSONL (a live run appends across restarts); a rerun here replaces it.
-  std::error_code ec;
-  fs::remove(fs::path(out) / config.jsonl_name, ec);
-  online::OnlineAnalyzer analyzer(config);
-
+  online::AnalysisHost host(settings_of(args, index.world_size, out), online::print_line,
+                            [](const std::string& warning) { spdlog::warn("{}", warning); });
   size_t verdicts = 0;
   std::string first_skip;  // "step N: reason" of the first step the analysis skipped
-  const auto note = [&](const std::vector<online::StepVerdict>& done) {
-    verdicts += done.size();
-    for (const auto& v : done) {
+  for (const int64_t step : plan.complete) {
+    std::vector<runtime::StepSummary> by_rank;
+    for (int32_t r = 0; r < index.world_size; ++r) by_rank.push_back(index.load(r, step));
+    for (const auto& v : host.analyze_step(step, std::move(by_rank))) {
+      ++verdicts;
       if (!v.analyzed && first_skip.empty()) first_skip = "step " + std::to_string(v.step) + ": " + v.skip_reason;
     }
-  };
-  for (const int64_t step : complete) {
-    for (int32_t r = 0; r < index.world_size; ++r) note(analyzer.add(index.load(r, step)));
   }
-  note(analyzer.finish());
+  host.finish();
 
-  const online::OnlineStats stats = analyzer.stats();
+  const online::OnlineStats stats = host.analyzer().stats();
   if (stats.analysis_errors > 0) {
     spdlog::warn("{} error(s) inside the analysis; the last: {}", stats.analysis_errors, stats.last_error);
   }
@@ -145,15 +172,14 @@ int run_analyze_dir(const AnalyzeDirArgs& args) {
     spdlog::warn("{} complete step(s) skipped by the analysis (first: {}); see their 'skipped' lines",
                  stats.steps_skipped, first_skip);
   }
-  const online::Status status = analyzer.write_report(out);
-  if (!status.ok) throw std::runtime_error("report not written to " + out + ": " + status.message);
-
-  // The closing summary, unless the periodic one has just been printed.
+  // The closing summary (unless the periodic one has just been printed), then the report line.
   if (args.summary_interval > 0 && (args.quiet || verdicts % static_cast<size_t>(args.summary_interval) != 0)) {
-    print_line(analyzer.summary_text());
+    online::print_line(host.analyzer().summary_text());
   }
-  print_line("straggler_probe report: " + out + "/report.json " + out + "/timeline.json " + out + "/heatmap.svg " +
-             out + "/" + config.jsonl_name);
+  online::ReportOptions report;
+  report.sections["summary_files"] = summary_files_section(args, index.world_size, plan);
+  const online::Status status = host.write_report(std::move(report));
+  if (!status.ok) throw std::runtime_error("report not written to " + out + ": " + status.message);
   return kExitOk;
 }
 

@@ -8,33 +8,14 @@
 #include <string_view>
 
 #include "exit_codes.h"
+#include "straggler_probe/summary_file.h"
 
 namespace sp::cli {
 namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::string_view kPrefix = "rank";
-constexpr std::string_view kSuffix = ".spsum";
-constexpr uint32_t kMinSummaryBytes = 16;  // the summary's own header (step_summary.h codec)
-// Far above any summary the runtime writes (its per-step event cap times the event size, plus
-// names): a longer length is corruption, not a record the rank did not finish writing.
-constexpr uint32_t kMaxSummaryBytes = 256u << 20;
-
-// "rank12.spsum" -> 12; nullopt for any other name.
-std::optional<int32_t> rank_of_file_name(std::string_view name) {
-  if (name.size() <= kPrefix.size() + kSuffix.size() || !name.starts_with(kPrefix) || !name.ends_with(kSuffix)) {
-    return std::nullopt;
-  }
-  const std::string_view digits = name.substr(kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size());
-  if (digits.size() > 9) return std::nullopt;
-  int32_t rank = 0;
-  for (const char c : digits) {
-    if (c < '0' || c > '9') return std::nullopt;
-    rank = rank * 10 + (c - '0');
-  }
-  return rank;
-}
+namespace summary_file = runtime::summary_file;
 
 std::string ranks_list(const std::vector<int32_t>& ranks, const std::string& before, const std::string& after) {
   std::string out;
@@ -64,21 +45,16 @@ class RankFileIndexer {
     std::string bytes;
     for (uint32_t index = 0; offset < size; ++index) {
       const std::string at = file_->path + ": record " + std::to_string(index) + " at byte " + std::to_string(offset);
-      std::array<unsigned char, 4> prefix{};
+      std::array<uint8_t, summary_file::kLengthBytes> prefix{};
       const uint64_t left = size - offset;
       if (left < prefix.size()) {
         torn_tail(at + ": cut short: " + std::to_string(left) + " byte(s) of a 4-byte length prefix");
         return;
       }
       in.read(reinterpret_cast<char*>(prefix.data()), prefix.size());
-      const uint32_t length = prefix[0] | (prefix[1] << 8) | (prefix[2] << 16) | (static_cast<uint32_t>(prefix[3]) << 24);
-      if (length < kMinSummaryBytes) {
-        throw BadInput(at + ": bad length " + std::to_string(length) + " (a step summary has at least " +
-                       std::to_string(kMinSummaryBytes) + " bytes): not a summary file, or corrupted");
-      }
-      if (length > kMaxSummaryBytes) {
-        throw BadInput(at + ": bad length " + std::to_string(length) + " (more than " +
-                       std::to_string(kMaxSummaryBytes >> 20) + " MiB): not a summary file, or corrupted");
+      const uint32_t length = summary_file::decode_length(prefix);
+      if (const std::string problem = summary_file::length_problem(length); !problem.empty()) {
+        throw BadInput(at + ": " + problem + ": not a summary file, or corrupted");
       }
       if (length > left - prefix.size()) {
         torn_tail(at + ": cut short: length " + std::to_string(length) + " but " +
@@ -157,7 +133,7 @@ runtime::StepSummary SummaryDirIndex::load(int32_t rank, int64_t step) const {
   const SummaryRecord& r = f.steps.at(step);
   std::ifstream in(f.path, std::ios::binary);
   std::string bytes(r.length, '\0');
-  in.seekg(static_cast<std::streamoff>(r.offset + 4));
+  in.seekg(static_cast<std::streamoff>(r.offset + summary_file::kLengthBytes));
   in.read(bytes.data(), r.length);
   runtime::StepSummary s;
   std::string error;
@@ -181,9 +157,9 @@ SummaryDirIndex index_summary_dir(const std::string& dir) {
   std::sort(entries.begin(), entries.end());
   for (const auto& e : entries) {
     const std::string name = e.path().filename().string();
-    if (!name.ends_with(kSuffix)) continue;
+    if (!name.ends_with(summary_file::kFileSuffix)) continue;
     const std::string path = (fs::path(dir) / name).string();
-    const std::optional<int32_t> rank = rank_of_file_name(name);
+    const std::optional<int32_t> rank = summary_file::rank_of_file_name(name);
     if (!rank) throw BadInput(path + ": not a per-rank summary file name (expected rank<R>.spsum)");
     if (!e.is_regular_file(ec)) throw BadInput(path + ": not a regular file");
     if (const auto [it, fresh] = files.emplace(*rank, path); !fresh) {

@@ -1,6 +1,6 @@
 // Reads a directory of per-rank step-summary files (<dir>/rank<R>.spsum), as written by ranks
-// without Python under LD_PRELOAD with STRAGGLER_PROBE_OUT_DIR (nccl_hooks/src/summary_file_writer.h):
-// each file a sequence of records [uint32 little-endian length][encoded StepSummary].
+// without Python under LD_PRELOAD with STRAGGLER_PROBE_OUT_DIR, framed as
+// straggler_probe/summary_file.h says (records [uint32 little-endian length][encoded StepSummary]).
 //
 // Two stages so that bad input is reported before any output and memory stays bounded:
 // index_summary_dir() reads and validates everything once, keeping only (step, offset, length)

@@ -1,5 +1,5 @@
 """Prints the short human summary of a straggler_probe report directory (what rank 0 wrote at
-the end of the run): python examples/show_report.py DIR"""
+the end of the run, or while it ran if it was cut short): python examples/show_report.py DIR"""
 from __future__ import annotations
 
 import json
@@ -13,6 +13,14 @@ def main(out: Path) -> int:
         print(f"no report in {out} (did rank 0 finish?)", file=sys.stderr)
         return 1
     r = json.loads(report.read_text())
+    run = r.get("run", {})
+    if run.get("complete") is False:
+        print(f"partial report (steps {run.get('first_step')}-{run.get('last_step')}): written while "
+              "the job ran and never replaced by a final one, so the run was cut short (a signal or "
+              "a crash) if it is over")
+    health = r.get("health", {})
+    for problem in health.get("problems", []):
+        print(f"the probe saw nothing useful: {problem}")
     n = r.get("steps_analyzed", 0)
     print(f"report: {n} steps analysed, mean S={r.get('mean_S', 0):.2f} "
           f"(mean step {r.get('mean_time_s', 0) * 1e3:.0f} ms, ideal "

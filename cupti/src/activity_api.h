@@ -18,12 +18,17 @@
 
 namespace sp::cupti {
 
+// The kinds enabled: only what the capture uses. Kernels (region spans, top kernels), memcpys
+// (emitted as events) and memsets (in region spans) are used; SYNCHRONIZATION and CUDA_EVENT would
+// only be counted, and every cudaEventQuery / cudaStreamSynchronize of the process (the probe's
+// own included) would write a record, so they are off unless a caller asks (the parser still
+// reads them).
 struct ActivityKinds {
   bool kernels = true;               // CONCURRENT_KERNEL (required)
   bool memcpy = true;                // MEMCPY
   bool memset = true;                // MEMSET
-  bool synchronization = true;       // SYNCHRONIZATION
-  bool cuda_events = true;           // CUDA_EVENT with device timestamps (CUDA >= 13)
+  bool synchronization = false;      // SYNCHRONIZATION
+  bool cuda_events = false;          // CUDA_EVENT with device timestamps (CUDA >= 13)
   bool external_correlation = true;  // EXTERNAL_CORRELATION + the launch API records it rides on
 };
 

@@ -119,7 +119,13 @@ bool ActivityParser::try_tag(GpuActivity& a) {
   auto it = correlations_.find(a.correlation);
   if (it == correlations_.end()) return false;
   a.external_id = it->second.external_id;
-  correlations_.erase(it);  // one correlation id launches exactly one activity
+  if (a.graph_id == 0) {
+    correlations_.erase(it);  // a plain launch or copy: one correlation id, one activity
+  } else {
+    // Every kernel, memcpy and memset of a CUDA graph launch carries the launch's one
+    // correlation id: keep it while the replay's activities keep coming, so each is tagged.
+    it->second.window = window_;
+  }
   return true;
 }
 
@@ -171,6 +177,7 @@ void ActivityParser::parse_window(std::span<const BufferView> buffers, RecordIte
       ++stats_.zero_timestamps;
       continue;
     }
+    if (a.graph_id != 0) ++stats_.graph_activities;
     const bool taggable = a.type == GpuActivity::Type::kKernel ||
                           a.type == GpuActivity::Type::kMemcpy ||
                           a.type == GpuActivity::Type::kMemset;

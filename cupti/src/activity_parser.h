@@ -7,6 +7,11 @@
 // joins kernels/memcpys/memsets to them. An activity with no match is held until it has been
 // offered the correlations of `hold_windows` more windows, then released untagged; an external
 // correlation with no activity yet is kept as long. Both tables are bounded.
+//
+// CUDA graphs: every activity of one graph launch (cudaGraphLaunch) carries that launch's
+// correlation id, so a correlation that tagged a graph activity (graphId != 0) stays for the rest
+// of the replay (it expires `hold_windows` after its last match); one that tagged a plain launch
+// is used up.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +21,7 @@
 #include <vector>
 
 #include "record_iterator.h"
+#include "straggler_probe/gpu/cupti_capture.h"
 
 namespace sp::cupti {
 
@@ -45,17 +51,15 @@ struct ParserOptions {
 };
 
 struct ParserStats {
-  uint64_t records = 0;
-  uint64_t kernels = 0;
-  uint64_t memcpys = 0;
-  uint64_t memsets = 0;
-  uint64_t syncs = 0;
-  uint64_t cuda_events = 0;
-  uint64_t external_correlations = 0;
+  // records, kernels, memcpys, memsets, syncs, cuda_events, external_correlations,
+  // zero_timestamps (start == end == 0: CUPTI could not time it), graph_activities (launched by a
+  // CUDA graph replay: graphId != 0)
+#define SP_DECLARE(name) uint64_t name = 0;
+  SP_CUPTI_PARSER_COUNTERS(SP_DECLARE)
+#undef SP_DECLARE
   uint64_t foreign_external_correlations = 0;  // other kinds (PyTorch's CUSTOM0/1)
   uint64_t api_records = 0;
   uint64_t other_records = 0;
-  uint64_t zero_timestamps = 0;        // start == end == 0: CUPTI could not time it
   uint64_t matched_late = 0;           // joined to a correlation of a later window
   uint64_t released_untagged = 0;      // held, never matched
   uint64_t expired_correlations = 0;   // correlation whose activity never came

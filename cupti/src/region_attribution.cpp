@@ -50,12 +50,16 @@ void RegionAttribution::add(const GpuActivity& a, uint64_t window) {
   gpu::RegionKey key;
   uint64_t op = 0;
   if (!gpu::decode_region_id(a.external_id, &key)) {
+    const bool graph = a.graph_id != 0;
     if (gpu::decode_nccl_op_id(a.external_id, &op)) {
       ++stats_.nccl_tagged;
     } else {
       ++stats_.untagged;
+      if (graph) ++stats_.graph_untagged;
     }
-    if (a.type == GpuActivity::Type::kKernel) note_kernel(0, 0, a);
+    if (a.type == GpuActivity::Type::kKernel) {
+      note_kernel(graph ? kCudaGraphType : 0, graph ? a.graph_id : 0, a);
+    }
     return;
   }
   ++stats_.tagged;

@@ -37,6 +37,11 @@ struct TopKernel {
   uint64_t max_ns = 0;
 };
 
+// The report's region type of kernels that CUDA graph replays launched outside every region:
+// (kCudaGraphType, graph id), shown as "cuda-graph#<id>", so a replayed graph's kernels are
+// attributed to their graph rather than lost among the outside-regions ones.
+constexpr uint32_t kCudaGraphType = 0xffffu;
+
 struct RegionAttributionOptions {
   size_t max_open_instances = 4096;
   size_t max_kernel_names = 4096;        // distinct kernel names remembered overall
@@ -46,6 +51,7 @@ struct RegionAttributionOptions {
 struct RegionAttributionStats {
   uint64_t tagged = 0;        // activities with a region id
   uint64_t untagged = 0;      // kernels/memcpys/memsets outside any region
+  uint64_t graph_untagged = 0;  // of those, launched by a CUDA graph replay (by graph id)
   uint64_t nccl_tagged = 0;   // kernels launched inside an NCCL operation
   uint64_t instances_emitted = 0;
   uint64_t instances_evicted = 0;
@@ -65,7 +71,8 @@ class RegionAttribution {
   // Moves out every open instance.
   void take_all(std::vector<RegionSpan>& out);
 
-  // The k kernels with the largest total time in regions of (kind, name_id); kind 0 = untagged.
+  // The k kernels with the largest total time in regions of (kind, name_id); kind 0 = untagged,
+  // kind kCudaGraphType = untagged kernels of graph `name_id`.
   std::vector<TopKernel> top_kernels(uint32_t kind, uint32_t name_id, size_t k) const;
   // Region types that have kernel statistics, as (kind, name_id).
   std::vector<std::pair<uint32_t, uint32_t>> region_types() const;

@@ -15,13 +15,19 @@ uint64_t mix(uint64_t x) {  // splitmix64 finaliser
 
 }  // namespace
 
-uint64_t CommInfo::next_p2p_seq(bool send, int32_t peer) {
-  if (peer >= 0 && peer < size && send_seq && recv_seq) {
-    auto& counter = send ? send_seq[static_cast<size_t>(peer)] : recv_seq[static_cast<size_t>(peer)];
-    return counter.fetch_add(1, std::memory_order_relaxed);
+uint64_t CommInfo::next_p2p_seq(bool send, int32_t peer, P2pSpace space, uint32_t count) {
+  if (count == 0) count = 1;
+  const bool signals = space == P2pSpace::kSignals;
+  auto& table = signals ? (send ? signal_send_seq : signal_recv_seq) : (send ? send_seq : recv_seq);
+  if (peer >= 0 && peer < size && table) {
+    return table[static_cast<size_t>(peer)].fetch_add(count, std::memory_order_relaxed) + count - 1;
   }
+  // Peers beyond the known size: rare (size unknown at creation), so a lock is affordable.
+  const int64_t key = (static_cast<int64_t>(peer) << 2) | (send ? 1 : 0) | (signals ? 2 : 0);
   std::lock_guard<std::mutex> lock(overflow_mutex);
-  return overflow_seq[send ? static_cast<int64_t>(peer) : -1 - static_cast<int64_t>(peer)]++;
+  uint32_t& next = overflow_seq[key];
+  next += count;
+  return next - 1;
 }
 
 CommRegistry::CommRegistry() : slots_(new std::atomic<CommInfo*>[kSlots]) {
@@ -51,6 +57,19 @@ CommInfo* CommRegistry::add(const void* comm, uint64_t group_id, int32_t rank, i
   std::lock_guard<std::mutex> lock(mutex_);
   // NCCL may hand out the address of a destroyed communicator again: replace the old entry.
   remove_locked(comm);
+  return add_locked(comm, group_id, rank, size, known);
+}
+
+CommInfo* CommRegistry::find_or_add(const void* comm, uint64_t group_id, int32_t rank,
+                                    int32_t size, bool known) {
+  if (comm == nullptr) return nullptr;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (CommInfo* c = find(comm)) return c;
+  return add_locked(comm, group_id, rank, size, known);
+}
+
+CommInfo* CommRegistry::add_locked(const void* comm, uint64_t group_id, int32_t rank,
+                                   int32_t size, bool known) {
   if (live_ + 1 >= kSlots) return nullptr;
   auto* info = new CommInfo();
   info->comm = comm;
@@ -59,11 +78,10 @@ CommInfo* CommRegistry::add(const void* comm, uint64_t group_id, int32_t rank, i
   info->size = size;
   info->identity_known = known;
   if (size > 0) {
-    info->send_seq.reset(new std::atomic<uint32_t>[static_cast<size_t>(size)]);
-    info->recv_seq.reset(new std::atomic<uint32_t>[static_cast<size_t>(size)]);
-    for (int32_t i = 0; i < size; ++i) {
-      info->send_seq[static_cast<size_t>(i)].store(0, std::memory_order_relaxed);
-      info->recv_seq[static_cast<size_t>(i)].store(0, std::memory_order_relaxed);
+    for (auto* table : {&info->send_seq, &info->recv_seq, &info->signal_send_seq,
+                        &info->signal_recv_seq}) {
+      table->reset(new std::atomic<uint32_t>[static_cast<size_t>(size)]);
+      for (int32_t i = 0; i < size; ++i) (*table)[static_cast<size_t>(i)].store(0, std::memory_order_relaxed);
     }
   }
   size_t s = slot_of(comm);

@@ -15,6 +15,9 @@ size_t recent_nccl_events(sp_event* out, size_t capacity);
 // "ncclGroup" for a group of mixed types. Interned at first use, then kept (one table for the
 // interposer and the profiler plugin).
 uint32_t nccl_event_name(sp_coll_type coll, bool mixed_group = false);
+// The name of a one-sided operation (NCCL 2.29): "ncclPutSignal" (a SEND with bytes), "ncclSignal"
+// (a SEND without), "ncclWaitSignal" (a RECV).
+uint32_t nccl_one_sided_name(sp_coll_type coll, uint64_t bytes);
 // Tests: the runtime's name table was reset, so intern again.
 void forget_nccl_event_names_for_tests();
 

@@ -9,7 +9,9 @@
 
 #ifdef SP_HAVE_NCCL_HEADERS
 #include <nccl.h>
+#define SP_NCCL_HEADER_VERSION NCCL_VERSION_CODE
 #else
+#define SP_NCCL_HEADER_VERSION 0
 extern "C" {
 typedef enum {
   ncclSuccess = 0,
@@ -25,6 +27,7 @@ typedef enum {
 typedef struct ncclComm* ncclComm_t;
 typedef struct ncclConfig_v22800 ncclConfig_t;  // only ever passed by pointer
 typedef struct ncclSimInfo_v22200 ncclSimInfo_t;
+typedef struct ncclWindow_vidmem* ncclWindow_t;
 typedef struct CUstream_st* cudaStream_t;
 #define NCCL_UNIQUE_ID_BYTES 128
 typedef struct {
@@ -51,3 +54,19 @@ typedef enum {
 
 static_assert(sizeof(ncclResult_t) == 4 && sizeof(ncclDataType_t) == 4 && sizeof(ncclRedOp_t) == 4);
 static_assert(sizeof(ncclUniqueId) == 128);
+
+// NCCL 2.29's one-sided operations (ncclPutSignal, ncclSignal, ncclWaitSignal) take a descriptor
+// older nccl.h files do not declare; with 2.29+ headers it is theirs, so the interposer's
+// definitions are checked against the real prototypes there too.
+#if SP_NCCL_HEADER_VERSION < 22900
+extern "C" {
+typedef struct {
+  int opCnt;   // signals to wait for
+  int peer;    // from this rank
+  int sigIdx;
+  int ctx;
+} ncclWaitSignalDesc_t;
+}
+#endif
+static_assert(sizeof(ncclWaitSignalDesc_t) == 16);
+

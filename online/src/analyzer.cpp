@@ -1,37 +1,32 @@
-// OnlineAnalyzer: collects summaries per step, decides when a step is complete (or given up),
-// and runs the analysis of a complete step: op model -> ideal window -> what-if replay ->
-// cause rules -> outputs. Nothing here throws out of a public entry point.
+// OnlineAnalyzer: has each complete step analysed (step_analysis.h: op model -> ideal window ->
+// what-if metrics -> cause rules), writes the outputs and reports the steps given up. Which steps
+// are complete or given up is StepAssembler's decision (step_assembly.h). Nothing here throws
+// out of a public entry point.
 #include "straggler_probe/online/analyzer.h"
 
 #include <algorithm>
-#include <cmath>
+#include <chrono>
 #include <deque>
 #include <filesystem>
 #include <fstream>
 #include <optional>
-#include <set>
 
-#include "cause_rules.h"
-#include "format.h"
-#include "ideal_window.h"
 #include "report_writer.h"
-#include "seq_evidence.h"
-#include "step_model.h"
-#include "straggler_probe/whatif/op_graph.h"
+#include "step_analysis.h"
+#include "straggler_probe/online/step_assembly.h"
+#include "summary_text.h"
 #include "verdict_json.h"
-#include "what_if.h"
 
 namespace sp::online {
 
 struct OnlineAnalyzer::Impl {
-  struct Pending {
-    std::vector<std::optional<runtime::StepSummary>> by_rank;
-    int received = 0;
-    std::string malformed;  // first problem found in a summary of this step
-  };
+  using Assembler = StepAssembler<runtime::StepSummary>;
 
   explicit Impl(OnlineConfig c)
-      : cfg(std::move(c)), window(cfg.ideal), seq(cfg.ideal.window_steps) {
+      : cfg(std::move(c)),
+        assembler(AssemblyLimits{std::max(1, cfg.world_size), cfg.incomplete_lag_steps,
+                                 cfg.max_pending_steps, std::chrono::milliseconds(0)}),
+        steps(cfg) {
     cfg.world_size = std::max(1, cfg.world_size);
     if (!cfg.output_dir.empty()) {
       std::error_code ec;
@@ -44,46 +39,29 @@ struct OnlineAnalyzer::Impl {
 
   OnlineConfig cfg;
   OnlineStats stats;
-  std::map<int64_t, Pending> pending;
-  std::set<int64_t> closed;  // recently closed steps, to recognise late summaries
-  std::optional<int64_t> newest_complete;
-  IdealWindow window;
-  SeqWindow seq;
-  std::deque<int> worst_history;  // per analysed step: worst rank, or -1 when not straggling
+  Assembler assembler;  // add(): which steps are complete or given up (step_assembly.h)
+  StepAnalysis steps;   // the analysis of complete steps and what it keeps between them
   std::deque<StepVerdict> recent;
   uint64_t since_summary = 0;
   ReportTotals totals;
-  std::deque<TimelineStep> timeline;
   std::ofstream jsonl;
 
   void note_error(const std::string& e) { stats.last_error = e; }
 
   std::vector<StepVerdict> add(runtime::StepSummary s);
-  std::vector<StepVerdict> close_ready(bool all);
-  StepVerdict close(int64_t step, Pending& p, bool complete, const std::string& why_incomplete);
-  StepVerdict analyze(int64_t step, Pending& p);
+  std::vector<StepVerdict> add_step(int64_t step, std::vector<runtime::StepSummary> by_rank);
+  std::vector<StepVerdict> skip_steps(int64_t first, int64_t last, const std::string& kind,
+                                      const std::string& reason);
+  std::string problem_of(const runtime::StepSummary& s) const;
+  std::vector<StepVerdict> close_all(std::vector<Assembler::Closed> closed);
+  StepVerdict close(Assembler::Closed& c);
+  StepVerdict analyze(int64_t step, const std::vector<const runtime::StepSummary*>& by_rank);
   StepVerdict skipped(int64_t step, const std::string& kind, const std::string& reason);
-  void emit(std::vector<StepVerdict>* out, StepVerdict v);
-  void remember_closed(int64_t step);
+  // print=false: the caller printed the step's line (one line for a range of skipped steps).
+  void emit(std::vector<StepVerdict>* out, StepVerdict v, bool print = true);
+  template <class F>
+  std::vector<StepVerdict> guarded(const char* what, F&& f);
 };
-
-namespace {
-
-std::string missing_ranks(const std::vector<std::optional<runtime::StepSummary>>& by_rank) {
-  std::string out;
-  int shown = 0, total = 0;
-  for (size_t r = 0; r < by_rank.size(); ++r) {
-    if (by_rank[r]) continue;
-    ++total;
-    if (shown++ >= 8) continue;
-    if (!out.empty()) out += ',';
-    out += std::to_string(r);
-  }
-  if (total > shown) out += ",... (" + std::to_string(total) + " ranks)";
-  return out;
-}
-
-}  // namespace
 
 StepVerdict OnlineAnalyzer::Impl::skipped(int64_t step, const std::string& kind,
                                           const std::string& reason) {
@@ -96,78 +74,90 @@ StepVerdict OnlineAnalyzer::Impl::skipped(int64_t step, const std::string& kind,
   return v;
 }
 
-void OnlineAnalyzer::Impl::remember_closed(int64_t step) {
-  closed.insert(step);
-  const size_t cap = static_cast<size_t>(std::max(16, 4 * cfg.max_pending_steps));
-  while (closed.size() > cap) closed.erase(closed.begin());
-}
-
 std::vector<StepVerdict> OnlineAnalyzer::Impl::add(runtime::StepSummary s) {
   ++stats.summaries_received;
   const int64_t step = s.step;
-  if (closed.count(step) || (!closed.empty() && step < *closed.begin())) {
+  if (assembler.is_late(step)) {
     ++stats.summaries_late;
     return {};
   }
-  Pending& p = pending[step];
-  if (p.by_rank.empty()) p.by_rank.resize(static_cast<size_t>(cfg.world_size));
-  std::string problem;
-  if (s.world_size != cfg.world_size) {
-    problem = "rank " + std::to_string(s.rank) + " reports world size " +
-              std::to_string(s.world_size) + ", expected " + std::to_string(cfg.world_size);
-  } else if (s.rank < 0 || s.rank >= cfg.world_size) {
-    problem = "summary from rank " + std::to_string(s.rank) + " in a world of " +
-              std::to_string(cfg.world_size);
-  }
+  const std::string problem = problem_of(s);
   if (!problem.empty()) {
     ++stats.summaries_rejected;
     note_error("step " + std::to_string(step) + ": " + problem);
-    if (p.malformed.empty()) p.malformed = problem;
-  } else if (p.by_rank[static_cast<size_t>(s.rank)]) {
-    ++stats.summaries_duplicate;
+    assembler.note_problem(step, problem);
   } else {
-    p.by_rank[static_cast<size_t>(s.rank)] = std::move(s);
-    if (++p.received == cfg.world_size) {
-      newest_complete = newest_complete ? std::max(*newest_complete, step) : step;
-    }
+    const int rank = s.rank;
+    if (assembler.put(step, rank, std::move(s)) == Arrival::kDuplicate) ++stats.summaries_duplicate;
   }
-  return close_ready(false);
+  return close_all(assembler.take_ready());
 }
 
-std::vector<StepVerdict> OnlineAnalyzer::Impl::close_ready(bool all) {
-  std::vector<StepVerdict> out;
-  const int lag = std::max(1, cfg.incomplete_lag_steps);
-  for (auto it = pending.begin(); it != pending.end();) {
-    Pending& p = it->second;
-    const int64_t step = it->first;
-    const bool complete = p.received == cfg.world_size;
-    const bool overtaken = newest_complete && *newest_complete - step >= lag;
-    const bool too_many = static_cast<int>(pending.size()) > std::max(1, cfg.max_pending_steps);
-    if (complete || overtaken || too_many || all) {
-      std::string why;
-      if (!complete) {
-        why = "no summary from rank(s) " + missing_ranks(p.by_rank) +
-              (overtaken ? " by step " + std::to_string(*newest_complete)
-                         : too_many ? " (more than " + std::to_string(cfg.max_pending_steps) +
-                                          " steps pending)"
-                                    : " at the end of the run");
-      }
-      emit(&out, close(step, p, complete, why));
-      remember_closed(step);
-      it = pending.erase(it);
-    } else {
-      ++it;
+std::string OnlineAnalyzer::Impl::problem_of(const runtime::StepSummary& s) const {
+  if (s.world_size != cfg.world_size) {
+    return "rank " + std::to_string(s.rank) + " reports world size " +
+           std::to_string(s.world_size) + ", expected " + std::to_string(cfg.world_size);
+  }
+  if (s.rank < 0 || s.rank >= cfg.world_size) {
+    return "summary from rank " + std::to_string(s.rank) + " in a world of " +
+           std::to_string(cfg.world_size);
+  }
+  return {};
+}
+
+std::vector<StepVerdict> OnlineAnalyzer::Impl::add_step(int64_t step,
+                                                        std::vector<runtime::StepSummary> by_rank) {
+  stats.summaries_received += by_rank.size();
+  Assembler::Closed c;
+  c.step = step;
+  c.complete = static_cast<int>(by_rank.size()) == cfg.world_size;
+  if (!c.complete) {
+    c.problem = std::to_string(by_rank.size()) + " summaries for a world of " +
+                std::to_string(cfg.world_size);
+  }
+  for (size_t r = 0; r < by_rank.size() && c.problem.empty(); ++r) {
+    const runtime::StepSummary& s = by_rank[r];
+    c.problem = problem_of(s);
+    if (c.problem.empty() && (s.rank != static_cast<int>(r) || s.step != step)) {
+      c.problem = "rank " + std::to_string(r) + "'s summary of step " + std::to_string(step) +
+                  " says rank " + std::to_string(s.rank) + ", step " + std::to_string(s.step);
     }
   }
+  if (!c.problem.empty()) {
+    ++stats.summaries_rejected;
+    note_error("step " + std::to_string(step) + ": " + c.problem);
+  } else {
+    for (runtime::StepSummary& s : by_rank) c.by_rank.emplace_back(std::move(s));
+  }
+  std::vector<StepVerdict> out;
+  emit(&out, close(c));
   return out;
 }
 
-StepVerdict OnlineAnalyzer::Impl::close(int64_t step, Pending& p, bool complete,
-                                        const std::string& why_incomplete) {
-  if (!p.malformed.empty()) return skipped(step, "malformed", p.malformed);
-  if (!complete) return skipped(step, "incomplete", why_incomplete);
+std::vector<StepVerdict> OnlineAnalyzer::Impl::skip_steps(int64_t first, int64_t last,
+                                                          const std::string& kind,
+                                                          const std::string& reason) {
+  std::vector<StepVerdict> out;
+  if (last < first) return out;
+  if (cfg.log_sink) cfg.log_sink(format_skipped_line(first, last, kind + ": " + reason));
+  for (int64_t step = first; step <= last; ++step) emit(&out, skipped(step, kind, reason), false);
+  return out;
+}
+
+std::vector<StepVerdict> OnlineAnalyzer::Impl::close_all(std::vector<Assembler::Closed> closed) {
+  std::vector<StepVerdict> out;
+  for (Assembler::Closed& c : closed) emit(&out, close(c));
+  return out;
+}
+
+StepVerdict OnlineAnalyzer::Impl::close(Assembler::Closed& c) {
+  const int64_t step = c.step;
+  if (!c.problem.empty()) return skipped(step, "malformed", c.problem);
+  if (!c.complete) return skipped(step, "incomplete", c.why_incomplete);
+  std::vector<const runtime::StepSummary*> by_rank;
+  for (const auto& s : c.by_rank) by_rank.push_back(s ? &*s : nullptr);
   try {
-    return analyze(step, p);
+    return analyze(step, by_rank);
   } catch (const std::exception& e) {
     ++stats.analysis_errors;
     note_error("step " + std::to_string(step) + ": " + e.what());
@@ -179,102 +169,18 @@ StepVerdict OnlineAnalyzer::Impl::close(int64_t step, Pending& p, bool complete,
   }
 }
 
-StepVerdict OnlineAnalyzer::Impl::analyze(int64_t step, Pending& p) {
-  std::vector<const runtime::StepSummary*> by_rank;
-  for (const auto& s : p.by_rank) by_rank.push_back(s ? &*s : nullptr);
-  std::string error;
-  std::optional<StepModel> model = build_step_model(by_rank, ModelOptions{}, &error);
-  if (!model) return skipped(step, "malformed", error);
-  stats.ops_clamped += model->clamped;
-  stats.ops_ignored += model->ignored;
-  stats.ops_superseded += model->superseded;
-  stats.ops_kept_without_better_source += model->kept_alone;
-  for (const auto& [what, n] : model->superseded_by) stats.ops_superseded_by[what] += n;
-  for (const std::string& note : model->notes) note_error("step " + std::to_string(step) + ": " + note);
-
-  window.push(collect_samples(*model));
-  seq.push(*model);
-  WhatIfResult w;
-  try {
-    w = run_what_if(*model, window.ideals(*model), cfg.thresholds.worker_top_fraction,
-                    cfg.timeline_steps > 0);
-  } catch (const whatif::GraphError& e) {
-    window.pop_back();
-    seq.pop_back();
-    return skipped(step, "malformed", e.what());
-  }
-
-  StepVerdict v;
-  v.step = step;
-  v.analyzed = true;
-  v.time_s = model->time_s;
-  v.replay_s = w.T_real;
-  v.nodelay_s = w.T_nodelay;
-  v.ideal_s = w.T_ideal;
-  v.S = w.S();
-  v.launch_share = w.launch_share();
-  v.fidelity_err = model->time_s > 0 ? std::fabs(w.T_real - model->time_s) / model->time_s : 0.0;
-  v.dp_size = model->dp_size;
-  v.pp_size = model->pp_size;
-  v.rank_dp = model->rank_dp;
-  v.rank_stage = model->rank_stage;
-  v.worker_S = w.worker_S;
-  v.dp_S = w.dp_S;
-  v.stage_S = w.stage_S;
-  v.op_S = w.op_S;
-  std::stable_sort(v.op_S.begin(), v.op_S.end(),
-                   [](const auto& a, const auto& b) { return a.second > b.second; });
-  v.M_S = w.M_S;
-  v.M_W = w.M_W;
-  v.top_workers = w.top_workers;
-
-  // Persistence of the worst rank over the window (for the worker vs scatter distinction).
-  worst_history.push_back(v.S >= cfg.thresholds.none_below ? worst_rank(w) : -1);
-  while (static_cast<int>(worst_history.size()) > std::max(1, cfg.ideal.window_steps)) worst_history.pop_front();
-  CauseInput in;
-  in.model = &*model;
-  in.what_if = &w;
-  in.seq = seq.evidence();
-  in.worst_count.assign(static_cast<size_t>(model->world), 0);
-  for (int r : worst_history) {
-    if (r >= 0 && r < model->world) {
-      ++in.worst_count[static_cast<size_t>(r)];
-      ++in.straggling_steps;
-    }
-  }
-  v.seq_corr = in.seq.seq_corr;
-  v.fb_corr = in.seq.fb_corr;
-  const CauseResult c = classify(in, cfg.thresholds);
-  v.cause = c.cause;
-  v.worst = c.worst;
-  v.worst_S = c.worst_S;
-  v.top_op = c.top_op;
-  v.evidence = c.evidence;
-  ++stats.steps_analyzed;
-
-  if (cfg.timeline_steps > 0) {
-    TimelineStep ts;
-    ts.step = step;
-    ts.rank_dp = model->rank_dp;
-    ts.rank_stage = model->rank_stage;
-    for (size_t i = 0; i < model->nodes.size(); ++i) {
-      const Node& n = model->nodes[i];
-      if (n.role == NodeRole::kMarker || n.role == NodeRole::kStart) continue;
-      const LogicalOp& op = model->ops[static_cast<size_t>(n.logical)];
-      ts.ops.push_back({n.rank, model->type_names[static_cast<size_t>(op.type)],
-                        n.role == NodeRole::kComm, w.real_start[i], w.real_end[i],
-                        w.ideal_start[i], w.ideal_end[i]});
-    }
-    timeline.push_back(std::move(ts));
-    while (static_cast<int>(timeline.size()) > cfg.timeline_steps) timeline.pop_front();
-  }
-  return v;
+StepVerdict OnlineAnalyzer::Impl::analyze(int64_t step,
+                                          const std::vector<const runtime::StepSummary*>& by_rank) {
+  const int64_t now_ns = std::chrono::steady_clock::now().time_since_epoch().count();
+  StepAnalysis::Outcome o = steps.analyze(step, by_rank, now_ns, &stats);
+  if (!o.skip_kind.empty()) return skipped(step, o.skip_kind, o.skip_reason);
+  return std::move(o.verdict);
 }
 
-void OnlineAnalyzer::Impl::emit(std::vector<StepVerdict>* out, StepVerdict v) {
+void OnlineAnalyzer::Impl::emit(std::vector<StepVerdict>* out, StepVerdict v, bool print) {
   try {
     totals.add(v);
-    if (cfg.log_sink) cfg.log_sink(format_log_line(v));
+    if (print && cfg.log_sink) cfg.log_sink(format_log_line(v));
     if (jsonl.is_open()) {
       jsonl << verdict_to_json(v).dump() << '\n';
       jsonl.flush();
@@ -302,31 +208,42 @@ OnlineAnalyzer::OnlineAnalyzer(OnlineConfig config) {
 
 OnlineAnalyzer::~OnlineAnalyzer() = default;
 
-std::vector<StepVerdict> OnlineAnalyzer::add(runtime::StepSummary summary) {
-  if (!impl_) return {};
+// Every public entry point that takes steps: nothing throws out, a failure is counted.
+template <class F>
+std::vector<StepVerdict> OnlineAnalyzer::Impl::guarded(const char* what, F&& f) {
   try {
-    return impl_->add(std::move(summary));
+    return f();
   } catch (const std::exception& e) {
-    ++impl_->stats.analysis_errors;
-    impl_->note_error(std::string("add: ") + e.what());
+    ++stats.analysis_errors;
+    note_error(std::string(what) + ": " + e.what());
   } catch (...) {
-    ++impl_->stats.analysis_errors;
-    impl_->note_error("add: unknown exception");
+    ++stats.analysis_errors;
+    note_error(std::string(what) + ": unknown exception");
   }
   return {};
 }
 
+std::vector<StepVerdict> OnlineAnalyzer::add(runtime::StepSummary summary) {
+  if (!impl_) return {};
+  return impl_->guarded("add", [&] { return impl_->add(std::move(summary)); });
+}
+
+std::vector<StepVerdict> OnlineAnalyzer::add_step(int64_t step,
+                                                  std::vector<runtime::StepSummary> by_rank) {
+  if (!impl_) return {};
+  return impl_->guarded("add_step", [&] { return impl_->add_step(step, std::move(by_rank)); });
+}
+
+std::vector<StepVerdict> OnlineAnalyzer::skip_steps(int64_t first, int64_t last,
+                                                    const std::string& kind,
+                                                    const std::string& reason) {
+  if (!impl_) return {};
+  return impl_->guarded("skip_steps", [&] { return impl_->skip_steps(first, last, kind, reason); });
+}
+
 std::vector<StepVerdict> OnlineAnalyzer::finish() {
   if (!impl_) return {};
-  try {
-    return impl_->close_ready(true);
-  } catch (const std::exception& e) {
-    ++impl_->stats.analysis_errors;
-    impl_->note_error(std::string("finish: ") + e.what());
-  } catch (...) {
-    ++impl_->stats.analysis_errors;
-  }
-  return {};
+  return impl_->guarded("finish", [&] { return impl_->close_all(impl_->assembler.take_all()); });
 }
 
 std::string OnlineAnalyzer::summary_text() const {
@@ -338,36 +255,12 @@ std::string OnlineAnalyzer::summary_text() const {
   }
 }
 
-Status OnlineAnalyzer::write_report(const std::string& dir) const {
+Status OnlineAnalyzer::write_report(const std::string& dir, const ReportOptions& options) const {
   if (!impl_) return {false, "analyzer failed to initialise"};
   try {
-    const OnlineConfig& c = impl_->cfg;
-    const OnlineStats& s = impl_->stats;
-    nlohmann::ordered_json extra;
-    extra["tool"] = "straggler_probe online analysis";
-    extra["config"] = {{"world_size", c.world_size},
-                       {"window_steps", c.ideal.window_steps},
-                       {"exclude_outliers", c.ideal.exclude_outliers},
-                       {"none_below", c.thresholds.none_below},
-                       {"ms_min", c.thresholds.ms_min},
-                       {"mw_min", c.thresholds.mw_min},
-                       {"seq_corr_min", c.thresholds.seq_corr_min},
-                       {"fb_corr_min", c.thresholds.fb_corr_min}};
-    extra["stats"] = {{"summaries_received", s.summaries_received},
-                      {"summaries_rejected", s.summaries_rejected},
-                      {"summaries_late", s.summaries_late},
-                      {"summaries_duplicate", s.summaries_duplicate},
-                      {"steps_analyzed", s.steps_analyzed},
-                      {"steps_skipped", s.steps_skipped},
-                      {"analysis_errors", s.analysis_errors},
-                      {"ops_clamped", s.ops_clamped},
-                      {"ops_ignored", s.ops_ignored},
-                      {"ops_superseded", s.ops_superseded},
-                      {"ops_superseded_by", s.ops_superseded_by},
-                      {"ops_kept_without_better_source", s.ops_kept_without_better_source},
-                      {"skip_reasons", s.skip_reasons},
-                      {"last_error", s.last_error}};
-    const std::string err = write_report_files(dir, impl_->totals, extra, impl_->timeline);
+    const nlohmann::ordered_json analysis = {{"config", config_json(impl_->cfg)},
+                                             {"stats", stats_json(impl_->stats)}};
+    const std::string err = write_report_files(dir, impl_->totals, analysis, impl_->steps.timeline(), options);
     return err.empty() ? Status{} : Status{false, err};
   } catch (const std::exception& e) {
     return {false, e.what()};

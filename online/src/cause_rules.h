@@ -9,13 +9,13 @@
 #include "step_model.h"
 #include "straggler_probe/online/config.h"
 #include "straggler_probe/online/verdict.h"
-#include "what_if.h"
+#include "slowdown_metrics.h"
 
 namespace sp::online {
 
 struct CauseInput {
   const StepModel* model = nullptr;
-  const WhatIfResult* what_if = nullptr;
+  const SlowdownMetrics* what_if = nullptr;
   SeqEvidence seq;
   // Over the recent analysed steps: how often each rank was the worst one (S above none_below).
   std::vector<int> worst_count;
@@ -33,6 +33,6 @@ struct CauseResult {
 CauseResult classify(const CauseInput& in, const CauseThresholds& th);
 
 // The rank with the largest S_w (lowest rank on ties).
-int worst_rank(const WhatIfResult& w);
+int worst_rank(const SlowdownMetrics& w);
 
 }  // namespace sp::online

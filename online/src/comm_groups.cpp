@@ -26,7 +26,8 @@ std::string rank_list(const std::vector<int>& ranks) {
 }
 
 // Collectives whose members all finish when the data is complete everywhere. (A broadcast root
-// or a reduce's non-root may finish early, as a p2p sender can.)
+// or a reduce's non-root may finish early.) A send and its receive are matched as a pair and
+// finish together too (see match_comm_groups).
 bool symmetric(uint32_t coll) {
   return coll == SP_COLL_ALL_REDUCE || coll == SP_COLL_ALL_GATHER ||
          coll == SP_COLL_REDUCE_SCATTER || coll == SP_COLL_ALL_TO_ALL || coll == SP_COLL_BARRIER;
@@ -88,7 +89,8 @@ bool match_collectives(StepModel* m, const std::vector<CommRecord>& comm, std::s
   return true;
 }
 
-bool match_p2p(StepModel* m, const std::vector<CommRecord>& comm, std::string* error) {
+bool match_p2p(StepModel* m, const std::vector<CommRecord>& comm, std::string* error,
+               std::vector<char>* is_symmetric) {
   // (sender, receiver) -> ops in start order, for each side.
   std::map<std::pair<int, int>, std::vector<const CommRecord*>> sends, recvs;
   for (const CommRecord& c : comm) {
@@ -114,6 +116,7 @@ bool match_p2p(StepModel* m, const std::vector<CommRecord>& comm, std::string* e
     std::stable_sort(r.begin(), r.end(), by_start);
     for (size_t i = 0; i < s.size(); ++i) {
       m->groups.push_back({m->ops[s[i]->logical].first_node, m->ops[r[i]->logical].first_node});
+      is_symmetric->push_back(1);
     }
   }
   return true;
@@ -125,7 +128,9 @@ bool match_comm_groups(StepModel* m, const std::vector<CommRecord>& comm, double
                        std::string* error) {
   m->groups.clear();
   std::vector<char> is_symmetric;
-  if (!match_collectives(m, comm, error, &is_symmetric) || !match_p2p(m, comm, error)) return false;
+  if (!match_collectives(m, comm, error, &is_symmetric) || !match_p2p(m, comm, error, &is_symmetric)) {
+    return false;
+  }
   for (int g = 0; g < static_cast<int>(m->groups.size()); ++g) {
     double latest_start = -std::numeric_limits<double>::infinity();
     double earliest_end = std::numeric_limits<double>::infinity();
@@ -133,14 +138,18 @@ bool match_comm_groups(StepModel* m, const std::vector<CommRecord>& comm, double
       latest_start = std::max(latest_start, m->nodes[n].start);
       earliest_end = std::min(earliest_end, m->nodes[n].end);
     }
-    const bool together = static_cast<size_t>(g) < is_symmetric.size() && is_symmetric[g];
+    const bool together = is_symmetric[static_cast<size_t>(g)] != 0;
     for (int n : m->groups[g]) {
       Node& node = m->nodes[n];
       node.group = g;
       // The members of an all-reduce finish together; a member that recorded its end later only
       // noticed later (a completion callback waiting for its thread or the GIL). That lateness is
       // the rank's own host delay: the op ends with the earliest member and whatever waited for
-      // it on this rank starts with a longer launch delay.
+      // it on this rank starts with a longer launch delay. The same holds for a send and its
+      // receive (the transfer is over when the data has arrived): a pipeline schedule may wait
+      // for an async send long after it completed (GPipe waits for its forward sends after the
+      // last forward), and the time until that wait is not transfer. Counted as transfer it made
+      // the ideal longer than the real step: each send got the median of such waits.
       if (together && earliest_end >= latest_start) node.end = earliest_end;
       double transfer = node.end - latest_start;
       if (transfer < 0) {

@@ -49,15 +49,24 @@ double robust_mean(const std::vector<double>& sum, const std::vector<double>& co
       if (count[r] > 0) stage_ranks[r < rank_stage.size() ? rank_stage[r] : 0].push_back(static_cast<int>(r));
     }
     for (const auto& [stage, ranks] : stage_ranks) {
-      if (static_cast<int>(ranks.size()) < cfg.outlier_min_workers) continue;
+      if (ranks.size() < 2) continue;
       std::vector<double> means;
       for (int r : ranks) means.push_back(sum[r] / count[r]);
-      const double med = median_of(means);
-      std::vector<double> dev;
-      for (double x : means) dev.push_back(std::fabs(x - med));
-      const double mad = median_of(dev);
-      const double bound = med + std::max({cfg.outlier_mad_k * 1.4826 * mad,
-                                           cfg.outlier_rel_floor * med, cfg.outlier_abs_floor_s});
+      double bound = 0;
+      if (static_cast<int>(ranks.size()) >= cfg.outlier_min_workers) {
+        const double med = median_of(means);
+        std::vector<double> dev;
+        for (double x : means) dev.push_back(std::fabs(x - med));
+        const double mad = median_of(dev);
+        bound = med + std::max({cfg.outlier_mad_k * 1.4826 * mad, cfg.outlier_rel_floor * med,
+                                cfg.outlier_abs_floor_s});
+      } else {
+        // Too few workers for a spread (2 dp ranks per stage, common in pipelines): the faster
+        // one stands for the stage's work, since stragglers are slow, not fast; the same
+        // floors keep timer noise and small differences in.
+        const double fastest = *std::min_element(means.begin(), means.end());
+        bound = fastest + std::max(cfg.outlier_rel_floor * fastest, cfg.outlier_abs_floor_s);
+      }
       for (size_t i = 0; i < ranks.size(); ++i) {
         if (means[i] > bound) {
           drop[ranks[i]] = 1;

@@ -1,28 +1,20 @@
 #include "op_classes.h"
 
+#include "straggler_probe/op_kinds.h"
+
 namespace sp::online {
 
 OpRole op_role(uint32_t kind) {
-  switch (kind) {
-    case SP_OP_FORWARD:
-    case SP_OP_BACKWARD:
-    case SP_OP_OPTIMIZER:
-    case SP_OP_GC:
-    case SP_OP_DATA_WAIT:
-    case SP_OP_OTHER:
-      return OpRole::kHost;
-    case SP_OP_COLLECTIVE:
-    case SP_OP_SEND:
-    case SP_OP_RECV:
-      return OpRole::kComm;
+  const OpKindInfo* k = op_kind_info(kind);
+  if (k == nullptr) return OpRole::kInvalid;
+  switch (k->op_class) {
+    case OpKindClass::kCompute: return OpRole::kHost;
+    case OpKindClass::kComm: return OpRole::kComm;
     // Single kernels and copies are finer than the step model (one op per micro-batch); they
     // are counted and left out rather than guessed into the compute chain.
-    case SP_OP_KERNEL:
-    case SP_OP_MEMCPY:
-      return OpRole::kIgnored;
-    default:
-      return OpRole::kInvalid;
+    case OpKindClass::kFineGrained: return OpRole::kIgnored;
   }
+  return OpRole::kInvalid;
 }
 
 IdealRule ideal_rule(uint32_t kind) {
@@ -51,12 +43,6 @@ std::string_view collective_name(uint32_t coll) {
 
 std::string op_type_name(const sp_event& ev, int my_stage, int peer_stage) {
   switch (ev.kind) {
-    case SP_OP_FORWARD: return "forward-compute";
-    case SP_OP_BACKWARD: return "backward-compute";
-    case SP_OP_OPTIMIZER: return "optimizer";
-    case SP_OP_GC: return "gc";
-    case SP_OP_DATA_WAIT: return "data-wait";
-    case SP_OP_OTHER: return "other";
     case SP_OP_COLLECTIVE: return std::string(collective_name(ev.coll));
     case SP_OP_SEND:
     case SP_OP_RECV: {
@@ -69,16 +55,29 @@ std::string op_type_name(const sp_event& ev, int my_stage, int peer_stage) {
       }
       return send ? "send" : "recv";
     }
-    default: return "unknown";
+    default: {
+      const OpKindInfo* k = op_kind_info(ev.kind);
+      return k != nullptr && k->op_class == OpKindClass::kCompute ? std::string(k->type_name)
+                                                                   : std::string("unknown");
+    }
   }
 }
 
 std::string ideal_key(const sp_event& ev, std::string_view type, std::string_view name,
-                      int ordinal) {
+                      int ordinal, int stage) {
   std::string key(type);
   if (ev.kind == SP_OP_OTHER && !name.empty()) {
     key += ':';
     key += name;
+  } else if (ev.kind == SP_OP_SEND || ev.kind == SP_OP_RECV) {
+    // A pipeline transfer is compared with the same transfer of the schedule (the stage's
+    // ordinal-th send or receive of its direction) on the other pipelines and steps: where it
+    // falls in the schedule decides what it shares the link with. Gloo, for one, holds a send
+    // to a peer behind the receive from that peer posted before it; in an interleaved schedule
+    // some transfers then always take tens of ms and others none, and one median for all would
+    // give every transfer the long time (an ideal 20% longer than the real step).
+    key += ":s" + std::to_string(stage) + "#" + std::to_string(ordinal);
+    if (ev.bytes > 0) key += ":b" + std::to_string(ev.bytes);
   } else if (op_role(ev.kind) == OpRole::kComm) {
     // Transfers are only comparable for equal payloads (DDP's first bucket is smaller than the
     // rest). Without a size, the op's position among the rank's ops of this type stands in.

@@ -28,9 +28,11 @@ IdealRule ideal_rule(uint32_t kind);
 std::string op_type_name(const sp_event& ev, int my_stage, int peer_stage);
 
 // The key under which durations are compared: the type, refined where ops of one type do
-// different amounts of work: user regions by name, communication by payload size.
+// different amounts of work: user regions by name, communication by payload size, pipeline
+// transfers also by their place in the schedule (`ordinal` among the rank's ops of this type,
+// on pipeline stage `stage`).
 std::string ideal_key(const sp_event& ev, std::string_view type, std::string_view name,
-                      int ordinal);
+                      int ordinal, int stage);
 
 inline constexpr std::string_view kLaunchDelayType = "launch-delay";
 

@@ -180,127 +180,172 @@ void split_waits(const StepModel& m, const std::vector<Span>& spans,
   }
 }
 
+// Adds one rank's nodes to the model, in the order the steps below need them.
+class ChainBuilder {
+ public:
+  ChainBuilder(StepModel* m, int rank, const std::vector<CommStreamOp>& comm_ops, double eps)
+      : m_(*m), rank_(rank), comm_ops_(comm_ops), eps_(eps), consumed_(comm_ops.size(), 0) {}
+
+  // The rank's step start: everything of the rank that waits for nothing else waits for it.
+  void add_start(double step_start_s) {
+    step_start_ = step_start_s;
+    start_node_ = static_cast<int>(m_.nodes.size());
+    m_.starts[rank_] = start_node_;
+    m_.nodes.push_back(node(-1, NodeRole::kStart, step_start_s, step_start_s));
+  }
+
+  // The host ops as time-ordered pieces: nesting resolved, cut at communication launches, and
+  // the time an op spent blocked on its own collectives taken out.
+  void cut_host_ops(const std::vector<int>& host_ops) {
+    std::vector<int> roots;
+    const std::vector<Span> spans = nest_host_ops(m_, host_ops, eps_, &roots, &m_.clamped);
+    std::vector<double> launches;
+    for (const CommStreamOp& c : comm_ops_) launches.push_back(m_.ops[c.logical].start);
+    pieces_ = cut_at_launches(flatten(spans, roots), launches, eps_);
+    split_waits(m_, spans, comm_ops_, eps_, &pieces_, &consumed_);
+  }
+
+  // Host nodes: one chain in time order.
+  void add_host_nodes() {
+    piece_node_.assign(pieces_.size(), -1);
+    for (size_t i = 0; i < pieces_.size(); ++i) {
+      const Piece& p = pieces_[i];
+      if (p.removed) continue;
+      Node n = node(p.owner, NodeRole::kCompute, p.s, p.e);
+      n.duration = p.e - p.s;
+      n.deps.push_back(host_nodes_.empty() ? start_node_ : host_nodes_.back());
+      piece_node_[i] = static_cast<int>(m_.nodes.size());
+      host_nodes_.push_back(piece_node_[i]);
+      LogicalOp& op = m_.ops[p.owner];
+      if (op.first_node < 0) op.first_node = piece_node_[i];
+      op.own += n.duration;
+      m_.nodes.push_back(std::move(n));
+    }
+  }
+
+  // Communication nodes: after the piece that launched them and the previous op of their
+  // stream; then the pieces that waited for them (DDP's bucket wait) get their edges.
+  void add_comm_nodes() {
+    std::vector<int> order(comm_ops_.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+    std::sort(order.begin(), order.end(), [&](int a, int b) {
+      const double sa = m_.ops[comm_ops_[a].logical].start, sb = m_.ops[comm_ops_[b].logical].start;
+      return sa != sb ? sa < sb : comm_ops_[a].logical < comm_ops_[b].logical;
+    });
+    for (int c : order) add_comm_node(comm_ops_[static_cast<size_t>(c)]);
+    for (size_t i = 0; i < pieces_.size(); ++i) {
+      if (piece_node_[i] < 0) continue;
+      for (int logical : pieces_[i].waits_for) m_.nodes[piece_node_[i]].deps.push_back(comm_node_.at(logical));
+    }
+  }
+
+  // A host op that starts right after a collective ended (in the gap before it) waited for it:
+  // a blocking call, or the optimizer waiting for the gradients.
+  void add_waits_for_comm() {
+    std::vector<int> by_end(comm_ops_.size());
+    for (size_t i = 0; i < by_end.size(); ++i) by_end[i] = static_cast<int>(i);
+    std::sort(by_end.begin(), by_end.end(), [&](int a, int b) {
+      return m_.ops[comm_ops_[a].logical].end < m_.ops[comm_ops_[b].logical].end;
+    });
+    size_t next = 0;
+    double prev_end = -std::numeric_limits<double>::infinity();
+    for (int node : host_nodes_) {
+      const double start = m_.nodes[node].start;
+      for (; next < by_end.size(); ++next) {
+        const int c = by_end[next];
+        const double end = m_.ops[comm_ops_[c].logical].end;
+        if (end > start + eps_) break;
+        if (!consumed_[c] && end >= prev_end - eps_) {
+          m_.nodes[node].deps.push_back(comm_node_.at(comm_ops_[c].logical));
+          consumed_[c] = 1;
+        }
+      }
+      prev_end = m_.nodes[node].end;
+    }
+  }
+
+  // The step-end marker: the rank's step is over when its chain and all its comm are done.
+  void add_marker(double step_end_s) {
+    Node marker = node(-1, NodeRole::kMarker, 0, 0);
+    double dep_end = step_start_;
+    marker.deps.push_back(host_nodes_.empty() ? start_node_ : host_nodes_.back());
+    if (!host_nodes_.empty()) dep_end = m_.nodes[host_nodes_.back()].end;
+    for (size_t c = 0; c < comm_ops_.size(); ++c) {
+      if (consumed_[c]) continue;
+      marker.deps.push_back(comm_node_.at(comm_ops_[c].logical));
+      dep_end = std::max(dep_end, m_.ops[comm_ops_[c].logical].end);
+    }
+    marker.start = marker.end = std::max(dep_end, step_end_s);
+    m_.markers[rank_] = static_cast<int>(m_.nodes.size());
+    m_.nodes.push_back(std::move(marker));
+  }
+
+ private:
+  Node node(int logical, NodeRole role, double start, double end) const {
+    Node n;
+    n.logical = logical;
+    n.rank = rank_;
+    n.role = role;
+    n.start = start;
+    n.end = end;
+    return n;
+  }
+
+  void add_comm_node(const CommStreamOp& c) {
+    LogicalOp& op = m_.ops[c.logical];
+    Node n = node(c.logical, NodeRole::kComm, op.start, op.end);
+    const int pi = piece_ending_by(pieces_, op.start, eps_);
+    if (pi >= 0) n.deps.push_back(piece_node_[static_cast<size_t>(pi)]);
+    auto it = stream_last_.find(c.stream);
+    // Stream order only where the recorded times show it held (gloo may run two ops of one
+    // group at once); otherwise the edge would force a serialisation that never happened.
+    if (it != stream_last_.end() && m_.ops[it->second].end <= op.start + eps_) {
+      n.deps.push_back(comm_node_.at(it->second));
+    }
+    // An op issued while the rank's thread had nothing else to do, right after other
+    // communication ended, waited for it: a blocking send before the next receive. (Without
+    // the edge the receive's launch delay would hold the send, and the ideal would spread that
+    // over every rank that has the same op.)
+    const double idle_from = pi >= 0 ? pieces_[static_cast<size_t>(pi)].e : step_start_;
+    for (auto e = ended_.lower_bound(idle_from - eps_); e != ended_.end() && e->first <= op.start + eps_; ++e) {
+      if (std::find(n.deps.begin(), n.deps.end(), e->second) == n.deps.end()) n.deps.push_back(e->second);
+    }
+    if (n.deps.empty()) n.deps.push_back(start_node_);
+    stream_last_[c.stream] = c.logical;
+    const int node = static_cast<int>(m_.nodes.size());
+    comm_node_[c.logical] = node;
+    ended_.emplace(op.end, node);
+    op.first_node = node;
+    m_.nodes.push_back(std::move(n));
+  }
+
+  StepModel& m_;
+  const int rank_;
+  const std::vector<CommStreamOp>& comm_ops_;
+  const double eps_;
+  double step_start_ = 0;
+  int start_node_ = -1;
+  std::vector<Piece> pieces_;
+  std::vector<char> consumed_;       // per comm op: a host piece or the pieces' waits depend on it
+  std::vector<int> piece_node_;      // node per piece, -1 for removed pieces
+  std::vector<int> host_nodes_;      // the host chain, in time order
+  std::map<int, int> comm_node_;     // logical -> node
+  std::map<uint64_t, int> stream_last_;  // stream -> logical of its latest op so far
+  std::multimap<double, int> ended_;     // comm nodes so far, by recorded end
+};
+
 }  // namespace
 
 void build_rank_chain(StepModel* model, int rank, const std::vector<int>& host_ops,
                       const std::vector<CommStreamOp>& comm_ops, double step_start_s,
                       double step_end_s, double eps) {
-  StepModel& m = *model;
-  // The rank's step start: everything of the rank that waits for nothing else waits for it.
-  const int start_node = static_cast<int>(m.nodes.size());
-  {
-    Node start;
-    start.rank = rank;
-    start.role = NodeRole::kStart;
-    start.start = start.end = step_start_s;
-    m.starts[rank] = start_node;
-    m.nodes.push_back(std::move(start));
-  }
-  std::vector<int> roots;
-  const std::vector<Span> spans = nest_host_ops(m, host_ops, eps, &roots, &m.clamped);
-  std::vector<double> launches;
-  for (const CommStreamOp& c : comm_ops) launches.push_back(m.ops[c.logical].start);
-  std::vector<Piece> pieces = cut_at_launches(flatten(spans, roots), launches, eps);
-  std::vector<char> consumed(comm_ops.size(), 0);
-  split_waits(m, spans, comm_ops, eps, &pieces, &consumed);
-
-  // Host nodes: one chain in time order.
-  std::vector<int> host_nodes;  // node index per kept piece
-  std::vector<int> piece_node(pieces.size(), -1);
-  for (int i = 0; i < static_cast<int>(pieces.size()); ++i) {
-    const Piece& p = pieces[i];
-    if (p.removed) continue;
-    Node n;
-    n.logical = p.owner;
-    n.rank = rank;
-    n.role = NodeRole::kCompute;
-    n.start = p.s;
-    n.end = p.e;
-    n.duration = p.e - p.s;
-    n.deps.push_back(host_nodes.empty() ? start_node : host_nodes.back());
-    piece_node[i] = static_cast<int>(m.nodes.size());
-    host_nodes.push_back(piece_node[i]);
-    LogicalOp& op = m.ops[p.owner];
-    if (op.first_node < 0) op.first_node = piece_node[i];
-    op.own += n.duration;
-    m.nodes.push_back(std::move(n));
-  }
-
-  // Communication nodes: after the piece that launched them and the previous op of their stream.
-  std::map<int, int> comm_node;  // logical -> node
-  std::vector<int> order(comm_ops.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
-  std::sort(order.begin(), order.end(), [&](int a, int b) {
-    const double sa = m.ops[comm_ops[a].logical].start, sb = m.ops[comm_ops[b].logical].start;
-    return sa != sb ? sa < sb : comm_ops[a].logical < comm_ops[b].logical;
-  });
-  std::map<uint64_t, int> stream_last;  // stream -> logical of its latest op so far
-  for (int c : order) {
-    const int logical = comm_ops[c].logical;
-    LogicalOp& op = m.ops[logical];
-    Node n;
-    n.logical = logical;
-    n.rank = rank;
-    n.role = NodeRole::kComm;
-    n.start = op.start;
-    n.end = op.end;
-    const int pi = piece_ending_by(pieces, op.start, eps);
-    if (pi >= 0) n.deps.push_back(piece_node[pi]);
-    auto it = stream_last.find(comm_ops[c].stream);
-    // Stream order only where the recorded times show it held (gloo may run two ops of one
-    // group at once); otherwise the edge would force a serialisation that never happened.
-    if (it != stream_last.end() && m.ops[it->second].end <= op.start + eps) {
-      n.deps.push_back(comm_node.at(it->second));
-    }
-    if (n.deps.empty()) n.deps.push_back(start_node);
-    stream_last[comm_ops[c].stream] = logical;
-    comm_node[logical] = static_cast<int>(m.nodes.size());
-    op.first_node = comm_node[logical];
-    m.nodes.push_back(std::move(n));
-  }
-  for (int i = 0; i < static_cast<int>(pieces.size()); ++i) {
-    if (piece_node[i] < 0) continue;
-    for (int logical : pieces[i].waits_for) m.nodes[piece_node[i]].deps.push_back(comm_node.at(logical));
-  }
-
-  // A host op that starts right after a collective ended (in the gap before it) waited for it:
-  // a blocking call, or the optimizer waiting for the gradients.
-  std::vector<int> by_end(comm_ops.size());
-  for (size_t i = 0; i < by_end.size(); ++i) by_end[i] = static_cast<int>(i);
-  std::sort(by_end.begin(), by_end.end(), [&](int a, int b) {
-    return m.ops[comm_ops[a].logical].end < m.ops[comm_ops[b].logical].end;
-  });
-  size_t next = 0;
-  double prev_end = -std::numeric_limits<double>::infinity();
-  for (int node : host_nodes) {
-    const double start = m.nodes[node].start;
-    for (; next < by_end.size(); ++next) {
-      const int c = by_end[next];
-      const double end = m.ops[comm_ops[c].logical].end;
-      if (end > start + eps) break;
-      if (!consumed[c] && end >= prev_end - eps) {
-        m.nodes[node].deps.push_back(comm_node.at(comm_ops[c].logical));
-        consumed[c] = 1;
-      }
-    }
-    prev_end = m.nodes[node].end;
-  }
-
-  // The step-end marker: the rank's step is over when its chain and all its comm are done.
-  Node marker;
-  marker.rank = rank;
-  marker.role = NodeRole::kMarker;
-  double dep_end = step_start_s;
-  marker.deps.push_back(host_nodes.empty() ? start_node : host_nodes.back());
-  if (!host_nodes.empty()) dep_end = m.nodes[host_nodes.back()].end;
-  for (size_t c = 0; c < comm_ops.size(); ++c) {
-    if (consumed[c]) continue;
-    marker.deps.push_back(comm_node.at(comm_ops[c].logical));
-    dep_end = std::max(dep_end, m.ops[comm_ops[c].logical].end);
-  }
-  marker.start = marker.end = std::max(dep_end, step_end_s);
-  m.markers[rank] = static_cast<int>(m.nodes.size());
-  m.nodes.push_back(std::move(marker));
+  ChainBuilder b(model, rank, comm_ops, eps);
+  b.add_start(step_start_s);
+  b.cut_host_ops(host_ops);
+  b.add_host_nodes();
+  b.add_comm_nodes();
+  b.add_waits_for_comm();
+  b.add_marker(step_end_s);
 }
 
 }  // namespace sp::online

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "op_classes.h"
+#include "straggler_probe/op_kinds.h"
 
 namespace sp::online {
 namespace {
@@ -33,23 +34,11 @@ int preference(SourceClass c, uint32_t source) {
   }
 }
 
-const char* kind_label(uint32_t kind) {
-  switch (kind) {
-    case SP_OP_FORWARD: return "forward";
-    case SP_OP_BACKWARD: return "backward";
-    case SP_OP_OPTIMIZER: return "optimizer";
-    case SP_OP_OTHER: return "region";
-    case SP_OP_COLLECTIVE: return "collective";
-    case SP_OP_SEND: return "send";
-    case SP_OP_RECV: return "recv";
-    default: return "op";
-  }
-}
 
 void supersede(SourceSelection* out, int rank, size_t i, const sp_event& ev, uint32_t by) {
   out->keep[rank][i] = false;
   ++out->superseded;
-  ++out->superseded_by[std::string(kind_label(ev.kind)) + ": " + time_source_name(ev.time_source) +
+  ++out->superseded_by[std::string(op_kind_name(ev.kind, "op")) + ": " + time_source_name(ev.time_source) +
                        " < " + time_source_name(by)];
 }
 

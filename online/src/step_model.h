@@ -1,16 +1,14 @@
-// The op model of one training step, built from every rank's StepSummary: the graph the
-// what-if engine replays (in-rank dependencies + communication groups), with each node's
-// recorded duration and launch delay.
+// The op model of one training step: the graph the what-if engine replays (in-rank dependencies
+// + communication groups), with each node's recorded duration and launch delay. Types only; it
+// is built from every rank's StepSummary by step_model_builder.h.
 #pragma once
 
 #include <cstdint>
 #include <map>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "op_classes.h"
-#include "straggler_probe/step_summary.h"
 
 namespace sp::online {
 
@@ -83,15 +81,5 @@ struct StepModel {
   std::map<std::string, uint64_t> superseded_by;
   std::vector<std::string> notes;  // non-fatal oddities (bad annotation values...)
 };
-
-struct ModelOptions {
-  double eps_s = 50e-6;     // tolerance when comparing timestamps of different threads
-};
-
-// Builds the model from one summary per rank (index = rank), each op timed by one source only
-// (select_sources). Returns nullopt and one line in
-// *error when the summaries contradict each other (unmatched collectives or p2p, bad layout).
-std::optional<StepModel> build_step_model(const std::vector<const runtime::StepSummary*>& by_rank,
-                                          const ModelOptions& options, std::string* error);
 
 }  // namespace sp::online

@@ -87,13 +87,11 @@ py::object cupti_stats() {
   s.struct_size = sizeof(s);
   if (runtime().cupti_get_stats(&s) != SP_OK) return py::none();
   py::dict out;
+#define SP_FIELD(type, name) out[#name] = s.name;
+  SP_CUPTI_STATS_FIELDS(SP_FIELD)  // one list with the C struct (cupti_c_api.h)
+#undef SP_FIELD
   out["active"] = s.active != 0;
   out["paused"] = s.paused != 0;
-  out["pauses"] = s.pauses;
-  out["kernels"] = s.kernels;
-  out["memcpys"] = s.memcpys;
-  out["dropped_records"] = s.dropped_records;
-  out["events_emitted"] = s.events_emitted;
   return out;
 }
 

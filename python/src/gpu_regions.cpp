@@ -27,6 +27,10 @@ void bind_gpu_regions(py::module_& m) {
   m.def("cupti_region_pop", [] {
     if (runtime().cupti_region_pop != nullptr) runtime().cupti_region_pop();
   });
+  m.def("gpu_graph_capture", [](bool begin) {
+    return runtime().gpu_graph_capture != nullptr && runtime().gpu_graph_capture(begin ? 1 : 0) == SP_OK;
+  }, "A CUDA graph capture begins (True) or ends (False): the runtime's CUDA-event pollers query "
+     "nothing meanwhile (graph_capture.h). False when the runtime has no GPU capture.");
   m.def("cupti_report", [](uint32_t top_k) -> std::string {
     const auto report = runtime().cupti_report;
     if (report == nullptr) {

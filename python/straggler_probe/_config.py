@@ -68,7 +68,7 @@ class _Field:
 # The single source of truth for every option: docs/CONFIG.md is written from this table.
 FIELDS: dict[str, _Field] = {
     "enable": _Field(_parse_bool, True, "Master switch; 0 makes init() a no-op."),
-    "out_dir": _Field(_parse_str, "straggler_probe_out", "Directory for rank 0's JSONL and the report at exit."),
+    "out_dir": _Field(_parse_str, "straggler_probe_out", "Directory for rank 0's JSONL and its report (rewritten every few steps, final at exit)."),
     "rank": _Field(_parse_int(0), None, "Global rank (default: torch.distributed, else RANK)."),
     "world_size": _Field(_parse_int(1), None, "World size (default: torch.distributed, else WORLD_SIZE)."),
     "dp_rank": _Field(_parse_int(0), None, "Data-parallel rank (default: inferred from the DDP group, else the global rank)."),

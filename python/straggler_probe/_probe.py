@@ -9,8 +9,6 @@ bounded queue.
 from __future__ import annotations
 
 import atexit
-import json
-import os
 import threading
 import warnings
 from typing import Any, Callable
@@ -41,6 +39,7 @@ class Probe:
         self._closed = False
         self._lock = threading.Lock()
         self._topology_explicit = cfg.dp_rank is not None or cfg.pp_stage is not None
+        self._topology_from_stage = False
         self.modules: Any = None
         self.optimizer: Any = None
         self.collectives: Any = None
@@ -78,7 +77,8 @@ class Probe:
         use_cuda = self.cfg.cuda_events == "on" or (
             self.cfg.cuda_events == "auto" and cuda.is_available() and cuda.is_initialized())
         if use_cuda:
-            self.timer = CudaEventTimer(self.core.record, self.torch)
+            self.timer = CudaEventTimer(self.core.record, self.torch,
+                                        on_capture=getattr(self.core, "gpu_graph_capture", None))
             self.rec.timer = self.timer
             # CUDA is up now: start the GPU capture (NCCL's first communicator would too) and
             # tag the regions' kernels (a push returns at once while capture is off).
@@ -113,6 +113,10 @@ class Probe:
                 rec, torch, self.rec.end_step if cfg.steps == "auto" else None)
             self._uninstall.append(self.optimizer.install())
             rec.on_first_forward = self.optimizer.forward_started
+        if cfg.modules and self.dist is not None:
+            from .hooks.pipelining import PipeliningHooks
+            self._uninstall.append(
+                PipeliningHooks(rec, torch, self.dist, self._pipeline_topology).install())
         if cfg.gc:
             self.gc = GcHooks(rec)
             self._uninstall.append(self.gc.install())
@@ -125,8 +129,16 @@ class Probe:
     def _on_batch_seq_lens(self, lengths: list[int]) -> None:
         self.modules.pending_seq_lens = lengths
 
+    def _pipeline_topology(self, dp_rank: int | None, pp_stage: int) -> None:
+        """A pipeline stage said where this rank sits (hooks/pipelining.py): that beats the DDP
+        group's layout, not the user's explicit settings."""
+        if self._topology_explicit:
+            return
+        self._topology_from_stage = True
+        self.core.set_topology(-1 if dp_rank is None else dp_rank, pp_stage)
+
     def _infer_topology(self, module: Any) -> None:
-        if self._topology_explicit or self.dist is None:
+        if self._topology_explicit or self._topology_from_stage or self.dist is None:
             return
         group = getattr(module, "process_group", None)
         if group is None:
@@ -199,9 +211,9 @@ class Probe:
         self._remove_hooks()
         self.timer.close()
         self.core.shutdown()  # closes the marked steps: their summaries wait for the transport
+        # rank 0: the pipeline writes the whole report once (clock offsets and GPU capture
+        # included; rank_pipeline/src/report_sections.h)
         self.core.stop_pipeline(drain_s)
-        if self.rank == 0 and self.cfg.out_dir:
-            write_gpu_report(self.core, self.cfg.out_dir, self.rank)
 
     def stats(self) -> dict[str, Any]:
         out: dict[str, Any] = {"rank": self.rank, "world_size": self.world, "step": self.rec.step,
@@ -215,29 +227,6 @@ class Probe:
         from . import _profiler_guard
         out["profiler_guard"] = _profiler_guard.stats()
         return out
-
-
-def write_gpu_report(core: Any, out_dir: str, rank: int, top_k: int = 10) -> None:
-    """This rank's top kernels per region type (libstraggler_probe.so's GPU capture), or why there
-    are none ("GPU capture inactive: ..."), as gpu_kernels_rank<r>.txt in out_dir and, when the
-    analysis wrote one there, under "gpu_top_kernels" in report.json."""
-    try:
-        text = core.cupti_report(top_k)
-        os.makedirs(out_dir, exist_ok=True)
-        with open(os.path.join(out_dir, f"gpu_kernels_rank{rank}.txt"), "w") as f:
-            f.write(text)
-        report = os.path.join(out_dir, "report.json")
-        if os.path.exists(report):
-            with open(report) as f:
-                data = json.load(f)
-            data["gpu_top_kernels"] = {"rank": rank, "top_k": top_k, "lines": text.splitlines()}
-            tmp = report + ".tmp"
-            with open(tmp, "w") as f:
-                json.dump(data, f, indent=2)
-            os.replace(tmp, report)
-    except Exception as err:  # noqa: BLE001 - the report is a courtesy; training is over
-        warnings.warn(f"straggler_probe: the GPU kernel report was not written ({err})",
-                      RuntimeWarning, stacklevel=2)
 
 
 def register_exit(probe_getter: Callable[[], Probe | None], drain_s: Callable[[], float]) -> None:

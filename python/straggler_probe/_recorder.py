@@ -31,6 +31,7 @@ class Recorder:
         self._failed = False
         self._last_compute = 0       # FORWARD or BACKWARD: which micro-batch a send follows
         self._pending_recv: list[tuple] = []  # receives wait for the compute they feed
+        self.p2p_tags: Any = None    # hooks/pipelining.P2pTags: micro-batches named by a schedule
         self._training = False       # set at the first data wait / forward / backward / optimizer
         self.gpu: Any = None         # _timing.GpuRegionTags when the GPU capture tags regions
         self.on_first_forward: Callable[[], None] | None = None  # optimizer hooks learn from it
@@ -192,14 +193,11 @@ class Recorder:
 
     def record_comm(self, kind: int, coll: int, start_ns: int, end_ns: int, stream: int,
                     group_id: int, seq: int, nbytes: int, peer: int, group_size: int,
-                    name_id: int = 0) -> None:
-        args = (kind, start_ns, end_ns, -1, name_id, stream, coll, group_id, seq, nbytes, peer,
-                group_size, N.TIME_HOST, 0)
-        if kind == N.SEND:
-            # A pipeline send carries the output of the compute that just ran.
-            mb = self.fwd_mb - 1 if self._last_compute == N.FORWARD else self.bwd_mb - 1
-            self.core.record(*(args[:3] + (max(mb, -1),) + args[4:]))
-        elif kind == N.RECV and threading.get_ident() == self.train_thread:
+                    name_id: int = 0, mb: int | None = None) -> None:
+        """mb: the micro-batch a send/recv carries, as p2p_boundary() said when it was issued."""
+        args = (kind, start_ns, end_ns, -1 if mb is None else mb, name_id, stream, coll, group_id,
+                seq, nbytes, peer, group_size, N.TIME_HOST, 0)
+        if kind == N.RECV and mb is None and threading.get_ident() == self.train_thread:
             # A receive feeds the next compute, which is not known yet (forward or backward).
             self._pending_recv.append(args)
         else:
@@ -214,7 +212,15 @@ class Recorder:
     def annotate(self, mb: int, key: str, value: str) -> None:
         self.core.annotate(mb, key, value)
 
-    def p2p_boundary(self) -> None:
-        """A send/recv ends the forward in progress: pipeline stages send between micro-batches."""
+    def p2p_boundary(self, kind: int = N.SEND, peer: int = -1) -> int | None:
+        """A send/recv is issued: it ends the forward in progress (pipeline stages send between
+        micro-batches). Returns the micro-batch it carries: the one a pipeline schedule named for
+        it (hooks/pipelining.py), else for a send the output of the compute that just ran, else
+        None (a receive feeds the next compute, not known yet). Decided at the issue, not at the
+        completion: a schedule may wait for its sends long after (GPipe waits after all forwards)."""
         self.close_forward()
-
+        tags = self.p2p_tags
+        mb = tags.take(kind, peer) if tags is not None else None
+        if mb is None and kind == N.SEND:
+            mb = max(self.fwd_mb - 1 if self._last_compute == N.FORWARD else self.bwd_mb - 1, -1)
+        return mb

@@ -7,8 +7,11 @@ events and a resolver thread turns them into times once the GPU has passed them.
 from __future__ import annotations
 
 import collections
+import contextlib
+import os
 import threading
 import time
+import warnings
 from typing import Any, Callable
 
 from . import _native as N
@@ -40,12 +43,84 @@ class HostTimer:
         pass
 
 
+class GraphCaptureWatch:
+    """CUDA graph captures under way in this process.
+
+    torch.cuda.graph captures in the global mode by default, in which an event query from any
+    other thread is an error that invalidates the capture (PyTorch's caching allocator defers its
+    own queries for this reason). So the resolver queries nothing while a capture is under way:
+    torch.cuda.CUDAGraph.capture_begin / capture_end are wrapped to count captures, and the native
+    runtime is told too (its NCCL stream timer polls events the same way).
+    """
+
+    def __init__(self, torch_mod: Any, notify: Callable[[bool], Any] | None = None):
+        self._lock = threading.Lock()
+        self._underway = 0
+        self.captures = 0
+        self._notify = notify
+        self._graph_cls = getattr(getattr(torch_mod, "cuda", None), "CUDAGraph", None)
+        self._originals: dict[str, Any] = {}
+        if self._graph_cls is None:
+            return
+        for name, begin in (("capture_begin", True), ("capture_end", False)):
+            original = getattr(self._graph_cls, name, None)
+            if original is None:
+                continue
+            self._originals[name] = original
+            setattr(self._graph_cls, name, self._wrap(original, begin))
+
+    def _wrap(self, original: Callable[..., Any], begin: bool) -> Callable[..., Any]:
+        watch = self
+
+        def wrapper(graph: Any, *args: Any, **kwargs: Any) -> Any:
+            if begin:
+                watch._changed(True)  # before: the capture starts inside
+                try:
+                    return original(graph, *args, **kwargs)
+                except BaseException:
+                    watch._changed(False)
+                    raise
+            try:
+                return original(graph, *args, **kwargs)
+            finally:
+                watch._changed(False)
+        wrapper.__wrapped__ = original  # type: ignore[attr-defined]
+        return wrapper
+
+    def _changed(self, begin: bool) -> None:
+        with self._lock:
+            if begin:
+                self._underway += 1
+                self.captures += 1
+            elif self._underway > 0:
+                self._underway -= 1
+        if self._notify is not None:
+            try:
+                self._notify(begin)
+            except Exception:  # noqa: BLE001 - telling the runtime is a courtesy
+                pass
+
+    def underway(self) -> bool:
+        return self._underway > 0
+
+    def close(self) -> None:
+        for name, original in self._originals.items():
+            setattr(self._graph_cls, name, original)
+        self._originals.clear()
+
+
 class CudaEventTimer:
     """GPU regions timed by events on the current stream, resolved off the training thread.
 
     Times come from elapsed_time() against an anchor event whose host time was taken when it
     completed; the anchor is renewed every few seconds (by the resolver, never the training
     thread) so that drift between the GPU and host clocks stays small.
+
+    The resolver thread works on the rank's device: the one current on the training thread when
+    the timer was made (the job's torch.cuda.set_device(LOCAL_RANK)), else LOCAL_RANK. A new
+    thread's current device is 0, so without this ranks 1-7 of a host would open contexts on GPU 0
+    and elapsed_time across devices fails. One failure (a query, an elapsed time, a new anchor)
+    costs that region, counted in `failed` with one warning; the resolver goes on.
     """
 
     is_cuda = True
@@ -53,21 +128,40 @@ class CudaEventTimer:
     POLL_S = 0.005
     ANCHOR_EVERY_S = 5.0
 
-    def __init__(self, record: Callable[..., Any], torch_mod: Any):
+    def __init__(self, record: Callable[..., Any], torch_mod: Any, device: int | None = None,
+                 on_capture: Callable[[bool], Any] | None = None):
         self._record = record
         self._torch = torch_mod
+        self.device = self._rank_device(torch_mod) if device is None else device
         self._pool: list[Any] = []
         self._pending: collections.deque = collections.deque()
         self.dropped = 0
+        self.failed = 0
+        self._warned = False
+        self.capture = GraphCaptureWatch(torch_mod, on_capture)
         self._stop = threading.Event()
         self._anchor = self._new_anchor()  # one synchronisation, at start-up, not per step
         self._thread = threading.Thread(target=self._run, name="straggler_probe-cuda", daemon=True)
         self._thread.start()
 
+    @staticmethod
+    def _rank_device(torch_mod: Any) -> int | None:
+        cuda = torch_mod.cuda
+        if not hasattr(cuda, "current_device"):
+            return None  # a stand-in without devices: nothing to set
+        current = cuda.current_device()
+        local = os.environ.get("LOCAL_RANK", "")
+        if current == 0 and local.isdigit() and 0 < int(local) < cuda.device_count():
+            return int(local)  # no set_device: the torchrun convention, one GPU per local rank
+        return current
+
     def _new_anchor(self) -> tuple[Any, int]:
-        ev = self._torch.cuda.Event(enable_timing=True)
-        ev.record()
-        ev.synchronize()
+        cuda = self._torch.cuda
+        guard = cuda.device(self.device) if self.device is not None else contextlib.nullcontext()
+        with guard:
+            ev = cuda.Event(enable_timing=True)
+            ev.record()
+            ev.synchronize()
         return ev, now_ns()
 
     def stamp(self) -> Any:
@@ -83,13 +177,40 @@ class CudaEventTimer:
         self._pending.append((kind, start, end, mb, name_id, stream, step))
 
     def _run(self) -> None:
+        if self.device is not None:
+            try:
+                self._torch.cuda.set_device(self.device)  # this thread's current device is 0
+            except Exception as err:  # noqa: BLE001
+                self._failed(err)
         last_anchor = time.monotonic()
         while not self._stop.wait(self.POLL_S):
-            self._drain()
+            if self.capture.underway():
+                continue  # a query now would invalidate the capture
+            try:
+                self._drain()
+            except Exception as err:  # noqa: BLE001 - one failure must not end every later region
+                self._failed(err)
+                if self._pending:
+                    self._pending.popleft()  # the region that failed: counted, not retried
             if time.monotonic() - last_anchor > self.ANCHOR_EVERY_S:
-                self._anchor = self._new_anchor()
+                try:
+                    self._anchor = self._new_anchor()
+                except Exception as err:  # noqa: BLE001 - the old anchor stays
+                    self._failed(err)
                 last_anchor = time.monotonic()
-        self._drain()
+        if not self.capture.underway():
+            try:
+                self._drain()
+            except Exception as err:  # noqa: BLE001
+                self._failed(err)
+
+    def _failed(self, err: BaseException) -> None:
+        self.failed += 1
+        if not self._warned:
+            self._warned = True
+            warnings.warn(f"straggler_probe: a CUDA-event region could not be timed "
+                          f"({type(err).__name__}: {err}); it is left out (counted) and later "
+                          "regions go on", RuntimeWarning, stacklevel=2)
 
     def _drain(self) -> None:
         anchor, anchor_ns = self._anchor
@@ -97,9 +218,9 @@ class CudaEventTimer:
             kind, start, end, mb, name_id, stream, step = self._pending[0]
             if not (end.query() and start.query()):
                 return  # in stream order: later regions are not done either
-            self._pending.popleft()
             t0 = anchor_ns + int(anchor.elapsed_time(start) * 1e6)
             t1 = anchor_ns + int(anchor.elapsed_time(end) * 1e6)
+            self._pending.popleft()
             # Pinned to the step that launched it: the GPU may finish after the step's mark.
             self._record(kind, t0, max(t0, t1), mb, name_id, stream, N.COLL_NONE, 0, 0, 0, -1, 0,
                          N.TIME_CUDA_EVENT, step + 1)
@@ -108,6 +229,7 @@ class CudaEventTimer:
     def close(self) -> None:
         self._stop.set()
         self._thread.join(timeout=2.0)
+        self.capture.close()
 
 
 class GpuRegionTags:

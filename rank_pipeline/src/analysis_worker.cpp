@@ -1,26 +1,23 @@
 #include "analysis_worker.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <thread>
 #include <vector>
 
+#include "straggler_probe/online/analysis_host.h"
+#include "straggler_probe/online/thread_priority.h"
 #include "straggler_probe/step_summary.h"
-
-#if SP_HAVE_ONLINE
-#include "straggler_probe/online/analyzer.h"
-#endif
 
 namespace sp::rank_pipeline {
 namespace {
 
-int64_t now_ns() {
-  return std::chrono::steady_clock::now().time_since_epoch().count();
-}
+using Steady = std::chrono::steady_clock;
 
-std::string skipped_line(int64_t first, int64_t last, const std::string& reason) {
-  std::string steps = first == last ? std::to_string(first)
-                                    : std::to_string(first) + "-" + std::to_string(last);
-  return "straggler_probe step=" + steps + " skipped reason=\"" + reason + "\"";
+int64_t now_ns() { return Steady::now().time_since_epoch().count(); }
+
+void note_max(std::atomic<uint64_t>& max, uint64_t v) {
+  if (v > max.load()) max.store(v);
 }
 
 }  // namespace
@@ -29,6 +26,7 @@ struct AnalysisWorker::Impl {
   AnalysisOptions o;
   std::function<void(const std::string&)> print;
   std::function<void(const std::string&)> on_failure;
+  ReportSections report_sections;
   AnalysisCounters* counters = nullptr;
 
   std::mutex mutex;
@@ -39,10 +37,11 @@ struct AnalysisWorker::Impl {
   bool draining = false;
   int64_t behind_first = -1, behind_last = -1;  // steps dropped since the last notice
   std::atomic<int64_t> busy_since{0};
-  std::string report_dir;
-#if SP_HAVE_ONLINE
-  std::unique_ptr<online::OnlineAnalyzer> analyzer;
-#endif
+  std::unique_ptr<online::AnalysisHost> host;
+  // Partial reports (the first is due after the first step): when each kind is next due, and the
+  // last cost of a write without the timeline (to tell the timeline's own cost).
+  Steady::time_point next_partial_report{}, next_partial_timeline{};
+  Steady::duration report_cost{0};
   LoopThread thread;
 
   void run() {
@@ -62,18 +61,19 @@ struct AnalysisWorker::Impl {
           queue.pop_front();
         }
         if (dropped_first >= 0) {
-          emit(skipped_line(dropped_first, dropped_last,
-                            "rank-0 analysis fell behind: " +
-                                std::to_string(dropped_last - dropped_first + 1) +
-                                " whole steps skipped"));
+          host->skip_steps(dropped_first, dropped_last, "behind",
+                           "rank-0 analysis fell behind: " +
+                               std::to_string(dropped_last - dropped_first + 1) +
+                               " whole steps skipped");
         }
         const int64_t t0 = now_ns();
         busy_since.store(t0);
         analyze(std::move(batch));
-        busy_since.store(0);
         const auto us = static_cast<uint64_t>((now_ns() - t0) / 1000);
         counters->analysis_us_total += us;
-        if (us > counters->analysis_us_max.load()) counters->analysis_us_max.store(us);
+        note_max(counters->analysis_us_max, us);
+        maybe_write_partial_report();
+        busy_since.store(0);
       }
       busy_since.store(now_ns());
       close();
@@ -88,22 +88,26 @@ struct AnalysisWorker::Impl {
   }
 
   void setup() {
-#if SP_HAVE_ONLINE
-    online::OnlineConfig config;
-    config.world_size = o.world_size;
-    config.output_dir = o.out_dir;
-    config.thresholds.none_below = o.slowdown_threshold;
-    config.ideal.window_steps = o.window_steps;
-    config.summary_interval = o.summary_interval;
-    if (o.log_lines) config.log_sink = [this](const std::string& line) { emit(line); };
-    analyzer = std::make_unique<online::OnlineAnalyzer>(std::move(config));
-#endif
-  }
-
-  void emit(const std::string& line) {
-    if (!o.log_lines) return;
-    print(line);
-    counters->lines_printed++;
+    // Rank 0's CPU is the job's: this thread yields to training and keeps to a tenth of a core.
+    std::string why;
+    if (!online::lower_this_thread_priority(online::kAnalysisNiceIncrement, &why)) {
+      online::warn_line("straggler_probe: WARNING: " + why + "; the analysis keeps the training's priority");
+    }
+    online::AnalysisSettings settings;
+    settings.cpu_budget = 0.1;
+    settings.world_size = o.world_size;
+    settings.out_dir = o.out_dir;
+    settings.print_steps = o.log_lines;
+    settings.slowdown_threshold = o.slowdown_threshold;
+    settings.window_steps = o.window_steps;
+    settings.summary_interval = o.summary_interval;
+    host = std::make_unique<online::AnalysisHost>(
+        std::move(settings),
+        [this](const std::string& line) {
+          print(line);
+          counters->lines_printed++;
+        },
+        [](const std::string& warning) { online::warn_line("straggler_probe: WARNING: " + warning); });
   }
 
   void inject_fault() {
@@ -124,53 +128,75 @@ struct AnalysisWorker::Impl {
         counters->steps_analyzed.load() >= static_cast<uint64_t>(o.fault_after_steps)) {
       inject_fault();
     }
+    // The collector's StepAssembler decided; given-up and unreadable steps are reported (one
+    // line, JSONL, counted in report.json), the others analysed.
     if (!batch.complete) {
       counters->steps_incomplete++;
-      emit(skipped_line(batch.step, batch.step, "no summary from rank(s) " + batch.missing));
+      host->skip_steps(batch.step, batch.step, "incomplete", batch.why_incomplete);
       return;
     }
-#if SP_HAVE_ONLINE
+    std::vector<runtime::StepSummary> summaries(batch.by_rank.size());
     for (size_t r = 0; r < batch.by_rank.size(); ++r) {
-      runtime::StepSummary summary;
       std::string error;
-      if (!runtime::decode_summary(batch.by_rank[r], &summary, &error)) {
-        emit(skipped_line(batch.step, batch.step,
-                          "summary of rank " + std::to_string(r) + " is malformed: " + error));
-        return;  // the analyzer skips the step once later steps complete
+      if (!runtime::decode_summary(*batch.by_rank[r], &summaries[r], &error)) {
+        host->skip_steps(batch.step, batch.step, "malformed",
+                         "summary of rank " + std::to_string(r) + " is malformed: " + error);
+        return;
       }
-      analyzer->add(std::move(summary));
     }
-#endif
+    host->analyze_step(batch.step, std::move(summaries));
     counters->steps_analyzed++;
   }
 
-  void close() {
-#if SP_HAVE_ONLINE
-    analyzer->finish();
-    if (!o.out_dir.empty()) {
-      const auto status = analyzer->write_report(o.out_dir);
-      if (status.ok) {
-        report_dir = o.out_dir;
-        print("straggler_probe report: " + o.out_dir + "/report.json " + o.out_dir +
-              "/timeline.json " + o.out_dir + "/heatmap.svg " + o.out_dir + "/" +
-              analyzer->config().jsonl_name);
-      } else {
-        print("straggler_probe report: not written: " + status.message);
-      }
+  online::ReportOptions report_options(bool final) {
+    online::ReportOptions options = report_sections ? report_sections(final) : online::ReportOptions{};
+    options.final = final;
+    return options;
+  }
+
+  // While the job runs the report is rewritten every few steps, so that a job ended by a signal
+  // (torchrun's SIGTERM after a rank died, a scheduler's cancel, SIGKILL) keeps one covering all
+  // but its last few steps; the probe installs no signal handler (docs/ARCHITECTURE.md). After a
+  // step, report.json and heatmap.svg once partial_report_interval(their cost) has passed,
+  // timeline.json (the large file of a large job) on its own interval: each costs the analysis
+  // thread at most 1/kPartialReportCostFactor of its time, however large the job.
+  void maybe_write_partial_report() {
+    const auto t0 = Steady::now();
+    if (o.out_dir.empty() || t0 < next_partial_report) return;
+    const bool timeline = t0 >= next_partial_timeline;
+    online::ReportOptions options = report_options(false);
+    options.write_timeline = timeline;
+    (void)host->write_report(std::move(options));
+    const auto now = Steady::now();
+    const auto cost = now - t0;
+    if (timeline) {
+      next_partial_timeline = now + partial_report_interval(cost - std::min(cost, report_cost));
+      next_partial_report = now + partial_report_interval(std::min(cost, report_cost.count() ? report_cost : cost));
+    } else {
+      report_cost = cost;
+      next_partial_report = now + partial_report_interval(cost);
     }
-#else
-    print("straggler_probe report: not written: built without the online analysis (online/)");
-#endif
+    const auto us = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(cost).count());
+    counters->reports_written++;
+    counters->report_us_total += us;
+    note_max(counters->report_us_max, us);
+  }
+
+  void close() {
+    host->finish();
+    if (!o.out_dir.empty()) (void)host->write_report(report_options(true));
   }
 };
 
 AnalysisWorker::AnalysisWorker(AnalysisOptions options,
                                std::function<void(const std::string&)> print,
-                               std::function<void(const std::string&)> on_failure)
+                               std::function<void(const std::string&)> on_failure,
+                               ReportSections report_sections)
     : impl_(std::make_unique<Impl>()) {
   impl_->o = std::move(options);
   impl_->print = std::move(print);
   impl_->on_failure = std::move(on_failure);
+  impl_->report_sections = std::move(report_sections);
   impl_->counters = &counters_;
   Impl* impl = impl_.get();
   impl_->thread.start([impl] { impl->run(); });
@@ -218,7 +244,5 @@ void AnalysisWorker::abandon() {
   impl_->queue.clear();
   impl_->cv.notify_all();
 }
-
-std::string AnalysisWorker::report_dir() const { return impl_->report_dir; }
 
 }  // namespace sp::rank_pipeline

@@ -1,5 +1,6 @@
-// Rank 0's analysis thread: decodes each step's summaries and feeds the OnlineAnalyzer, which
-// prints the per-step lines and writes the JSONL; at the end it writes the report.
+// Rank 0's analysis thread: decodes each step's summaries and feeds the analysis
+// (online::AnalysisHost), which prints the per-step lines and writes the JSONL; every few steps it
+// rewrites the report (marked partial), and at the end writes the final one.
 //
 // It must never hold up training: it takes steps from a bounded queue, and when it falls more
 // than max_lag steps behind the oldest whole steps are skipped and counted. An exception, or a
@@ -7,6 +8,7 @@
 // probe step aside with one warning; a stalled thread is left behind, never joined.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -18,6 +20,7 @@
 #include <string>
 
 #include "loop_thread.h"
+#include "straggler_probe/online/analyzer.h"
 #include "transport.h"
 
 namespace sp::rank_pipeline {
@@ -46,13 +49,31 @@ struct AnalysisCounters {
   std::atomic<uint64_t> lines_printed{0};
   std::atomic<uint64_t> analysis_us_total{0};  // time spent analysing (what rank 0 pays per step)
   std::atomic<uint64_t> analysis_us_max{0};
+  std::atomic<uint64_t> reports_written{0};    // partial reports, written while the job runs
+  std::atomic<uint64_t> report_us_total{0};
+  std::atomic<uint64_t> report_us_max{0};
 };
+
+// Partial reports: report.json + heatmap.svg, and separately timeline.json (a large job's is
+// large), each at most once per kPartialReportEvery and with the analysis thread spending at
+// most 1 / kPartialReportCostFactor of its time on it (see maybe_write_partial_report).
+inline constexpr std::chrono::milliseconds kPartialReportEvery{500};
+inline constexpr int kPartialReportCostFactor = 100;
+// How long after a write that took `cost` the next of its kind may be written.
+inline std::chrono::nanoseconds partial_report_interval(std::chrono::nanoseconds cost) {
+  return std::max<std::chrono::nanoseconds>(kPartialReportEvery, cost * kPartialReportCostFactor);
+}
+
+// The report's sections the analysis does not know (clock offsets, GPU capture), asked for at
+// each report write, on the analysis thread; final: the end-of-run report.
+using ReportSections = std::function<online::ReportOptions(bool final)>;
 
 class AnalysisWorker {
  public:
   // on_failure: called once, from whichever thread saw the failure, with one line.
   AnalysisWorker(AnalysisOptions options, std::function<void(const std::string&)> print,
-                 std::function<void(const std::string&)> on_failure);
+                 std::function<void(const std::string&)> on_failure,
+                 ReportSections report_sections = nullptr);
   ~AnalysisWorker();
 
   void submit(StepBatch&& batch);  // never blocks
@@ -66,7 +87,6 @@ class AnalysisWorker {
   void abandon();  // stop taking work (the probe stepped aside)
 
   const AnalysisCounters& counters() const { return counters_; }
-  std::string report_dir() const;
 
  private:
   struct Impl;

@@ -2,33 +2,12 @@
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 
 #include "local_kv_store.h"
+#include "report_sections.h"
 #include "runtime_api.h"
 
-#if SP_HAVE_ONLINE
-#include <nlohmann/json.hpp>
-#endif
-
 namespace sp::rank_pipeline {
-namespace {
-
-// One mutex for both streams: a line and a warning never interleave on a shared terminal.
-void write_line(std::FILE* stream, const std::string& line) {
-  static std::mutex mutex;
-  std::lock_guard<std::mutex> lock(mutex);
-  std::fputs(line.c_str(), stream);
-  std::fputc('\n', stream);
-  std::fflush(stream);
-}
-
-}  // namespace
-
-void print_line(const std::string& line) { write_line(stdout, line); }
-
-void warn_line(const std::string& line) { write_line(stderr, line); }
-
 RankPipeline::RankPipeline(RankPipelineOptions options, sp_kv_store* store)
     : options_(std::move(options)),
       store_(std::make_shared<KvClient>(store != nullptr ? store : make_local_kv_store())) {
@@ -49,7 +28,8 @@ RankPipeline::RankPipeline(RankPipelineOptions options, sp_kv_store* store)
     return;
   }
   worker_ = std::make_shared<AnalysisWorker>(
-      options_.analysis, print_line, [this](const std::string& why) { fail(why); });
+      options_.analysis, print_line, [this](const std::string& why) { fail(why); },
+      [this](bool final) { return report_sections(final); });
   auto worker = worker_;
   const auto timeout = options_.analysis_timeout;
   transport_ = start_collector(
@@ -95,45 +75,14 @@ void RankPipeline::note_batch() {
   step_ns_.store(avg == 0 ? gap : avg + (gap - avg) / 8);
 }
 
-// report.json gets a "clock" section: each rank's offset to rank 0, its uncertainty and skew.
-void RankPipeline::add_clock_to_report(const std::string& dir) const {
-#if SP_HAVE_ONLINE
-  if (!clock_) return;
-  const std::string path = dir + "/report.json";
-  nlohmann::ordered_json report;
-  {
-    std::ifstream in(path);
-    if (!in) return;
-    report = nlohmann::ordered_json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (report.is_discarded() || !report.is_object()) return;
-  }
-  nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
-  int64_t max_offset = 0, max_unc = 0;
-  double max_skew = 0;
-  for (const RankClock& r : clock_->table()) {
-    nlohmann::ordered_json row = {{"rank", r.rank}, {"estimated", r.known},
-                                  {"offset_ns", r.offset_ns},
-                                  {"uncertainty_ns", r.uncertainty_ns}, {"rtt_ns", r.rtt_ns}};
-    row["skew_ppm"] = r.skew_ppm ? nlohmann::ordered_json(*r.skew_ppm) : nlohmann::ordered_json();
-    row["estimates"] = r.estimates;
-    row["failures"] = r.failures;
-    if (!r.error.empty()) row["last_error"] = r.error;
-    ranks.push_back(std::move(row));
-    max_offset = std::max<int64_t>(max_offset, std::llabs(r.offset_ns));
-    max_unc = std::max(max_unc, r.uncertainty_ns);
-    if (r.skew_ppm) max_skew = std::max(max_skew, std::fabs(*r.skew_ppm));
-  }
-  report["clock"] = {{"reference", "rank 0"},
-                     {"period_s", static_cast<double>(options_.clock_sync_period.count()) / 1e3},
-                     {"max_abs_offset_ns", max_offset},
-                     {"max_uncertainty_ns", max_unc},
-                     {"max_abs_skew_ppm", max_skew},
-                     {"ranks", std::move(ranks)}};
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << report.dump(2) << "\n";
-#else
-  (void)dir;
-#endif
+// The sections of every report rank 0 writes that only this pipeline knows.
+online::ReportOptions RankPipeline::report_sections(bool final) const {
+  online::ReportOptions o;
+  o.final = final;
+  if (clock_) o.sections["clock"] = clock_section(clock_->table(), options_.clock_sync_period);
+  // The top kernels (a walk of the capture's tables under its lock) only at the end.
+  add_gpu_capture(&o, options_.transport.rank, final);
+  return o;
 }
 
 void RankPipeline::fail(const std::string& message) {
@@ -180,8 +129,6 @@ void RankPipeline::stop(std::chrono::milliseconds drain) {
     if (!worker_->finish(aside ? std::chrono::milliseconds(500) : options_.analysis_timeout)) {
       leaked_ = true;
       if (!aside) fail("the rank-0 analysis did not finish its report in time (stalled)");
-    } else if (!worker_->report_dir().empty()) {
-      add_clock_to_report(worker_->report_dir());
     }
   }
   if (state_.load() == RankPipelineState::kRunning) state_.store(RankPipelineState::kStopped);
@@ -236,6 +183,9 @@ std::map<std::string, double> RankPipeline::stats() const {
     put("lines_printed", c.lines_printed);
     put("analysis_us_total", c.analysis_us_total);
     put("analysis_us_max", c.analysis_us_max);
+    put("reports_written", c.reports_written);
+    put("report_us_total", c.report_us_total);
+    put("report_us_max", c.report_us_max);
   }
   return out;
 }

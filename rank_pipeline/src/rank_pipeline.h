@@ -13,6 +13,7 @@
 #include "analysis_worker.h"
 #include "clock_sync.h"
 #include "kv_store.h"
+#include "straggler_probe/online/analysis_host.h"
 #include "transport.h"
 
 namespace sp::rank_pipeline {
@@ -52,7 +53,7 @@ class RankPipeline {
   void fail(const std::string& message);
   void start_clock_sync();
   void note_batch();
-  void add_clock_to_report(const std::string& dir) const;
+  online::ReportOptions report_sections(bool final) const;
 
   RankPipelineOptions options_;
   std::shared_ptr<KvClient> store_;
@@ -71,8 +72,8 @@ class RankPipeline {
   std::string message_;
 };
 
-// One line to stdout / stderr, whole, from any thread.
-void print_line(const std::string& line);
-void warn_line(const std::string& line);
+// One line to stdout / stderr, whole, from any thread (shared with analyze-dir).
+using online::print_line;
+using online::warn_line;
 
 }  // namespace sp::rank_pipeline

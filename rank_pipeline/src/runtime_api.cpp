@@ -57,6 +57,9 @@ bool bind_all(void* handle, RuntimeApi* api) {
     api->cupti_region_pop = nullptr;
     api->cupti_report = nullptr;
   }
+  if (!gpu || !bind(handle, &api->gpu_graph_capture, "sp_gpu_graph_capture")) {
+    api->gpu_graph_capture = nullptr;
+  }
   return true;
 }
 

@@ -161,18 +161,14 @@ class Collector final : public StoppableLoop {
       : o_(std::move(o)), store_(std::move(store)), counters_(std::move(counters)),
         deliver_(std::move(deliver)), watchdog_(std::move(watchdog)), warn_(std::move(warn)),
         stop_(std::move(stop)), on_remote_stop_(std::move(on_remote_stop)),
+        assembler_(online::AssemblyLimits{o_.world_size, online::AssemblyLimits{}.incomplete_lag_steps,
+                                          std::max(16, 2 * o_.max_lag + 2), o_.step_timeout}),
         cursor_(static_cast<size_t>(o_.world_size), o_.first_step),
         next_head_check_(static_cast<size_t>(o_.world_size), Clock::now()) {
     thread_.start([this] { run(); });
   }
 
  private:
-  struct Slot {
-    std::vector<std::string> by_rank;
-    int have = 0;
-    Clock::time_point first_seen;
-  };
-
   void run() {
     std::string error;
     ack_ = o_.first_step - 1;
@@ -195,9 +191,9 @@ class Collector final : public StoppableLoop {
       bool progress = pull_own();
       for (int r = 1; r < o_.world_size; ++r) progress |= pull_rank(r);
       progress |= settle();
-      if (stopping() && (own_closed_ && slots_.empty() && all_caught_up())) break;
+      if (stopping() && (own_closed_ && assembler_.empty() && all_caught_up())) break;
       if (past_deadline()) {
-        give_up_all("the job ended before this step's summaries arrived");
+        for (StepBatch& batch : assembler_.take_all()) hand_over(std::move(batch));
         break;
       }
       if (progress) {
@@ -282,65 +278,26 @@ class Collector final : public StoppableLoop {
   }
 
   void put(int64_t step, int rank, std::string bytes) {
-    if (step <= ack_) return;  // already given up on
-    auto& slot = slots_[step];
-    if (slot.by_rank.empty()) {
-      slot.by_rank.resize(static_cast<size_t>(o_.world_size));
-      slot.first_seen = Clock::now();
-    }
-    auto& dst = slot.by_rank[static_cast<size_t>(rank)];
-    if (dst.empty()) ++slot.have;
-    dst = std::move(bytes);
+    if (step <= ack_) return;  // already given up on (or warm-up)
+    assembler_.put(step, rank, std::move(bytes));
   }
 
-  // Hands over complete steps and gives up on steps no rank can complete any more, in order.
+  // Hands over, in order, the steps the assembler closed: complete, or given up once every
+  // missing rank has moved past them, after step_timeout, or when too many are pending.
   bool settle() {
-    bool progress = false;
-    while (!slots_.empty()) {
-      auto it = slots_.begin();
-      const int64_t step = it->first;
-      Slot& slot = it->second;
-      const bool complete = slot.have == o_.world_size;
-      bool passed = true;  // every missing rank has moved past this step
-      for (int r = 0; r < o_.world_size; ++r) {
-        if (slot.by_rank[static_cast<size_t>(r)].empty() && cursor_[static_cast<size_t>(r)] <= step)
-          passed = false;
-      }
-      const bool timed_out = Clock::now() - slot.first_seen > o_.step_timeout;
-      if (!complete && !passed && !timed_out) break;
-      hand_over(step, std::move(slot), complete);
-      slots_.erase(it);
-      progress = true;
-    }
-    if (progress) {
-      std::string error;
-      if (!store_->set(ack_key(o_), std::to_string(ack_), &error)) store_error(error);
-    }
-    return progress;
+    for (int r = 0; r < o_.world_size; ++r) assembler_.rank_moved_to(r, cursor_[static_cast<size_t>(r)]);
+    std::vector<StepBatch> closed = assembler_.take_ready();
+    for (StepBatch& batch : closed) hand_over(std::move(batch));
+    if (closed.empty()) return false;
+    ack_ = std::max(ack_, *assembler_.last_closed());
+    std::string error;
+    if (!store_->set(ack_key(o_), std::to_string(ack_), &error)) store_error(error);
+    return true;
   }
 
-  void hand_over(int64_t step, Slot&& slot, bool complete) {
-    StepBatch batch;
-    batch.step = step;
-    batch.complete = complete;
-    for (int r = 0; r < o_.world_size; ++r) {
-      if (slot.by_rank[static_cast<size_t>(r)].empty()) {
-        if (!batch.missing.empty()) batch.missing += ",";
-        batch.missing += std::to_string(r);
-      }
-    }
-    batch.by_rank = std::move(slot.by_rank);
-    (complete ? counters_->steps_complete : counters_->steps_incomplete)++;
-    ack_ = std::max(ack_, step);
+  void hand_over(StepBatch&& batch) {
+    (batch.complete ? counters_->steps_complete : counters_->steps_incomplete)++;
     deliver_(std::move(batch));
-  }
-
-  void give_up_all(const std::string&) {
-    while (!slots_.empty()) {
-      auto it = slots_.begin();
-      hand_over(it->first, std::move(it->second), it->second.have == o_.world_size);
-      slots_.erase(it);
-    }
   }
 
   void publish_stop() {
@@ -369,9 +326,9 @@ class Collector final : public StoppableLoop {
   std::shared_ptr<StopRequest> stop_;
   std::function<void(const std::string&)> on_remote_stop_;
   SummarySource source_;
+  online::StepAssembler<std::string> assembler_;  // which steps are complete or given up
   std::vector<int64_t> cursor_;  // per rank: the next step expected from it
   std::vector<Clock::time_point> next_head_check_;
-  std::map<int64_t, Slot> slots_;
   int64_t ack_ = -1;
   bool own_closed_ = false;
   bool warned_ = false;

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "kv_client.h"
+#include "straggler_probe/online/step_assembly.h"
 #include "summary_source.h"
 
 namespace sp::rank_pipeline {
@@ -72,13 +73,9 @@ struct StopRequest {
   }
 };
 
-// One step with every rank's summary (index = rank), or the ranks that never sent theirs.
-struct StepBatch {
-  int64_t step = 0;
-  std::vector<std::string> by_rank;  // empty string: missing
-  bool complete = false;
-  std::string missing;               // "1,3" when incomplete
-};
+// One step with every rank's encoded summary (index = rank), or given up with the ranks that
+// never sent theirs (online/include/straggler_probe/online/step_assembly.h decides which).
+using StepBatch = online::ClosedStep<std::string>;
 
 std::string data_key(const TransportOptions& o, int64_t step, int rank);
 

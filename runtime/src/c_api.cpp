@@ -10,9 +10,10 @@
 #include "clock.h"
 #include "gpu_region_tags.h"
 #include "lifecycle.h"
-#include "logging.h"
+#include "straggler_probe/log.h"
 #include "probe_state.h"
 #include "recorder.h"
+#include "straggler_probe/c_abi_guard.h"
 
 using sp::runtime::Probe;
 using sp::runtime::probe_instance;
@@ -21,18 +22,7 @@ namespace {
 
 constexpr auto kShutdownTimeout = std::chrono::milliseconds(2000);
 
-// Runs `body`; any exception makes the probe step aside and returns `on_error`.
-template <class R, class F>
-R guarded(const char* where, R on_error, F&& body) noexcept {
-  try {
-    return body();
-  } catch (const std::exception& e) {
-    sp::runtime::step_aside(where, e.what());
-  } catch (...) {
-    sp::runtime::step_aside(where, "unknown exception");
-  }
-  return on_error;
-}
+using sp::runtime::guarded;
 
 // The probe when it is recording, else nullptr.
 Probe* active_probe() noexcept {

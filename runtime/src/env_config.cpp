@@ -119,6 +119,15 @@ ConfigResult resolve_config(const sp_config* cfg, const EnvLookup& env) {
       return result;
     }
     c.log_level = *level;
+  } else if (auto verbose = env("STRAGGLER_PROBE_VERBOSE")) {
+    // The GPU layers' former switch, kept as an alias of STRAGGLER_PROBE_LOG_LEVEL=info.
+    if (*verbose == "1") {
+      c.log_level = log::Level::kInfo;
+    } else if (*verbose != "0") {
+      err = fmt::format("STRAGGLER_PROBE_VERBOSE='{}' must be 0 or 1 (an alias of "
+                        "STRAGGLER_PROBE_LOG_LEVEL=info; prefer that)", *verbose);
+      return result;
+    }
   }
   if (auto text = env("STRAGGLER_PROBE_ENABLE")) {
     if (!parse_bool("STRAGGLER_PROBE_ENABLE", *text, &c.enabled, &err)) return result;

@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "logging.h"
+#include "straggler_probe/log.h"
 #include "straggler_probe/probe.h"
 
 namespace sp::runtime {

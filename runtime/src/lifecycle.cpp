@@ -11,7 +11,7 @@
 #include "clock.h"
 #include "consumer.h"
 #include "lifecycle.h"
-#include "logging.h"
+#include "straggler_probe/log.h"
 #include "probe_state.h"
 #include "recorder.h"
 

@@ -1,9 +1,13 @@
-#include "logging.h"
+// The probe's one log (straggler_probe/log.h): the runtime's and the GPU layers' (cupti/,
+// nccl_hooks/) lines, warnings and last warning all go through here.
+#include "straggler_probe/log.h"
 
 #include <spdlog/logger.h>
 #include <spdlog/sinks/stdout_sinks.h>
 
 #include <cctype>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <unordered_set>
@@ -20,22 +24,9 @@ struct LogState {
   std::unordered_set<std::string> warned_keys;
   std::string last_warning;
   std::string context;
+  std::atomic<bool> silent{false};
+  std::atomic<uint32_t> warnings{0};
 };
-
-// Created on first use and never destroyed: warnings may be logged from a thread that outlives
-// static destruction at exit. No work happens at load time.
-LogState& state() {
-  static LogState* const s = [] {
-    auto* st = new LogState();
-    auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
-    st->logger = std::make_shared<spdlog::logger>("straggler_probe", std::move(sink));
-    st->logger->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [straggler_probe] [%l] %v");
-    st->logger->set_level(spdlog::level::warn);
-    st->logger->flush_on(spdlog::level::warn);
-    return st;
-  }();
-  return *s;
-}
 
 spdlog::level::level_enum to_spdlog(Level level) {
   switch (level) {
@@ -49,8 +40,25 @@ spdlog::level::level_enum to_spdlog(Level level) {
   return spdlog::level::warn;
 }
 
+// Created on first use and never destroyed: warnings may be logged from a thread that outlives
+// static destruction at exit. No work happens at load time.
+LogState& state() {
+  static LogState* const s = [] {
+    auto* st = new LogState();
+    auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+    st->logger = std::make_shared<spdlog::logger>("straggler_probe", std::move(sink));
+    // "[straggler_probe] warning: ..." is what users and the tests grep for.
+    st->logger->set_pattern("[straggler_probe] %l: %v");
+    st->logger->set_level(to_spdlog(level_from_env().value_or(Level::kWarn)));
+    st->logger->flush_on(spdlog::level::warn);
+    return st;
+  }();
+  return *s;
+}
+
 void emit(spdlog::level::level_enum level, std::string_view message) {
   LogState& s = state();
+  if (s.silent.load(std::memory_order_relaxed) || !s.logger->should_log(level)) return;
   std::string context;
   {
     std::lock_guard lock(s.mutex);
@@ -77,6 +85,17 @@ std::optional<Level> parse_level(std::string_view text) {
   return std::nullopt;
 }
 
+std::optional<Level> level_from_env() {
+  if (const char* text = std::getenv("STRAGGLER_PROBE_LOG_LEVEL"); text != nullptr && *text != '\0') {
+    return parse_level(text);
+  }
+  if (const char* verbose = std::getenv("STRAGGLER_PROBE_VERBOSE");
+      verbose != nullptr && std::strcmp(verbose, "1") == 0) {
+    return Level::kInfo;
+  }
+  return std::nullopt;
+}
+
 void set_level(Level level) { state().logger->set_level(to_spdlog(level)); }
 
 void set_context(std::string_view context) {
@@ -84,6 +103,8 @@ void set_context(std::string_view context) {
   std::lock_guard lock(s.mutex);
   s.context = std::string(context);
 }
+
+void set_silent(bool silent) { state().silent.store(silent, std::memory_order_relaxed); }
 
 void debug(std::string_view message) { emit(spdlog::level::debug, message); }
 void info(std::string_view message) { emit(spdlog::level::info, message); }
@@ -94,6 +115,7 @@ void warn(std::string_view message) {
     std::lock_guard lock(s.mutex);
     s.last_warning = std::string(message);
   }
+  s.warnings.fetch_add(1, std::memory_order_relaxed);
   emit(spdlog::level::warn, message);
 }
 
@@ -122,10 +144,20 @@ const char* last_warning_c_str() {
   return copy.c_str();
 }
 
+uint32_t warning_count() { return state().warnings.load(std::memory_order_relaxed); }
+
 void reset_warned_keys() {
   LogState& s = state();
   std::lock_guard lock(s.mutex);
   s.warned_keys.clear();
+}
+
+void reset_for_tests() {
+  LogState& s = state();
+  std::lock_guard lock(s.mutex);
+  s.warned_keys.clear();
+  s.last_warning.clear();
+  s.warnings.store(0, std::memory_order_relaxed);
 }
 
 }  // namespace sp::runtime::log

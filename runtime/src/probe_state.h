@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "env_config.h"
-#include "mpsc_queue.h"
+#include "straggler_probe/mpsc_queue.h"
 #include "name_table.h"
 #include "step_assembler.h"
 #include "summary_queue.h"

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "clock.h"
-#include "logging.h"
+#include "straggler_probe/log.h"
 #include "probe_state.h"
 
 namespace sp::runtime {

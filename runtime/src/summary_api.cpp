@@ -8,7 +8,7 @@
 #include <mutex>
 #include <string>
 
-#include "logging.h"
+#include "straggler_probe/log.h"
 #include "straggler_probe/runtime.h"
 
 namespace sp::runtime {

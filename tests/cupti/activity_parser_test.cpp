@@ -94,8 +94,11 @@ TEST(ActivityParser, JoinsExternalCorrelationBeforeOrAfterTheKernelInOneWindow) 
   ActivityParser p;
   auto out = parse(p, {&a, &b});
   ASSERT_EQ(out.size(), 2u);
-  EXPECT_EQ(find_corr(out, 21)->external_id, fwd);
-  EXPECT_EQ(find_corr(out, 22)->external_id, bwd);
+  const GpuActivity* k1 = find_corr(out, 21);
+  const GpuActivity* k2 = find_corr(out, 22);
+  ASSERT_TRUE(k1 != nullptr && k2 != nullptr);
+  EXPECT_EQ(k1->external_id, fwd);
+  EXPECT_EQ(k2->external_id, bwd);
   EXPECT_EQ(p.pending_activities(), 0u);
   EXPECT_EQ(p.pending_correlations(), 0u);
 }
@@ -126,6 +129,58 @@ TEST(ActivityParser, KeepsACorrelationForAKernelThatCompletesInALaterWindow) {
   auto out = parse(p, {&w2});
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].external_id, id);
+}
+
+// Issue 11: every kernel of a CUDA graph launch carries the launch's one correlation id; all of
+// them are tagged, also when they arrive over several windows or before the correlation record,
+// while a plain launch's correlation is used up by its one kernel.
+TEST(ActivityParser, TagsEveryKernelOfAGraphLaunchNotOnlyTheFirst) {
+  const uint64_t id = gpu::encode_region_id({SP_OP_FORWARD, 0, 5}, 2);
+  SyntheticActivityBuffer w1, w2, w3, w4;
+  w1.external(kExternalKindCustom2, id, 61).api(kKindRuntime, 311 /*cudaGraphLaunch*/, 61)
+      .kernel(100, 200, 61, "graph_gemm", 7, 0, 9)
+      .kernel(210, 300, 61, "graph_gelu", 7, 0, 9);
+  w2.kernel(310, 400, 61, "graph_gemm", 7, 0, 9);
+  w3.kernel(410, 500, 61, "graph_norm", 7, 0, 9);
+  w4.kernel(600, 700, 61, "graph_gemm", 7, 0, 9);  // long after the replay: expired
+  ActivityParser p;
+  auto out = parse(p, {&w1});
+  for (auto* w : {&w2, &w3}) {
+    auto more = parse(p, {w});
+    out.insert(out.end(), more.begin(), more.end());
+  }
+  ASSERT_EQ(out.size(), 4u);
+  for (const auto& a : out) {
+    EXPECT_EQ(a.external_id, id) << a.name << " at " << a.start;
+    EXPECT_EQ(a.graph_id, 9u);
+  }
+  EXPECT_EQ(p.stats().graph_activities, 4u);
+  ActivityParser idle_for_two = p;
+  SyntheticActivityBuffer empty;
+  parse(idle_for_two, {&empty});
+  parse(idle_for_two, {&empty});
+  auto late = parse(idle_for_two, {&w4});
+  auto rest = late;
+  idle_for_two.drain(rest);
+  ASSERT_EQ(rest.size(), 1u);
+  for (const auto& a : rest) EXPECT_EQ(a.external_id, 0u) << "the correlation expired with the replay";
+
+  // Kernels of a replay that come before the correlation record: all tagged when it arrives.
+  SyntheticActivityBuffer k1, c1;
+  k1.kernel(100, 200, 71, "graph_a", 7, 0, 3).kernel(200, 300, 71, "graph_b", 7, 0, 3);
+  c1.external(kExternalKindCustom2, id, 71);
+  ActivityParser q;
+  EXPECT_TRUE(parse(q, {&k1}).empty());
+  auto tagged = parse(q, {&c1});
+  ASSERT_EQ(tagged.size(), 2u);
+  for (const auto& a : tagged) EXPECT_EQ(a.external_id, id);
+
+  // A plain launch's correlation is used up by its kernel.
+  SyntheticActivityBuffer plain;
+  plain.external(kExternalKindCustom2, id, 81).kernel(100, 200, 81, "plain");
+  ActivityParser r;
+  ASSERT_EQ(parse(r, {&plain}).size(), 1u);
+  EXPECT_EQ(r.pending_correlations(), 0u);
 }
 
 TEST(ActivityParser, ReleasesUntaggedKernelsAfterTheHoldTime) {

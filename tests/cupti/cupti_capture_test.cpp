@@ -13,7 +13,7 @@
 #include "straggler_probe/gpu/cupti_capture.h"
 #include "straggler_probe/gpu/event_sink.h"
 #include "straggler_probe/gpu/external_ids.h"
-#include "straggler_probe/gpu/gpu_log.h"
+#include "straggler_probe/log.h"
 
 namespace sp::gpu {
 namespace {
@@ -42,8 +42,8 @@ class CuptiCaptureTest : public ::testing::Test {
  protected:
   void SetUp() override {
     cupti::testing::reset_fake_cupti();
-    reset_gpu_log_for_tests();
-    set_gpu_log_silent(true);
+    sp::runtime::log::reset_for_tests();
+    sp::runtime::log::set_silent(true);
     set_event_sink(&capture_event, nullptr);
     g_events.clear();
     opts_.flush_period_ms = 0;  // no thread: the test drives the windows
@@ -53,7 +53,7 @@ class CuptiCaptureTest : public ::testing::Test {
   void TearDown() override {
     capture_.stop();
     set_event_sink(nullptr, nullptr);
-    set_gpu_log_silent(false);
+    sp::runtime::log::set_silent(false);
   }
   bool start() { return capture_.start_with(fake_cupti_api(), 13, 130001, opts_); }
 
@@ -69,14 +69,27 @@ TEST_F(CuptiCaptureTest, EnablesTheActivityKindsWithoutASubscriber) {
   const auto& f = fake_cupti();
   EXPECT_EQ(f.register_calls, 1);
   for (uint32_t k : {cupti::kKindConcurrentKernel, cupti::kKindMemcpy, cupti::kKindMemset,
-                     cupti::kKindSynchronization, cupti::kKindCudaEvent,
                      cupti::kKindExternalCorrelation}) {
     EXPECT_TRUE(contains(f.enabled, k)) << "kind " << k;
   }
+  // Issue 11: only the kinds that are used. Synchronization and CUDA-event records would only be
+  // counted, and every cudaEventQuery of the process (the probe's own too) would write one.
+  EXPECT_EQ(f.enabled.size(), 4u);
+  EXPECT_FALSE(contains(f.enabled, cupti::kKindSynchronization));
+  EXPECT_FALSE(contains(f.enabled, cupti::kKindCudaEvent));
   EXPECT_EQ(f.zeroed_attr, 1) << "our buffers come pre-zeroed";
-  EXPECT_EQ(f.device_timestamps, 1) << "CUDA events with device timestamps";
+  EXPECT_EQ(f.device_timestamps, -1) << "no CUDA-event records asked for";
   EXPECT_TRUE(contains(f.driver_cbids_on, 652u)) << "cuLaunchKernelEx carries NCCL's tag";
   EXPECT_TRUE(capture_.active());
+}
+
+TEST_F(CuptiCaptureTest, KernelsOnlyEnablesKernelsAndTheirCorrelationsAlone) {
+  opts_.kernels_only = true;  // STRAGGLER_PROBE_CUPTI_KINDS=kernels
+  ASSERT_TRUE(start());
+  const auto& f = fake_cupti();
+  EXPECT_EQ(f.enabled.size(), 2u);
+  EXPECT_TRUE(contains(f.enabled, cupti::kKindConcurrentKernel));
+  EXPECT_TRUE(contains(f.enabled, cupti::kKindExternalCorrelation));
 }
 
 TEST_F(CuptiCaptureTest, KernelsOfARegionBecomeOneEventWithProbeClockTimes) {
@@ -186,8 +199,8 @@ TEST_F(CuptiCaptureTest, DroppedRecordsAreCountedAndReportedOnce) {
   fake_cupti().dropped_to_report = 8;
   capture_.flush_now();
   EXPECT_EQ(capture_.stats().dropped_records, 50u);
-  EXPECT_EQ(gpu_warning_count(), 1u);
-  EXPECT_NE(last_gpu_warning().find("dropped 42"), std::string::npos);
+  EXPECT_EQ(sp::runtime::log::warning_count(), 1u);
+  EXPECT_NE(sp::runtime::log::last_warning().find("dropped 42"), std::string::npos);
 }
 
 TEST_F(CuptiCaptureTest, RefusesBuffersPastThePoolBound) {
@@ -220,8 +233,8 @@ TEST_F(CuptiCaptureTest, AForeignBufferIsLeftAloneAndReported) {
   ASSERT_TRUE(start());
   fake_cupti().complete_foreign_buffer = true;
   capture_.flush_now();
-  EXPECT_EQ(gpu_warning_count(), 1u);
-  EXPECT_NE(last_gpu_warning().find("another CUPTI client"), std::string::npos);
+  EXPECT_EQ(sp::runtime::log::warning_count(), 1u);
+  EXPECT_NE(sp::runtime::log::last_warning().find("another CUPTI client"), std::string::npos);
 }
 
 TEST_F(CuptiCaptureTest, NoticesATimeBaseSwitchWhileRunning) {
@@ -238,22 +251,22 @@ TEST_F(CuptiCaptureTest, NoticesATimeBaseSwitchWhileRunning) {
   std::this_thread::sleep_for(std::chrono::milliseconds(6));
   capture_.flush_now();
   EXPECT_EQ(capture_.stats().time_base_changes, 1u);
-  EXPECT_NE(last_gpu_warning().find("time base changed"), std::string::npos);
+  EXPECT_NE(sp::runtime::log::last_warning().find("time base changed"), std::string::npos);
 }
 
 TEST_F(CuptiCaptureTest, NoDriverMeansOneWarningAndNothingElse) {
   fake_cupti().enable_result = cupti::kCuptiErrorUnknown;
   EXPECT_FALSE(start());
   EXPECT_FALSE(capture_.active());
-  EXPECT_EQ(gpu_warning_count(), 1u);
-  EXPECT_NE(last_gpu_warning().find("no CUDA driver"), std::string::npos);
+  EXPECT_EQ(sp::runtime::log::warning_count(), 1u);
+  EXPECT_NE(sp::runtime::log::last_warning().find("no CUDA driver"), std::string::npos);
   capture_.push_region(SP_OP_FORWARD, 0, 1);
   capture_.pop_region();
   EXPECT_TRUE(fake_cupti().all_pushed.empty());
   EXPECT_FALSE(capture_.flush_now());
   EXPECT_FALSE(capture_.pause("x"));
   EXPECT_FALSE(capture_.resume());
-  EXPECT_EQ(gpu_warning_count(), 1u);
+  EXPECT_EQ(sp::runtime::log::warning_count(), 1u);
 }
 
 TEST_F(CuptiCaptureTest, NcclTaggedKernelsReachTheObserver) {

@@ -14,7 +14,7 @@
 #include "record_iterator.h"
 #include "straggler_probe/gpu/cupti_capture.h"
 #include "straggler_probe/gpu/external_ids.h"
-#include "straggler_probe/gpu/gpu_log.h"
+#include "straggler_probe/log.h"
 #include "straggler_probe/probe.h"
 #include "synthetic_activity_buffer.h"
 
@@ -25,13 +25,13 @@ TEST(CuptiLoader, WithoutCudaInTheProcessItWaitsSilently) {
   if (cupti::resident_cupti_major() != 0 || cupti::resident_cudart_major() != 0) {
     GTEST_SKIP() << "CUDA libraries already loaded in this test process";
   }
-  reset_gpu_log_for_tests();
+  sp::runtime::log::reset_for_tests();
   const cupti::LoadedCupti l = cupti::load_cupti(cupti::LoaderOptions{});
   EXPECT_FALSE(l.ok());
   EXPECT_TRUE(l.retryable) << l.error;
   CuptiCapture capture;
   EXPECT_FALSE(capture.start());
-  EXPECT_EQ(gpu_warning_count(), 0u) << "a process without CUDA hears nothing from us";
+  EXPECT_EQ(sp::runtime::log::warning_count(), 0u) << "a process without CUDA hears nothing from us";
 }
 
 TEST(CuptiLoader, RefusesAnExplicitLibraryThatDoesNotLoad) {
@@ -56,14 +56,14 @@ TEST(RealCuptiWithoutDriver, RefusesCuptiBeforeCallingItAndWarnsOnce) {
   EXPECT_FALSE(l.retryable);
   EXPECT_NE(l.error.find("no CUDA driver"), std::string::npos) << l.error;
 
-  reset_gpu_log_for_tests();
-  set_gpu_log_silent(true);
+  sp::runtime::log::reset_for_tests();
+  sp::runtime::log::set_silent(true);
   CuptiCapture capture;
   EXPECT_FALSE(capture.start());
   EXPECT_FALSE(capture.start()) << "no second attempt";
-  set_gpu_log_silent(false);
-  EXPECT_EQ(gpu_warning_count(), 1u);
-  EXPECT_NE(last_gpu_warning().find("GPU kernel capture disabled: no CUDA driver"),
+  sp::runtime::log::set_silent(false);
+  EXPECT_EQ(sp::runtime::log::warning_count(), 1u);
+  EXPECT_NE(sp::runtime::log::last_warning().find("GPU kernel capture disabled: no CUDA driver"),
             std::string::npos);
   capture.push_region(SP_OP_FORWARD, 0, 1);  // harmless no-ops
   capture.pop_region();
@@ -82,16 +82,16 @@ TEST(RealCuptiWithoutDriver, ReusesTheResidentCopyAndDisablesWhenEnablingFails) 
   EXPECT_EQ(l.major, 13);
   EXPECT_GE(l.version, 130000u);
 
-  reset_gpu_log_for_tests();
-  set_gpu_log_silent(true);
+  sp::runtime::log::reset_for_tests();
+  sp::runtime::log::set_silent(true);
   CuptiCapture capture;
   CuptiCaptureOptions opts;
   opts.flush_period_ms = 0;
   EXPECT_FALSE(capture.start_with(l.api, l.major, l.version, opts));
-  set_gpu_log_silent(false);
-  EXPECT_EQ(gpu_warning_count(), 1u);
-  EXPECT_NE(last_gpu_warning().find("cuptiActivityEnable"), std::string::npos)
-      << last_gpu_warning();
+  sp::runtime::log::set_silent(false);
+  EXPECT_EQ(sp::runtime::log::warning_count(), 1u);
+  EXPECT_NE(sp::runtime::log::last_warning().find("cuptiActivityEnable"), std::string::npos)
+      << sp::runtime::log::last_warning();
   EXPECT_FALSE(capture.stats().active);
 }
 

@@ -64,6 +64,30 @@ TEST(RegionAttribution, TopKernelsPerRegionType) {
   EXPECT_EQ(r.stats().untagged, 1u);
 }
 
+// Issue 11: kernels of CUDA graph replays outside every region are attributed to their graph
+// (type kCudaGraphType, name id = graph id); a replay inside a region is the region's.
+TEST(RegionAttribution, GraphKernelsOutsideRegionsAreAttributedToTheirGraph) {
+  RegionAttribution r;
+  GpuActivity g1 = kernel(100, 200, 0, "graph_gemm");
+  g1.graph_id = 4;
+  GpuActivity g2 = kernel(200, 260, 0, "graph_gemm");
+  g2.graph_id = 4;
+  GpuActivity inside = kernel(300, 400, gpu::encode_region_id({SP_OP_FORWARD, 0, 1}, 1), "gemm");
+  inside.graph_id = 4;
+  r.add(g1, 1);
+  r.add(g2, 1);
+  r.add(inside, 1);
+  r.add(kernel(500, 510, 0, "eager"), 1);
+  EXPECT_EQ(r.stats().graph_untagged, 2u);
+  EXPECT_EQ(r.stats().tagged, 1u);
+  const auto graph = r.top_kernels(kCudaGraphType, 4, 5);
+  ASSERT_EQ(graph.size(), 1u);
+  EXPECT_EQ(graph.front().count, 2u);
+  EXPECT_EQ(graph.front().total_ns, 160u);
+  ASSERT_EQ(r.top_kernels(0, 0, 5).size(), 1u) << "eager kernels stay outside-regions";
+  EXPECT_EQ(r.top_kernels(SP_OP_FORWARD, 1, 5).size(), 1u);
+}
+
 TEST(RegionAttribution, CountsNcclKernelsAndBoundsNames) {
   RegionAttributionOptions o;
   o.max_kernels_per_region = 2;

@@ -15,7 +15,7 @@
 #include "straggler_probe/gpu/cupti_c_api.h"
 #include "straggler_probe/gpu/cupti_capture.h"
 #include "straggler_probe/gpu/external_ids.h"
-#include "straggler_probe/gpu/gpu_log.h"
+#include "straggler_probe/log.h"
 #include "straggler_probe/probe.h"
 #include "straggler_probe/runtime.h"
 #include "straggler_probe/step_summary.h"
@@ -39,8 +39,8 @@ class RuntimeRegionsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     cupti::testing::reset_fake_cupti();
-    reset_gpu_log_for_tests();
-    set_gpu_log_silent(true);
+    sp::runtime::log::reset_for_tests();
+    sp::runtime::log::set_silent(true);
     CuptiCapture::instance().reset_for_tests();
     const sp_config cfg = runtime::testing::test_config();
     ASSERT_EQ(sp_init(&cfg), SP_OK) << sp_last_warning();
@@ -51,7 +51,7 @@ class RuntimeRegionsTest : public ::testing::Test {
     runtime::StepSummary s;
     while (runtime::pop_summary(&s, std::chrono::milliseconds(0)) == runtime::PopStatus::kOk) {
     }
-    set_gpu_log_silent(false);
+    sp::runtime::log::set_silent(false);
   }
   static bool start_capture() {
     CuptiCaptureOptions o;
@@ -188,19 +188,32 @@ TEST_F(RuntimeRegionsTest, TheRegionsGpuSpanReachesTheStepThatLaunchedIt) {
       << "by total time, largest first:\n" << report;
 }
 
+// One log (issue 11): a warning of the GPU layer is the runtime's last warning, so the C ABI
+// (sp_last_warning, what the Python package and tools read) reaches it.
+TEST_F(RuntimeRegionsTest, AGpuWarningIsTheRuntimesLastWarning) {
+  fake_cupti().enable_result = cupti::kCuptiErrorUnknown;
+  CuptiCaptureOptions o;
+  o.flush_period_ms = 0;
+  CuptiCapture capture;
+  EXPECT_FALSE(capture.start_with(fake_cupti_api(), 13, 130001, o));
+  const std::string last = sp_last_warning();
+  EXPECT_NE(last.find("GPU kernel capture disabled"), std::string::npos) << last;
+  EXPECT_EQ(sp::runtime::log::warning_count(), 1u);
+}
+
 TEST(CuptiReport, SaysWhyCaptureIsInactive) {
   CuptiCapture capture;
   EXPECT_EQ(capture.report(5),
             "GPU capture inactive: not started (no sp_cupti_start and no CUDA communicator yet)\n");
   cupti::testing::reset_fake_cupti();
-  set_gpu_log_silent(true);
+  sp::runtime::log::set_silent(true);
   fake_cupti().enable_result = cupti::kCuptiErrorUnknown;
   CuptiCaptureOptions o;
   o.flush_period_ms = 0;
   EXPECT_FALSE(capture.start_with(fake_cupti_api(), 13, 130001, o));
   EXPECT_EQ(capture.report(5).rfind("GPU capture inactive: ", 0), 0u);
   EXPECT_NE(capture.report(5).find("no CUDA driver or GPU?"), std::string::npos) << capture.report(5);
-  set_gpu_log_silent(false);
+  sp::runtime::log::set_silent(false);
 }
 
 }  // namespace

@@ -17,11 +17,14 @@ namespace sp::cupti::testing {
 class SyntheticActivityBuffer {
  public:
   SyntheticActivityBuffer& kernel(uint64_t start, uint64_t end, uint32_t correlation,
-                                  const char* name, uint32_t stream = 7, uint32_t device = 0) {
+                                  const char* name, uint32_t stream = 7, uint32_t device = 0,
+                                  uint32_t graph_id = 0) {
     auto r = timed<KernelRecord>(kKindConcurrentKernel, start, end, correlation);
     r.name = name;
     r.stream_id = stream;
     r.device_id = device;
+    r.graph_id = graph_id;
+    r.graph_node_id = graph_id != 0 ? 0x1000u + start : 0;
     r.context_id = 1;
     r.grid[0] = 128;
     add(r);

@@ -16,7 +16,7 @@ class SpEvent(ctypes.Structure):
                 ("microbatch", ctypes.c_int32), ("peer", ctypes.c_int32),
                 ("group_size", ctypes.c_int32), ("stream", ctypes.c_uint32),
                 ("name_id", ctypes.c_uint32), ("time_source", ctypes.c_uint32),
-                ("reserved", ctypes.c_uint64)]
+                ("step_plus_one", ctypes.c_uint64)]
 
 
 class CuptiStats(ctypes.Structure):
@@ -36,7 +36,8 @@ class NcclStats(ctypes.Structure):
         (n, ctypes.c_uint64) for n in (
             "recorded", "folded_groups", "passthrough", "failed_calls", "graph_captured",
             "in_progress", "steps_marked", "cuda_event_timed", "cuda_event_fallbacks",
-            "plugin_contexts", "plugin_ops", "plugin_ops_gpu_timed", "plugin_ops_swept")]
+            "plugin_contexts", "plugin_ops", "plugin_ops_gpu_timed", "plugin_ops_swept",
+            "plugin_ce_ops", "plugin_graph_ops", "plugin_graph_replays", "plugin_stale_channels")]
 
 
 # probe.h enums used here
@@ -64,6 +65,7 @@ class Probe:
         L.sp_nccl_get_stats.argtypes = [ctypes.POINTER(NcclStats)]
         L.sp_nccl_recent_ops.argtypes = [ctypes.POINTER(SpEvent), ctypes.c_size_t]
         L.sp_nccl_recent_ops.restype = ctypes.c_size_t
+        L.sp_last_warning.restype = ctypes.c_char_p
 
     def init(self) -> int:
         return self.lib.sp_init(None)
@@ -110,6 +112,9 @@ class Probe:
         n = self.lib.sp_nccl_recent_ops(buf, 64)
         return list(buf[: min(n, 64)])
 
+    def last_warning(self) -> str:
+        return (self.lib.sp_last_warning() or b"").decode(errors="replace")
+
     def report(self, top_k: int = 10) -> str:
         need = self.lib.sp_cupti_report(None, 0, top_k)
         buf = ctypes.create_string_buffer(need + 1)
@@ -119,6 +124,19 @@ class Probe:
 
 def stats_dict(s: ctypes.Structure) -> dict:
     return {name: getattr(s, name) for name, _ in s._fields_ if name != "struct_size"}
+
+
+def report_counts(report: str) -> dict[str, int]:
+    """Kernels counted per region type in sp_cupti_report's text."""
+    counts: dict[str, int] = {}
+    region = None
+    for line in report.splitlines():
+        if not line.startswith(" ") and line.endswith(":"):
+            region = line[:-1]
+            counts.setdefault(region, 0)
+        elif region is not None and " count=" in line:
+            counts[region] += int(line.split(" count=")[1].split()[0])
+    return counts
 
 
 def report_totals_us(report: str) -> dict[str, int]:

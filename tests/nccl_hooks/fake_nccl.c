@@ -197,6 +197,49 @@ ncclResult_t pncclRecv(void* r, size_t n, int dt, int peer, ncclComm_t comm, cud
 }
 ncclResult_t ncclRecv(void*, size_t, int, int, ncclComm_t, cudaStream_t) WEAK_ALIAS(ncclRecv);
 
+/* NCCL 2.29's one-sided operations and communicator growth. */
+typedef struct {
+  int opCnt;
+  int peer;
+  int sigIdx;
+  int ctx;
+} fake_wait_signal_desc;
+
+ncclResult_t pncclPutSignal(const void* s, size_t n, int dt, int peer, void* win, size_t offset,
+                            int sig, int ctx, unsigned flags, ncclComm_t comm, cudaStream_t st) {
+  (void)win;
+  (void)offset;
+  (void)sig;
+  (void)ctx;
+  (void)flags;
+  return log_call("pncclPutSignal", s, NULL, n, dt, 0, -1, peer, comm, st);
+}
+ncclResult_t ncclPutSignal(const void*, size_t, int, int, void*, size_t, int, int, unsigned,
+                           ncclComm_t, cudaStream_t) WEAK_ALIAS(ncclPutSignal);
+
+ncclResult_t pncclSignal(int peer, int sig, int ctx, unsigned flags, ncclComm_t comm,
+                         cudaStream_t st) {
+  (void)ctx;
+  (void)flags;
+  return log_call("pncclSignal", NULL, NULL, 0, 0, sig, -1, peer, comm, st);
+}
+ncclResult_t ncclSignal(int, int, int, unsigned, ncclComm_t, cudaStream_t) WEAK_ALIAS(ncclSignal);
+
+ncclResult_t pncclWaitSignal(int n, fake_wait_signal_desc* d, ncclComm_t comm, cudaStream_t st) {
+  return log_call("pncclWaitSignal", NULL, d, (size_t)n, 0, 0, -1, n > 0 ? d[0].peer : -1, comm,
+                  st);
+}
+ncclResult_t ncclWaitSignal(int, fake_wait_signal_desc*, ncclComm_t, cudaStream_t)
+    WEAK_ALIAS(ncclWaitSignal);
+
+ncclResult_t pncclCommGrow(ncclComm_t comm, int nranks, const ncclUniqueId* id, int rank,
+                           ncclComm_t* newcomm, void* config) {
+  log_call("pncclCommGrow", id, config, (size_t)nranks, 0, 0, rank, -1, comm, NULL);
+  return make_comm(newcomm, nranks, rank >= 0 ? rank : (comm != NULL ? comm->rank : 0), 0);
+}
+ncclResult_t ncclCommGrow(ncclComm_t, int, const ncclUniqueId*, int, ncclComm_t*, void*)
+    WEAK_ALIAS(ncclCommGrow);
+
 ncclResult_t pncclGroupStart(void) {
   ++g_group_depth;
   return log_call("pncclGroupStart", NULL, NULL, 0, 0, 0, -1, -1, NULL, NULL);

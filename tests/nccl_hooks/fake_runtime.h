@@ -27,6 +27,15 @@ SP_API int sp_test_inits(void);
 
 #ifdef __cplusplus
 }
+
+#include <vector>
+
+/* What the stand-in runtime recorded so far (for tests linked with it). */
+inline std::vector<sp_event> sp_test_recorded() {
+  std::vector<sp_event> out(sp_test_events(nullptr, 0));
+  sp_test_events(out.data(), out.size());
+  return out;
+}
 #endif
 
 #endif

@@ -251,6 +251,65 @@ TEST_F(InterposerPreload, SplitCommunicatorsGetADeterministicIdentity) {
   ncclCommDestroy(child);
 }
 
+// NCCL 2.29's one-sided operations reach NCCL intact and are recorded as SEND / RECV in a
+// sequence space of their own (never shifting the communicator's send/recv matching): a wait for
+// k signals from a peer is numbered as the last of them, so it matches the put that completes it.
+TEST_F(InterposerPreload, OneSidedOperationsAreRecordedInTheirOwnSequence) {
+  float buf[16] = {};
+  void* window = reinterpret_cast<void*>(uintptr_t{0x7000});
+  ASSERT_EQ(ncclSend(buf, 4, kFloat32, 2, comm_, stream_), 0);
+  ASSERT_EQ(ncclPutSignal(buf, 16, kFloat32, 2, window, 64, 0, 0, 0, comm_, stream_), 0);
+  ASSERT_EQ(ncclSignal(2, 0, 0, 0, comm_, stream_), 0);
+  WaitSignalDesc wait{2, 3, 0, 0};  // two signals from rank 3
+  ASSERT_EQ(ncclWaitSignal(1, &wait, comm_, stream_), 0);
+  ASSERT_EQ(ncclSend(buf, 4, kFloat32, 2, comm_, stream_), 0);
+
+  const auto c = calls();
+  ASSERT_EQ(c.size(), 5u);
+  EXPECT_STREQ(c[1].name, "pncclPutSignal");
+  EXPECT_EQ(c[1].count, 16u);
+  EXPECT_EQ(c[1].peer, 2);
+  EXPECT_STREQ(c[2].name, "pncclSignal");
+  EXPECT_STREQ(c[3].name, "pncclWaitSignal");
+  EXPECT_EQ(c[3].recvbuff, &wait) << "the descriptors reach NCCL as passed";
+
+  const auto ev = recorded();
+  ASSERT_EQ(ev.size(), 5u);
+  EXPECT_EQ(ev[0].seq, 0u);
+  EXPECT_EQ(ev[4].seq, 1u) << "one-sided operations do not shift send/recv numbering";
+  EXPECT_EQ(ev[4].group_id, djb2a(id_));
+  EXPECT_EQ(name_of(ev[1]), "ncclPutSignal");
+  EXPECT_EQ(ev[1].kind, static_cast<uint32_t>(SP_OP_SEND));
+  EXPECT_EQ(ev[1].bytes, 64u);
+  EXPECT_EQ(ev[1].peer, 2);
+  EXPECT_EQ(ev[1].seq, 0u);
+  EXPECT_NE(ev[1].group_id, djb2a(id_)) << "a space of their own";
+  EXPECT_NE(ev[1].group_id, 0u);
+  EXPECT_EQ(name_of(ev[2]), "ncclSignal");
+  EXPECT_EQ(ev[2].bytes, 0u);
+  EXPECT_EQ(ev[2].seq, 1u) << "a signal counts like a put toward the same peer";
+  EXPECT_EQ(ev[2].group_id, ev[1].group_id);
+  EXPECT_EQ(name_of(ev[3]), "ncclWaitSignal");
+  EXPECT_EQ(ev[3].kind, static_cast<uint32_t>(SP_OP_RECV));
+  EXPECT_EQ(ev[3].peer, 3);
+  EXPECT_EQ(ev[3].seq, 1u) << "waits for signals 0 and 1 from rank 3: numbered as the last";
+}
+
+// ncclCommGrow's members pass different arguments, so the grown communicator has no identity all
+// of them share: its operations are recorded without one (group 0), with NCCL's rank and size.
+TEST_F(InterposerPreload, AGrownCommunicatorIsRecordedWithoutAnIdentity) {
+  ncclComm_t grown = nullptr;
+  ASSERT_EQ(ncclCommGrow(comm_, 6, nullptr, -1, &grown, nullptr), 0);
+  ASSERT_NE(grown, nullptr);
+  float a[2] = {};
+  ASSERT_EQ(ncclAllReduce(a, a, 2, kFloat32, kSum, grown, stream_), 0);
+  const auto ev = recorded();
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].group_id, 0u);
+  EXPECT_EQ(ev[0].group_size, 6);
+  ncclCommDestroy(grown);
+}
+
 TEST_F(InterposerPreload, RtldLocalConsumersAreInterposedToo) {
   // A library loaded RTLD_LOCAL that links libnccl (like torch's extension modules): its calls
   // reach the interposer, which finds the real pnccl* via RTLD_NOLOAD, not RTLD_NEXT.

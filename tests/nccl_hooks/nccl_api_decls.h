@@ -26,6 +26,18 @@ ncclResult_t ncclSend(const void*, size_t, int, int, ncclComm_t, cudaStream_t);
 ncclResult_t ncclRecv(void*, size_t, int, int, ncclComm_t, cudaStream_t);
 ncclResult_t ncclGroupStart(void);
 ncclResult_t ncclGroupEnd(void);
+// NCCL 2.29
+struct WaitSignalDesc {
+  int opCnt;
+  int peer;
+  int sigIdx;
+  int ctx;
+};
+ncclResult_t ncclPutSignal(const void*, size_t, int, int, void* win, size_t, int, int, unsigned,
+                           ncclComm_t, cudaStream_t);
+ncclResult_t ncclSignal(int, int, int, unsigned, ncclComm_t, cudaStream_t);
+ncclResult_t ncclWaitSignal(int, WaitSignalDesc*, ncclComm_t, cudaStream_t);
+ncclResult_t ncclCommGrow(ncclComm_t, int, const ncclUniqueId*, int, ncclComm_t*, void*);
 }
 
 constexpr int kFloat32 = 7;

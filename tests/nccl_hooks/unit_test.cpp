@@ -3,19 +3,25 @@
 // clock.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <map>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "comm_registry.h"
-#include "cuda_runtime_api.h"
-#include "nccl_op.h"
+#include "index_free_list.h"
+#include "interposer/cuda_runtime_api.h"
+#include "interposer/nccl_op.h"
 #include "nccl_op_names.h"
-#include "own_step_marks.h"
-#include "rank_env.h"
-#include "step_detector.h"
+#include "preload/own_step_marks.h"
+#include "preload/rank_env.h"
+#include "preload/step_detector.h"
 #include "straggler_probe/gpu/event_sink.h"
-#include "stream_timer.h"
+#include "interposer/stream_timer.h"
+#include "straggler_probe/gpu/graph_capture.h"
 
 namespace sp::nccl {
 namespace {
@@ -294,7 +300,13 @@ struct SimGpu {
   bool capturing = false;
   std::map<void*, uint64_t> event_time;  // GPU time (ns) when recorded
   int next = 1;
+  int device = 0;                        // the device current when the timer starts
+  std::atomic<int> queries_on_other_device{0};
+  std::atomic<int> queries{0};
+  std::atomic<int> relaxed_mode_threads{0};
 };
+thread_local int t_sim_device = 0;
+thread_local int t_sim_capture_mode = 0;
 SimGpu* g_gpu = nullptr;
 
 int sim_create(void** e, unsigned) {
@@ -306,6 +318,8 @@ int sim_record(void* e, void*) {
   return 0;
 }
 int sim_query(void* e) {
+  g_gpu->queries.fetch_add(1);
+  if (t_sim_device != g_gpu->device) g_gpu->queries_on_other_device.fetch_add(1);
   return g_gpu->event_time.at(e) <= gpu::probe_now_ns() ? kCudaSuccess : kCudaErrorNotReady;
 }
 int sim_sync(void* e) {
@@ -329,10 +343,18 @@ int sim_stream(void** s, unsigned) {
   return 0;
 }
 int sim_get_device(int* d) {
-  *d = 0;
+  *d = t_sim_device;
   return 0;
 }
-int sim_set_device(int) { return 0; }
+int sim_set_device(int d) {
+  t_sim_device = d;
+  return 0;
+}
+int sim_exchange_capture_mode(int* mode) {
+  std::swap(*mode, t_sim_capture_mode);
+  if (t_sim_capture_mode == kCudaStreamCaptureModeRelaxed) g_gpu->relaxed_mode_threads.fetch_add(1);
+  return 0;
+}
 
 CudaRt sim_rt() {
   CudaRt rt;
@@ -346,6 +368,7 @@ CudaRt sim_rt() {
   rt.stream_create_with_flags = sim_stream;
   rt.get_device = sim_get_device;
   rt.set_device = sim_set_device;
+  rt.thread_exchange_capture_mode = sim_exchange_capture_mode;
   return rt;
 }
 
@@ -415,6 +438,110 @@ TEST(StreamTimer, BoundedInFlightFallsBackToHostTimes) {
   EXPECT_EQ(timer.stats().untimed_full, 1u);
   timer.stop();
   g_gpu = nullptr;
+}
+
+// Issue 11: while a thread captures a CUDA graph in the global mode, another thread's event
+// query invalidates the capture: the poller queries nothing until the capture ends.
+TEST(StreamTimer, QueriesNothingWhileAGraphIsBeingCaptured) {
+  SimGpu gpu;
+  gpu.lag_ns = 0;
+  g_gpu = &gpu;
+  g_timed.clear();
+  gpu::reset_graph_capture_for_tests();
+  gpu::set_event_sink(&capture, nullptr);
+  StreamTimerOptions o;
+  o.poll_ms = 0;
+  StreamTimer timer(sim_rt(), o);
+  ASSERT_TRUE(timer.start());
+  sp_event ev = gpu::blank_event();
+  timer.end(timer.begin(nullptr), nullptr, ev);
+  gpu::graph_capture_begin();
+  const int before = gpu.queries.load();
+  EXPECT_EQ(timer.poll(), 0u);
+  EXPECT_EQ(gpu.queries.load(), before) << "no query during the capture";
+  EXPECT_EQ(timer.stats().capture_pauses, 1u);
+  gpu::graph_capture_end();
+  EXPECT_EQ(timer.poll(), 1u) << "resolved once the capture ended";
+  EXPECT_EQ(g_timed.size(), 1u);
+  gpu::set_event_sink(nullptr, nullptr);
+  timer.stop();
+  g_gpu = nullptr;
+}
+
+// Issue 11: the poller thread works on the rank's device (the one current when the timer
+// started, e.g. LOCAL_RANK 3), not device 0, and in the relaxed capture mode.
+TEST(StreamTimer, ThePollerQueriesOnTheRanksDeviceInRelaxedCaptureMode) {
+  SimGpu gpu;
+  gpu.lag_ns = 0;
+  gpu.device = 3;
+  g_gpu = &gpu;
+  g_timed.clear();
+  gpu::set_event_sink(&capture, nullptr);
+  t_sim_device = 3;  // the rank's device on the thread that starts the timer
+  StreamTimerOptions o;
+  o.poll_ms = 1;
+  StreamTimer timer(sim_rt(), o);
+  ASSERT_TRUE(timer.start());
+  sp_event ev = gpu::blank_event();
+  timer.end(timer.begin(nullptr), nullptr, ev);
+  for (int i = 0; i < 2000 && timer.stats().timed == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  timer.stop();
+  gpu::set_event_sink(nullptr, nullptr);
+  t_sim_device = 0;
+  EXPECT_EQ(timer.stats().timed, 1u);
+  EXPECT_GT(gpu.queries.load(), 0);
+  EXPECT_EQ(gpu.queries_on_other_device.load(), 0) << "every query on device 3";
+  EXPECT_EQ(gpu.relaxed_mode_threads.load(), 1) << "the poller thread is in relaxed mode";
+  g_gpu = nullptr;
+}
+
+// Issue 11: timing events on communication streams break NCCL/GEMM overlap when the GPU has one
+// hardware queue (CUDA_DEVICE_MAX_CONNECTIONS=1, Megatron's setting): never there.
+TEST(StreamTimer, NoTimingEventsOnCommunicationStreamsWithOneConnection) {
+  EXPECT_EQ(why_no_stream_timing(nullptr, nullptr), nullptr);
+  EXPECT_EQ(why_no_stream_timing("cuda", "8"), nullptr);
+  const char* why = why_no_stream_timing(nullptr, "1");
+  ASSERT_NE(why, nullptr);
+  EXPECT_NE(std::string(why).find("NCCL profiler plugin"), std::string::npos) << why;
+  ASSERT_NE(why_no_stream_timing("host", nullptr), nullptr);
+}
+
+// The lock-free slot pool of the plugin and the stream timer: first freed, first reused (a handle
+// NCCL may still name stays unused as long as possible), and no slot handed out twice while
+// threads take and give concurrently.
+TEST(IndexFreeList, FirstFreedFirstReusedAndNoSlotTwiceUnderContention) {
+  IndexFreeList fifo(4);
+  EXPECT_EQ(fifo.take(), 0u);
+  EXPECT_EQ(fifo.take(), 1u);
+  fifo.give(0);
+  EXPECT_EQ(fifo.take(), 2u) << "the freed slot goes to the back";
+  EXPECT_EQ(fifo.take(), 3u);
+  EXPECT_EQ(fifo.take(), 0u);
+  EXPECT_EQ(fifo.take(), IndexFreeList::kNone);
+
+  constexpr uint32_t kSlots = 64;
+  IndexFreeList pool(kSlots);
+  std::vector<std::atomic<int>> holders(kSlots);
+  std::atomic<int> doubles{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 20000; ++i) {
+        const uint32_t slot = pool.take();
+        if (slot == IndexFreeList::kNone) continue;
+        if (holders[slot].fetch_add(1) != 0) doubles.fetch_add(1);
+        holders[slot].fetch_sub(1);
+        pool.give(slot);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(doubles.load(), 0);
+  uint32_t free_after = 0;
+  while (pool.take() != IndexFreeList::kNone) ++free_after;
+  EXPECT_EQ(free_after, kSlots) << "every slot came back";
 }
 
 }  // namespace

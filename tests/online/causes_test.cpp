@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "straggler_probe/online/analyzer.h"
+#include "analyze_run.h"
 #include "synthetic_job.h"
 
 namespace sp::online {
@@ -17,18 +18,7 @@ using testing::SyntheticJob;
 using testing::SyntheticRun;
 
 std::vector<StepVerdict> analyze(const SyntheticRun& run, OnlineConfig cfg = {}) {
-  cfg.world_size = static_cast<int>(run.steps.at(0).size());
-  OnlineAnalyzer a(cfg);
-  std::vector<StepVerdict> out;
-  for (const auto& step : run.steps) {
-    for (const auto& s : step) {
-      for (StepVerdict& v : a.add(s)) out.push_back(std::move(v));
-    }
-  }
-  for (StepVerdict& v : a.finish()) out.push_back(std::move(v));
-  EXPECT_EQ(a.stats().steps_skipped, 0u) << a.stats().last_error;
-  EXPECT_EQ(a.stats().analysis_errors, 0u) << a.stats().last_error;
-  return out;
+  return testing::analyze_run(run, std::move(cfg));
 }
 
 constexpr int kSteps = 30;

@@ -60,6 +60,21 @@ TEST(OnlineIdealWindow, AHeavierStageIsRebalancedNotExcluded) {
   EXPECT_TRUE(w.ideals(m).excluded_ranks.empty());
 }
 
+TEST(OnlineIdealWindow, WithTwoWorkersPerStageTheFasterOneIsTheReference) {
+  // 2 stages x 2 dp ranks: no spread to test against. A 30% slower worker is left out; one 2%
+  // slower (within the guard's 5% floor) is not.
+  IdealWindow w(IdealConfig{});
+  const StepModel slow = model_with({1.0, 1.3, 1.0, 1.0}, {0.1, 0.1, 0.1, 0.1}, {0, 0, 0, 0}, {0, 0, 1, 1});
+  w.push(collect_samples(slow));
+  EXPECT_NEAR(w.ideals(slow).duration[0], 1.0, 1e-12);
+  EXPECT_EQ(w.ideals(slow).excluded_ranks, std::vector<int>{1});
+  IdealWindow close(IdealConfig{});
+  const StepModel near = model_with({1.0, 1.02, 1.0, 1.0}, {0.1, 0.1, 0.1, 0.1}, {0, 0, 0, 0}, {0, 0, 1, 1});
+  close.push(collect_samples(near));
+  EXPECT_NEAR(close.ideals(near).duration[0], 1.005, 1e-12);
+  EXPECT_TRUE(close.ideals(near).excluded_ranks.empty());
+}
+
 TEST(OnlineIdealWindow, TransfersUseTheMedianAndPausesTheSlotMean) {
   IdealWindow w(IdealConfig{});
   const StepModel a = model_with({1, 1, 1, 1}, {0.1, 0.1, 0.1, 5.0}, {0, 0, 0.4, 0}, {0, 0, 0, 0});

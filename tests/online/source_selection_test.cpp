@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "source_selection.h"
-#include "step_model.h"
+#include "step_model_builder.h"
 #include "straggler_probe/online/analyzer.h"
 #include "summary_builders.h"
 #include "synthetic_job.h"

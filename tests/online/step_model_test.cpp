@@ -2,7 +2,9 @@
 // matching of collectives and p2p, launch delays.
 #include <gtest/gtest.h>
 
-#include "step_model.h"
+#include <algorithm>
+
+#include "step_model_builder.h"
 #include "summary_builders.h"
 #include "synthetic_job.h"
 
@@ -22,6 +24,18 @@ sp_event coll(uint64_t start_ms, uint64_t end_ms, uint64_t seq, int size) {
 
 runtime::StepSummary summary(int rank, int world, std::vector<sp_event> ops) {
   return testing::rank_summary(rank, world, std::move(ops));
+}
+
+sp_event p2p(uint32_t kind, uint64_t start_ms, uint64_t end_ms, int peer, int mb) {
+  sp_event e = testing::timed_op(kind, start_ms, end_ms, mb);
+  e.peer = peer;
+  e.coll = kind == SP_OP_SEND ? SP_COLL_SEND : SP_COLL_RECV;
+  e.bytes = 4096;
+  return e;
+}
+
+const Node& first_node(const StepModel& m, const LogicalOp* op) {
+  return m.nodes[static_cast<size_t>(op->first_node)];
 }
 
 const LogicalOp* find_op(const StepModel& m, int rank, uint32_t kind) {
@@ -72,6 +86,52 @@ TEST(OnlineStepModel, LateNoticeOfAnAllReduceIsHostDelayNotTransfer) {
   EXPECT_NEAR(find_op(*m, 1, SP_OP_COLLECTIVE)->own, 0.005, 1e-9);
   const LogicalOp* opt = find_op(*m, 1, SP_OP_OPTIMIZER);
   EXPECT_NEAR(m->nodes[static_cast<size_t>(opt->first_node)].launch_delay, 0.0035, 1e-9);
+}
+
+TEST(OnlineStepModel, AnAsyncSendWaitedForLateIsNotTransfer) {
+  // GPipe's way: stage 0 sends micro-batch 0 async at 10 ms and waits for it only after its
+  // next forward, at 40; stage 1 posted the receive at 0 and had the data at 12.
+  std::vector<runtime::StepSummary> ss = {
+      summary(0, 2, {ev(SP_OP_FORWARD, 0, 10, 0), p2p(SP_OP_SEND, 10, 40, 1, 0),
+                     ev(SP_OP_FORWARD, 11, 39, 1)}),
+      summary(1, 2, {p2p(SP_OP_RECV, 0, 12, 0, 0), ev(SP_OP_FORWARD, 12, 30, 0)}),
+  };
+  ss[0].pp_stage = 0;
+  ss[1].pp_stage = 1;
+  std::string err;
+  auto m = build(ss, &err);
+  ASSERT_TRUE(m) << err;
+  // Both sides: the transfer is over when the data has arrived (12), 2 ms after the later issue.
+  EXPECT_NEAR(find_op(*m, 0, SP_OP_SEND)->own, 0.002, 1e-9);
+  EXPECT_NEAR(find_op(*m, 1, SP_OP_RECV)->own, 0.002, 1e-9);
+  EXPECT_NEAR(first_node(*m, find_op(*m, 0, SP_OP_SEND)).end, 0.012, 1e-9);
+  EXPECT_EQ(m->clamped, 0u);
+}
+
+TEST(OnlineStepModel, AReceiveIssuedAfterABlockingSendWaitsForIt) {
+  // Stage 1 of a hand-written pipeline: blocking send of micro-batch 0's activations (10-14),
+  // then the receive of micro-batch 1 (from 14.x): the receive waited for the send, so its
+  // launch delay is the gap, not the send.
+  std::vector<runtime::StepSummary> ss = {
+      summary(0, 3, {p2p(SP_OP_SEND, 0, 1, 1, 0), p2p(SP_OP_SEND, 1, 15, 1, 1)}),
+      summary(1, 3, {p2p(SP_OP_RECV, 0, 1, 0, 0), ev(SP_OP_FORWARD, 1, 10, 0),
+                     p2p(SP_OP_SEND, 10, 14, 2, 0), p2p(SP_OP_RECV, 14, 15, 0, 1)}),
+      summary(2, 3, {p2p(SP_OP_RECV, 13, 14, 1, 0)}),
+  };
+  for (int r = 0; r < 3; ++r) ss[static_cast<size_t>(r)].pp_stage = r;
+  ss[1].ops[3].start_ns += testing::kMs / 4;  // issued 0.25 ms after the send returned
+  std::string err;
+  auto m = build(ss, &err);
+  ASSERT_TRUE(m) << err;
+  const LogicalOp* recv1 = nullptr;
+  for (const LogicalOp& op : m->ops) {
+    if (op.rank == 1 && op.kind == SP_OP_RECV && op.microbatch == 1) recv1 = &op;
+  }
+  ASSERT_NE(recv1, nullptr);
+  const LogicalOp* send = find_op(*m, 1, SP_OP_SEND);
+  const Node& n = first_node(*m, recv1);
+  EXPECT_NE(std::find(n.deps.begin(), n.deps.end(), send->first_node), n.deps.end());
+  EXPECT_NEAR(n.launch_delay, 0.00025, 1e-9);
 }
 
 TEST(OnlineStepModel, NestedGcPauseIsItsOwnOp) {

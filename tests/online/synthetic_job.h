@@ -1,7 +1,7 @@
 // A synthetic training job for the online-analysis tests: per-rank programs (data wait,
 // forward/backward per micro-batch, DDP bucket all-reduces launched inside the last backward,
-// GPipe send/recv between stages, optimizer) executed with blocking semantics, producing the
-// StepSummary every rank would send and the job's true step times.
+// send/recv between stages in a GPipe or 1F1B order, optimizer) executed with blocking
+// semantics, producing the StepSummary every rank would send and the job's true step times.
 #pragma once
 
 #include <cstdint>
@@ -23,11 +23,15 @@ struct DurationSite {
   int peer = -1;      // p2p: the receiver
   int index = -1;     // the micro-batch; a collective: its bucket; p2p: the channel's message number
 };
+// The pipeline schedule: GPipe (all forwards, then all backwards, each transfer alone) or 1F1B
+// (torch.distributed.pipelining's order, with a send and a receive batched together).
+enum class Schedule { kGPipe, k1F1B };
 
 struct SyntheticJob {
   int dp = 4;
   int pp = 1;
   int microbatches = 1;
+  Schedule schedule = Schedule::kGPipe;
   double data_wait_s = 0.002;
   double forward_s = 0.020;
   double backward_s = 0.040;

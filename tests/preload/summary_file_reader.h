@@ -1,12 +1,12 @@
 // Reads a per-rank summary file (<STRAGGLER_PROBE_OUT_DIR>/rank<R>.spsum, written by
-// nccl_hooks/src/summary_file_writer.cpp): records [uint32 little-endian length][encoded
-// StepSummary]. Every record must decode and the file must end on a record boundary (gtest
+// nccl_hooks/src/preload/summary_file_writer.cpp), framed as straggler_probe/summary_file.h says. Every record must decode and the file must end on a record boundary (gtest
 // expectations); a missing file reads as no summaries. Shared by the preload tests, with the
 // file reading under it.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "straggler_probe/step_summary.h"
+#include "straggler_probe/summary_file.h"
 
 namespace sp::runtime::testing {
 
@@ -32,10 +33,11 @@ inline std::vector<StepSummary> read_summary_file(const std::string& path) {
   const std::string bytes = slurp(path);
   std::vector<StepSummary> out;
   size_t pos = 0;
-  while (pos + 4 <= bytes.size()) {
-    const auto b = [&](size_t i) { return static_cast<uint32_t>(static_cast<uint8_t>(bytes[i])); };
-    const uint32_t len = b(pos) | b(pos + 1) << 8 | b(pos + 2) << 16 | b(pos + 3) << 24;
-    pos += 4;
+  while (pos + summary_file::kLengthBytes <= bytes.size()) {
+    std::array<uint8_t, summary_file::kLengthBytes> prefix{};
+    for (size_t i = 0; i < prefix.size(); ++i) prefix[i] = static_cast<uint8_t>(bytes[pos + i]);
+    const uint32_t len = summary_file::decode_length(prefix);
+    pos += summary_file::kLengthBytes;
     if (pos + len > bytes.size()) break;
     StepSummary s;
     std::string error;

@@ -4,14 +4,49 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
+#include "straggler_probe/summary_file.h"
 #include "summary_file_reader.h"
 
 namespace {
 
 using sp::runtime::testing::read_summary_file;
+
+// The framing unit both sides share (straggler_probe/summary_file.h): what append_record writes,
+// the reader reads back, and file names carry the rank.
+TEST(SummaryFileFraming, RecordsRoundTripAndNamesCarryTheRank) {
+  namespace summary_file = sp::runtime::summary_file;
+  EXPECT_EQ(summary_file::file_name(12), "rank12.spsum");
+  EXPECT_EQ(summary_file::rank_of_file_name("rank12.spsum"), 12);
+  EXPECT_FALSE(summary_file::rank_of_file_name("rank.spsum"));
+  EXPECT_FALSE(summary_file::rank_of_file_name("rank1x.spsum"));
+  EXPECT_FALSE(summary_file::rank_of_file_name("r1.spsum"));
+  EXPECT_EQ(summary_file::decode_length(summary_file::encode_length(0x01020304u)), 0x01020304u);
+  EXPECT_NE(summary_file::length_problem(3).find("at least 16 bytes"), std::string::npos);
+  EXPECT_EQ(summary_file::length_problem(100), "");
+
+  const std::string path = ::testing::TempDir() + "framing_rank3.spsum";
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  for (int64_t step : {4, 5}) {
+    sp::runtime::StepSummary s;
+    s.rank = 3;
+    s.world_size = 8;
+    s.step = step;
+    const std::string bytes = sp::runtime::encode_summary(s);
+    ASSERT_TRUE(summary_file::append_record(f, bytes.data(), bytes.size()));
+  }
+  EXPECT_FALSE(summary_file::append_record(f, "short", 5)) << "no reader accepts it";
+  std::fclose(f);
+  const auto read = read_summary_file(path);
+  ASSERT_EQ(read.size(), 2u);
+  EXPECT_EQ(read[0].step, 4);
+  EXPECT_EQ(read[1].step, 5);
+  EXPECT_EQ(read[1].rank, 3);
+}
 
 TEST(SummaryFile, StepsFoundWithoutPythonHoldTheNcclOperations) {
   const char* dir = std::getenv("SP_TEST_OUT_DIR");

@@ -69,6 +69,9 @@ def long_tailed_lengths(rng: random.Random, count: int, max_len: int) -> list[in
     return [min(max_len, int(64 * rng.paretovariate(1.2))) for _ in range(count)]
 
 
+STEP_HOOKS: list = []  # called with the step number at the start of every data-parallel step
+
+
 def main() -> None:
     spec = json.loads(sys.argv[1])
     import straggler_probe
@@ -81,13 +84,23 @@ def main() -> None:
     if spec.get("pipeline"):  # where this rank sits, told explicitly (stage-major layout)
         dp = world // spec["pipeline"]
         probe_kwargs.update(pp_stage=rank // dp, dp_rank=rank % dp)
+    ending = None
+    if spec.get("end"):  # the job is ended at a step by a signal (job_end.py)
+        from job_end import JobEnd
+        ending = JobEnd(spec, rank)
+        STEP_HOOKS.append(ending.at_step)
     straggler_probe.init(**probe_kwargs)
+    if ending is not None:
+        ending.after_init()
     dist.init_process_group("gloo")
     gc.freeze()  # start-up objects (torch's) out of the collector's way: collections stay short
 
     if spec.get("pipeline"):
         from pipeline_job import run_pipeline
         step_times = run_pipeline(spec, rank, world)
+    elif spec.get("pipelining"):  # torch.distributed.pipelining; the probe infers the layout
+        from pipelining_job import run_pipelining
+        step_times = run_pipelining(spec, rank, world)
     else:
         step_times = run_data_parallel(spec, rank, world)
 
@@ -141,6 +154,8 @@ def run_data_parallel(spec: dict, rank: int, world: int) -> list[float]:
     last = time.perf_counter()
     for step in range(steps):
         state["step"] = step
+        for hook in STEP_HOOKS:
+            hook(step)
         for mb in range(microbatches):
             (x,) = next(batches)
             kwargs = {}

@@ -139,9 +139,22 @@ INSTANTIATE_TEST_SUITE_P(
         BadValue{"STRAGGLER_PROBE_MAX_EVENTS_PER_STEP", "10", "[1024, 16777216]"},
         BadValue{"STRAGGLER_PROBE_ENABLE", "maybe", "not 0 or 1"},
         BadValue{"STRAGGLER_PROBE_LOG_LEVEL", "verbose", "trace, debug, info"},
+        BadValue{"STRAGGLER_PROBE_VERBOSE", "yes", "must be 0 or 1"},
         BadValue{"RANK", "x", "not an integer"},
         BadValue{"WORLD_SIZE", "0", "[1, 16777216]"},
         BadValue{"LOCAL_RANK", "-1", "not an integer"}));
+
+// STRAGGLER_PROBE_VERBOSE=1, the GPU layers' former switch, is an alias of LOG_LEVEL=info;
+// LOG_LEVEL wins when both are set.
+TEST(EnvConfig, VerboseIsAnAliasOfLogLevelInfo) {
+  const ConfigResult verbose = resolve_config(nullptr, env_of({{"STRAGGLER_PROBE_VERBOSE", "1"}}));
+  ASSERT_TRUE(verbose.config) << verbose.error;
+  EXPECT_EQ(verbose.config->log_level, log::Level::kInfo);
+  const ConfigResult both = resolve_config(
+      nullptr, env_of({{"STRAGGLER_PROBE_VERBOSE", "1"}, {"STRAGGLER_PROBE_LOG_LEVEL", "error"}}));
+  ASSERT_TRUE(both.config) << both.error;
+  EXPECT_EQ(both.config->log_level, log::Level::kError);
+}
 
 TEST(EnvConfig, RankMustBeBelowWorldSize) {
   const ConfigResult r = resolve_config(nullptr, env_of({{"RANK", "4"}, {"WORLD_SIZE", "4"}}));

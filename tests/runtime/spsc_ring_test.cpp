@@ -6,7 +6,7 @@
 #include <thread>
 #include <vector>
 
-#include "mpsc_queue.h"
+#include "straggler_probe/mpsc_queue.h"
 #include "spsc_ring.h"
 
 namespace sp::runtime {

@@ -35,25 +35,7 @@ class AutogradHooks:
         def backward(*args: Any, **kwargs: Any) -> Any:
             if rec.failed or rec.in_backward or threading.get_ident() != rec.train_thread:
                 return orig(*args, **kwargs)
-            try:
-                start = rec.backward_begin()
-            except Exception as err:  # noqa: BLE001
-                rec.in_backward = False
-                rec.fail(f"backward: {type(err).__name__}: {err}")
-                return orig(*args, **kwargs)
-            ok = False
-            try:
-                result = orig(*args, **kwargs)
-                ok = True
-                return result
-            finally:
-                try:
-                    if ok:
-                        rec.backward_end(start)
-                    else:
-                        rec.in_backward = False
-                except Exception as err:  # noqa: BLE001
-                    rec.fail(f"backward: {type(err).__name__}: {err}")
+            return run_as_backward(rec, "backward", lambda: orig(*args, **kwargs))
 
         backward._straggler_probe = True  # type: ignore[attr-defined]
         autograd.backward = backward
@@ -63,6 +45,31 @@ class AutogradHooks:
         if self._orig is not None:
             self.torch.autograd.backward = self._orig
             self._orig = None
+
+
+def run_as_backward(rec: Any, label: str, call: Callable[[], Any]) -> Any:
+    """Runs call() as the backward of the recorder's current micro-batch (autograd.backward here,
+    a pipeline stage's backward_one_chunk in hooks/pipelining.py). A failure of the probe's own
+    bookkeeping is one rec.fail(); the call itself always runs, and its exceptions pass."""
+    try:
+        start = rec.backward_begin()
+    except Exception as err:  # noqa: BLE001
+        rec.in_backward = False
+        rec.fail(f"{label}: {type(err).__name__}: {err}")
+        return call()
+    ok = False
+    try:
+        result = call()
+        ok = True
+        return result
+    finally:
+        try:
+            if ok:
+                rec.backward_end(start)
+            else:
+                rec.in_backward = False
+        except Exception as err:  # noqa: BLE001
+            rec.fail(f"{label}: {type(err).__name__}: {err}")
 
 
 def queue_callback_fn(torch_mod: Any) -> Callable[[Callable[[], None]], None]:

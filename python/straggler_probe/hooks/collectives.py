@@ -156,8 +156,7 @@ class CollectiveHooks:
             except Exception as err:  # noqa: BLE001
                 rec.fail(f"{name}: {type(err).__name__}: {err}")
                 return orig(*args, **kwargs)
-            if kind != N.COLLECTIVE:
-                rec.p2p_boundary()
+            mb = rec.p2p_boundary(kind, peer) if kind != N.COLLECTIVE else None
             tls.depth = 1
             start = now_ns()
             try:
@@ -170,7 +169,7 @@ class CollectiveHooks:
                 if kind == N.RECV and peer < 0 and isinstance(result, int) and result >= 0:
                     peer = result  # recv from any source returns the sender
                 return self._finish(kind, coll, info, peer, nbytes, start, is_async, result,
-                                    name_id_holder[0])
+                                    name_id_holder[0], mb)
             except Exception as err:  # noqa: BLE001
                 rec.fail(f"{name}: {type(err).__name__}: {err}")
                 return result
@@ -186,7 +185,7 @@ class CollectiveHooks:
         return -1
 
     def _finish(self, kind: int, coll: int, info: GroupInfo, peer: int, nbytes: int, start: int,
-                is_async: bool, result: Any, name_id: int) -> Any:
+                is_async: bool, result: Any, name_id: int, mb: int | None) -> Any:
         if kind == N.COLLECTIVE:
             seq = self.groups.next_coll(info)
             stream = N.STREAM_ASYNC_COMM if is_async else N.STREAM_MAIN
@@ -204,7 +203,7 @@ class CollectiveHooks:
         def record(end_ns: int) -> None:
             try:  # may run on a backend thread: an error here must not reach torch's callback
                 rec.record_comm(kind, coll, start, max(start, end_ns), stream, info.group_id, seq,
-                                nbytes, peer, info.size, name_id)
+                                nbytes, peer, info.size, name_id, mb)
             except Exception as err:  # noqa: BLE001
                 rec.fail(f"recording a completed {name_id}: {type(err).__name__}: {err}")
 

@@ -85,15 +85,13 @@ typedef struct sp_event {
   uint32_t stream;       /* stream id (CUDA stream or logical stream), 0 = default */
   uint32_t name_id;      /* interned name (sp_intern), 0 if none */
   uint32_t time_source;  /* sp_time_source */
-  /* Which step the event belongs to. 0 (the default, `reserved` in ABI 1 callers): the step whose
-   * marks enclose start_ns. Otherwise the label passed to sp_mark_step, plus one: producers whose
-   * events run past the mark (GPU work launched in step N that executes after mark N) or arrive
-   * late (CUPTI buffers) pin them to the step that launched them. Tagging needs labels >= 0 that
-   * increase from mark to mark. */
-  union {
-    uint64_t reserved;
-    uint64_t step_plus_one;
-  };
+  /* Which step the event belongs to. 0 (the default): the step whose marks enclose start_ns.
+   * Otherwise the label passed to sp_mark_step, plus one: producers whose events run past the
+   * mark (GPU work launched in step N that executes after mark N) or arrive late (CUPTI buffers)
+   * pin them to the step that launched them. Tagging needs labels >= 0 that increase from mark to
+   * mark. (The first draft of ABI 1 called this field `reserved` and asked for 0: same offset,
+   * same size, same meaning of 0, so callers built against it are binary compatible.) */
+  uint64_t step_plus_one;
 } sp_event;
 
 typedef struct sp_config {

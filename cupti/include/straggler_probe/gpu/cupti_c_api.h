@@ -37,6 +37,17 @@ typedef struct sp_cupti_stats {
   uint32_t pauses;
 } sp_cupti_stats;
 
+/* Every field of sp_cupti_stats after struct_size, in order, as X(type, name): the one list the
+ * C entry point copies by (cupti_c_api.cpp) and the Python package reads by (core_module.cpp).
+ * A field added to the struct is added here, at the end, and nowhere else. */
+#define SP_CUPTI_STATS_FIELDS(X)                                                          \
+  X(int32_t, active) X(int32_t, paused) X(int32_t, cupti_major) X(uint64_t, windows)       \
+  X(uint64_t, kernels) X(uint64_t, memcpys) X(uint64_t, tagged_activities)                \
+  X(uint64_t, untagged_activities) X(uint64_t, nccl_kernels) X(uint64_t, dropped_records) \
+  X(uint64_t, buffers_refused) X(uint64_t, events_emitted) X(double, clock_skew_ppm)      \
+  X(int64_t, clock_offset_ns) X(uint64_t, clock_uncertainty_ns)                           \
+  X(uint32_t, time_base_changes) X(uint32_t, pauses)
+
 /* Starts CUPTI capture (idempotent). SP_OK when capturing, SP_ERR_DISABLED when unavailable
  * (one warning was printed). */
 SP_API int sp_cupti_start(void);
@@ -54,6 +65,10 @@ SP_API int sp_cupti_request_flush(void);
 SP_API int sp_cupti_region_push(uint32_t kind, int32_t microbatch, uint32_t name_id);
 SP_API void sp_cupti_region_pop(void);
 SP_API int sp_cupti_get_stats(sp_cupti_stats* out);
+/* A CUDA graph capture begins (begin = 1) or ends (0) in this process (graph_capture.h): the
+ * probe's background threads query no CUDA event meanwhile, since in the global capture mode a
+ * query from another thread invalidates the capture. Nesting is counted. */
+SP_API int sp_gpu_graph_capture(int begin);
 /* Top kernels per region type as text (first line: "GPU capture active: ..." or "GPU capture
  * inactive: <reason>"); returns the full length (like snprintf). */
 SP_API size_t sp_cupti_report(char* buf, size_t len, uint32_t top_k);

@@ -37,6 +37,14 @@ struct CuptiCaptureOptions {
 // Reads the options; each malformed value is named in *errors (one line each) and left default.
 CuptiCaptureOptions cupti_options_from_env(std::string* errors);
 
+// The record parser's counters (activity_parser.h's ParserStats), reported as they are: one list
+// for both structs and the copy between them.
+#define SP_CUPTI_PARSER_COUNTERS(X) \
+  X(records) X(kernels) X(memcpys) X(memsets) X(syncs) X(cuda_events) X(external_correlations) \
+  X(zero_timestamps) X(graph_activities)
+// The Activity API wrapper's counters (activity_api.h's ActivityApiStats) reported here.
+#define SP_CUPTI_ACTIVITY_COUNTERS(X) X(dropped_records) X(buffers_refused) X(foreign_buffers)
+
 struct CuptiCaptureStats {
   bool available = false;   // CUPTI loaded and activities enabled at least once
   bool active = false;      // capturing now
@@ -44,20 +52,16 @@ struct CuptiCaptureStats {
   int cupti_major = 0;
   uint32_t cupti_version = 0;
   uint64_t windows = 0;
-  uint64_t records = 0;
-  uint64_t kernels = 0;
-  uint64_t memcpys = 0;
-  uint64_t memsets = 0;
-  uint64_t syncs = 0;
-  uint64_t cuda_events = 0;
-  uint64_t external_correlations = 0;
+  // records .. zero_timestamps, and graph_activities (kernels, memcpys, memsets launched by CUDA
+  // graph replays)
+#define SP_DECLARE(name) uint64_t name = 0;
+  SP_CUPTI_PARSER_COUNTERS(SP_DECLARE)
+  // dropped_records (CUPTI's own count), buffers_refused (pool exhausted), foreign_buffers
+  SP_CUPTI_ACTIVITY_COUNTERS(SP_DECLARE)
+#undef SP_DECLARE
   uint64_t tagged_activities = 0;
   uint64_t untagged_activities = 0;
   uint64_t nccl_kernels = 0;
-  uint64_t zero_timestamps = 0;
-  uint64_t dropped_records = 0;     // CUPTI's own count
-  uint64_t buffers_refused = 0;     // pool exhausted
-  uint64_t foreign_buffers = 0;
   uint64_t events_emitted = 0;
   uint64_t emit_failures = 0;
   uint64_t pauses = 0;

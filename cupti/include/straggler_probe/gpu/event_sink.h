@@ -44,10 +44,10 @@ bool runtime_mark_step(int64_t step);
 // Steps the runtime saw marked (by anyone).
 uint64_t runtime_marked_steps();
 
-// Tags an event with the step it belongs to (probe.h: step_plus_one, the former `reserved`), for
+// Tags an event with the step it belongs to (probe.h: step_plus_one), for
 // producers whose events arrive after the step's mark (GPU times resolved later). No-op for -1.
 inline void tag_step(sp_event& ev, int64_t step_label) {
-  if (step_label >= 0) ev.reserved = static_cast<uint64_t>(step_label) + 1;
+  if (step_label >= 0) ev.step_plus_one = static_cast<uint64_t>(step_label) + 1;
 }
 
 // Tests: stand-ins for the runtime's step functions (nullptr restores the default).

@@ -28,7 +28,27 @@ typedef struct sp_nccl_stats {
   uint64_t plugin_ops;          /* plugin: operations emitted */
   uint64_t plugin_ops_gpu_timed;/* plugin: with KernelCh GPU times */
   uint64_t plugin_ops_swept;    /* plugin: channels never all reported */
+  /* Added with profiler API v6. */
+  uint64_t plugin_ce_ops;       /* plugin: copy-engine collectives (v6), host-timed */
+  /* Added with CUDA-graph support. */
+  uint64_t plugin_graph_ops;    /* plugin: operations captured into CUDA graphs (v5+) */
+  uint64_t plugin_graph_replays;/* plugin: their replays, emitted with GPU times */
+  uint64_t plugin_stale_channels;/* plugin: channels naming a freed handle (dropped; v4 replays) */
 } sp_nccl_stats;
+
+/* The fields of sp_nccl_stats after plugin_active, in order, with where they come from: the one
+ * list the C entry point copies by (nccl_c_api.cpp). X(field, source, counter): source is
+ * `interposer` (InterposerStats) or `plugin` (PluginStats). Add new fields at the end. */
+#define SP_NCCL_STATS_FIELDS(X)                                                                \
+  X(recorded, interposer, recorded) X(folded_groups, interposer, folded_groups)                \
+  X(passthrough, interposer, passthrough) X(failed_calls, interposer, failed_calls)            \
+  X(graph_captured, interposer, graph_captured) X(in_progress, interposer, in_progress)        \
+  X(steps_marked, interposer, steps_marked) X(cuda_event_timed, interposer, cuda_event_timed)  \
+  X(cuda_event_fallbacks, interposer, cuda_event_fallbacks)                                    \
+  X(plugin_contexts, plugin, contexts) X(plugin_ops, plugin, ops_emitted)                      \
+  X(plugin_ops_gpu_timed, plugin, ops_gpu_timed) X(plugin_ops_swept, plugin, ops_swept)       \
+  X(plugin_ce_ops, plugin, ce_ops) X(plugin_graph_ops, plugin, graph_ops)                      \
+  X(plugin_graph_replays, plugin, graph_replays) X(plugin_stale_channels, plugin, stale_channels)
 
 SP_API int sp_nccl_get_stats(sp_nccl_stats* out);
 /* The last (up to 64) NCCL operations recorded, oldest first; returns how many exist. */

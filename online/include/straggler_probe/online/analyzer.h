@@ -9,7 +9,10 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "straggler_probe/online/config.h"
 #include "straggler_probe/online/verdict.h"
@@ -39,7 +42,25 @@ struct OnlineStats {
   uint64_t ops_kept_without_better_source = 0;
   std::map<std::string, uint64_t> ops_superseded_by;
   std::map<std::string, uint64_t> skip_reasons;  // reason kind -> count
+  // CPU time of the analysing thread spent analysing complete steps (seconds): in total and
+  // the largest for one step.
+  double analysis_cpu_s = 0;
+  double analysis_cpu_max_s = 0;
   std::string last_error;
+};
+
+// What write_report adds to the analysis's own report, and whether it is the last one.
+struct ReportOptions {
+  // false: written while the job runs. report.json's run.complete is false and the heatmap and
+  // the timeline say "partial"; a job cut short (SIGTERM, SIGKILL) keeps the last such report.
+  bool final = true;
+  // false: timeline.json is left as it is (while the job runs, the large timeline of a large job
+  // is rewritten less often than the rest, rank_pipeline/src/analysis_worker.cpp).
+  bool write_timeline = true;
+  // More top-level sections of report.json (clock offsets, capture status...), in this order.
+  nlohmann::ordered_json sections = nlohmann::ordered_json::object();
+  // More files of the report directory: (file name, content).
+  std::vector<std::pair<std::string, std::string>> files;
 };
 
 class OnlineAnalyzer {
@@ -50,15 +71,26 @@ class OnlineAnalyzer {
   OnlineAnalyzer& operator=(const OnlineAnalyzer&) = delete;
 
   // Takes one rank's summary of one step. Returns the verdicts of every step this completes or
-  // gives up on (skipped steps come back with analyzed=false and a reason), oldest first.
+  // gives up on (skipped steps come back with analyzed=false and a reason), oldest first. Which
+  // steps are complete or given up is decided by a StepAssembler (step_assembly.h).
   std::vector<StepVerdict> add(runtime::StepSummary summary);
   // Closes all pending steps (end of training): complete ones are analysed, the rest skipped.
   std::vector<StepVerdict> finish();
 
+  // For a caller that assembles steps itself (rank 0's collector, analyze-dir: one StepAssembler
+  // each): a whole step, by_rank[r] being rank r's summary. A summary that is not rank r's of
+  // this step in this world skips the step as malformed. Use add() or these, not both.
+  std::vector<StepVerdict> add_step(int64_t step, std::vector<runtime::StepSummary> by_rank);
+  // Steps given up before the analysis (kind "incomplete", "malformed", "behind"...): one log
+  // line for the range, and per step one JSONL record and one count in stats().
+  std::vector<StepVerdict> skip_steps(int64_t first, int64_t last, const std::string& kind,
+                                      const std::string& reason);
+
   // The periodic text summary with the dp-rank x stage heatmap of S_w over recent steps.
   std::string summary_text() const;
-  // report.json, timeline.json (Perfetto, real vs ideal of the last steps), heatmap.svg.
-  Status write_report(const std::string& dir) const;
+  // report.json, timeline.json (Perfetto, real vs ideal of the last steps), heatmap.svg and
+  // options.files, each replaced whole (a temporary file renamed), so never half-written.
+  Status write_report(const std::string& dir, const ReportOptions& options = {}) const;
 
   OnlineStats stats() const;
   const OnlineConfig& config() const;
@@ -72,5 +104,8 @@ class OnlineAnalyzer {
 //  S_w=1.23 top_op=forward-compute host=1.2% evidence="..."`; a skipped step:
 // `straggler_probe step=121 skipped reason="..."`.
 std::string format_log_line(const StepVerdict& v);
+// `straggler_probe step=12 skipped reason="..."` or, for a range, `step=12-15`; the reason
+// quoted and escaped. The one formatter of skipped lines (format_log_line uses it).
+std::string format_skipped_line(int64_t first, int64_t last, const std::string& reason);
 
 }  // namespace sp::online

@@ -32,7 +32,8 @@ struct IdealConfig {
   double outlier_mad_k = 3.0;
   double outlier_rel_floor = 0.05;
   double outlier_abs_floor_s = 0.0005;  // below this nobody is an outlier (timer noise)
-  int outlier_min_workers = 3;     // per stage; below this nobody is excluded
+  int outlier_min_workers = 3;     // per stage, for the MAD test; with 2 workers the faster one
+                                   // is the reference (same floors); with 1 nobody is excluded
   // Compute and launch-delay ideals follow this step's own level (their mean over the workers
   // the window keeps), so that a slowdown shared by everyone is not straggling
   // (src/ideal_window.cpp).
@@ -47,6 +48,13 @@ struct OnlineConfig {
   // later is complete, or when more than `max_pending_steps` steps are pending, is skipped.
   int incomplete_lag_steps = 4;
   int max_pending_steps = 16;
+  // The analysis's share of one core over time (0: no limit; the live probe sets 0.1). The
+  // analysing thread's CPU time is charged against a credit that refills at this share of
+  // wall time (capped at cpu_budget_burst_s of wall time's worth); while the credit is
+  // spent, complete steps are skipped whole ("cpu budget"), so that rank 0's analysis cannot
+  // take more of the training's CPU than that, even at thousands of ranks.
+  double cpu_budget = 0;
+  double cpu_budget_burst_s = 10;
   // Output. Empty output_dir: no files. summary_interval 0: no periodic summary.
   std::string output_dir;
   std::string jsonl_name = "straggler_probe_steps.jsonl";

@@ -1,0 +1,91 @@
+"""Detection on torch.distributed.pipelining jobs: for each schedule, the share of steps >= 10
+named right and S against the measured slowdown (method: bench/pipelining/README.md).
+
+    flock /tmp/sp-heavy.lock .venv/bin/python bench/pipelining/detection.py [--steps 24] [--repeats 1]
+
+Each case runs twice, with the straggler planted and with the same job clean (for a heavier
+stage: the work spread evenly over the stages, fwd/bwd scaled by the mean stage factor).
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "python"))
+import harness  # noqa: E402
+
+JUDGED_FROM = 10
+FWD_MS, BWD_MS = 10.0, 20.0
+
+# (name, spec, world, (cause, worst) expected, clean counterpart's spec)
+HEAVY = 1.45
+
+
+def _balanced(pp: int, per_rank: int) -> float:
+    stages = pp * per_rank
+    return (stages - 1 + HEAVY) / stages
+
+
+CASES = [
+    ("GPipe, 2 stages, last stage 1.45x", {"pipelining": "gpipe", "pp": 2, "last_stage_factor": HEAVY},
+     2, ("stage-imbalance", "stage:1"), {"pipelining": "gpipe", "pp": 2, "scale": _balanced(2, 1)}),
+    ("1F1B, 2 stages, last stage 1.45x", {"pipelining": "1f1b", "pp": 2, "last_stage_factor": HEAVY},
+     2, ("stage-imbalance", "stage:1"), {"pipelining": "1f1b", "pp": 2, "scale": _balanced(2, 1)}),
+    ("interleaved 1F1B, 2 ranks x 2 stages, last stage 1.45x",
+     {"pipelining": "interleaved", "pp": 2, "last_stage_factor": HEAVY}, 2,
+     ("stage-imbalance", "stage:1"), {"pipelining": "interleaved", "pp": 2, "scale": _balanced(2, 2)}),
+    ("1F1B, 2 stages x 2 dp (DDP), rank 1 1.3x", {"pipelining": "1f1b", "pp": 2, "slow_rank": 1,
+                                                   "slow_factor": 1.3},
+     4, ("worker", "rank:1"), {"pipelining": "1f1b", "pp": 2}),
+]
+
+
+def _spec(base: dict, steps: int) -> dict:
+    spec = dict(base, microbatches=4, steps=steps)
+    scale = spec.pop("scale", 1.0)
+    spec.update(fwd_ms=FWD_MS * scale, bwd_ms=BWD_MS * scale)
+    return spec
+
+
+def _run(spec: dict, world: int) -> harness.JobResult:
+    with tempfile.TemporaryDirectory() as tmp:
+        result = harness.run_job(spec, Path(tmp), world=world, timeout=600)
+    if any(result.returncodes):
+        raise SystemExit(result.explain())
+    return result
+
+
+def _judged(result: harness.JobResult) -> list[dict]:
+    return [s for s in result.steps if s.get("analyzed") and s["step"] >= JUDGED_FROM]
+
+
+def _step_time(result: harness.JobResult) -> float:
+    return statistics.median(result.step_times(0)[JUDGED_FROM:])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=24)
+    args = ap.parse_args()
+    print("| case | named right (steps >= 10) | S (median) | S clean (median) | S / S clean | "
+          "measured slowdown | S < 1 steps |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for name, spec, world, (cause, worst), clean_spec in CASES:
+        planted = _run(_spec(spec, args.steps), world)
+        clean = _run(_spec(clean_spec, args.steps), world)
+        steps, clean_steps = _judged(planted), _judged(clean)
+        named = sum(s["cause"] == cause and s["worst"] == worst for s in steps)
+        S = statistics.median(s["S"] for s in steps)
+        S_clean = statistics.median(s["S"] for s in clean_steps)
+        measured = _step_time(planted) / _step_time(clean)
+        low = sum(s["S"] < 1 for s in planted.steps + clean.steps if s.get("analyzed"))
+        print(f"| {name} | {named}/{len(steps)} | {S:.3f} | {S_clean:.3f} | {S / S_clean:.3f} | "
+              f"{measured:.3f} | {low} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,89 @@
+// What the CUPTI capture tells: its counters (stats) and its report of top kernels per region
+// type, with the first line saying whether capture is on.
+#include <sstream>
+#include <string>
+#include <string_view>
+
+#include "capture_state.h"
+#include "straggler_probe/op_kinds.h"
+
+namespace sp::gpu {
+namespace {
+
+// The report's name of a region type: the kind's (straggler_probe/op_kinds.h); kernels outside
+// every region are under type 0, those of CUDA graph replays outside every region under their
+// graph.
+std::string_view region_type_name(uint32_t kind) {
+  if (kind == 0) return "outside-regions";
+  if (kind == cupti::kCudaGraphType) return "cuda-graph";  // "#<graph id>" follows
+  return op_kind_name(kind, "kind");
+}
+
+}  // namespace
+
+CuptiCaptureStats CuptiCapture::stats() const {
+  Impl& s = *impl_;
+  std::lock_guard<std::mutex> lock(s.state_mutex);
+  CuptiCaptureStats out;
+  out.available = s.available.load();
+  out.active = s.active.load() && !s.paused.load();
+  out.paused = s.paused.load();
+  out.cupti_major = s.major;
+  out.cupti_version = s.version;
+  out.windows = s.windows;
+#define SP_COPY(name) out.name = from.name;
+  if (s.parser) {
+    const cupti::ParserStats& from = s.parser->stats();
+    SP_CUPTI_PARSER_COUNTERS(SP_COPY)
+  }
+  if (s.activity) {
+    const cupti::ActivityApiStats from = s.activity->stats();
+    SP_CUPTI_ACTIVITY_COUNTERS(SP_COPY)
+  }
+#undef SP_COPY
+  out.tagged_activities = s.regions.stats().tagged;
+  out.untagged_activities = s.regions.stats().untagged;
+  out.nccl_kernels = s.regions.stats().nccl_tagged;
+  out.events_emitted = s.events_emitted;
+  out.emit_failures = s.emit_failures;
+  out.pauses = s.pauses;
+  out.clock_skew_ppm = s.clock.skew_ppm();
+  out.clock_offset_ns = s.clock.offset_ns();
+  out.clock_uncertainty_ns = s.clock.uncertainty_ns();
+  out.time_base_changes = s.clock.time_base_changes();
+  return out;
+}
+
+std::string CuptiCapture::report(size_t top_k) const {
+  Impl& s = *impl_;
+  std::lock_guard<std::mutex> lock(s.state_mutex);
+  std::ostringstream os;
+  if (s.active.load() && !s.paused.load()) {
+    const cupti::RegionAttributionStats& r = s.regions.stats();
+    os << "GPU capture active: CUPTI " << s.major << ", "
+       << (s.parser ? s.parser->stats().kernels : 0) << " kernels, " << r.tagged
+       << " activities in regions, " << r.untagged << " outside, " << r.nccl_tagged
+       << " in NCCL operations";
+    // Losses belong next to the figures they make incomplete.
+    if (s.activity) {
+      const cupti::ActivityApiStats a = s.activity->stats();
+      os << ", " << a.dropped_records << " records dropped, " << a.buffers_refused
+         << " buffers refused";
+    }
+    os << "\n";
+  } else {
+    os << "GPU capture inactive: " << s.inactive_reason << "\n";
+  }
+  for (const auto& [kind, name_id] : s.regions.region_types()) {
+    os << region_type_name(kind);
+    if (name_id != 0) os << "#" << name_id;
+    os << ":\n";
+    for (const cupti::TopKernel& k : s.regions.top_kernels(kind, name_id, top_k)) {
+      os << "  " << k.name << " count=" << k.count << " total_us=" << k.total_ns / 1000
+         << " max_us=" << k.max_ns / 1000 << "\n";
+    }
+  }
+  return os.str();
+}
+
+}  // namespace sp::gpu

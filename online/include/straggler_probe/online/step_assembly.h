@@ -1,0 +1,200 @@
+// StepAssembler: the one owner of "this step is complete / given up".
+//
+// Every path that turns per-rank summaries into whole steps uses it: rank 0's collector
+// (rank_pipeline/src/transport.cpp, payload = encoded bytes), OnlineAnalyzer::add (decoded
+// summaries) and `analyze-dir` (summary files). It keeps each pending step's per-rank payloads
+// and closes steps strictly in step order, each either complete (every rank's payload) or given up
+// with one reason naming the missing ranks. A step is given up, checked in this order, when
+//   - every missing rank has moved past it (rank_moved_to: that rank skipped the step),
+//   - a step `incomplete_lag_steps` later is complete (a late summary is not waited for forever),
+//   - more than `max_pending_steps` steps are pending (memory stays bounded; the oldest goes),
+//   - it has waited `step_timeout` since its first summary (0: never),
+//   - or the run ends (take_all).
+// Closing in step order keeps the analysis's sliding window in time order and makes "closed"
+// one number (last_closed): a payload for a step at or before it is late.
+//
+// Header-only and payload-agnostic so that the transport can use it on bytes without depending on
+// the analysis. Not thread-safe: one thread drives an instance.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace sp::online {
+
+struct AssemblyLimits {
+  int world_size = 1;
+  int incomplete_lag_steps = 4;
+  int max_pending_steps = 16;
+  std::chrono::milliseconds step_timeout{0};  // 0: no time limit
+};
+
+enum class Arrival { kAccepted, kDuplicate, kLate, kBadRank };
+
+template <class Payload>
+struct ClosedStep {
+  int64_t step = 0;
+  std::vector<std::optional<Payload>> by_rank;  // index = rank
+  bool complete = false;
+  std::string problem;         // first problem noted for this step (note_problem); "" when none
+  std::string why_incomplete;  // "no summary from rank(s) 3 by step 9" when !complete
+  std::vector<int> missing;    // ranks without a payload
+};
+
+// "60" or "2.5": a limit in seconds, to a tenth.
+inline std::string seconds_text(std::chrono::milliseconds d) {
+  const int64_t tenths = (d.count() + 50) / 100;
+  return std::to_string(tenths / 10) + (tenths % 10 ? "." + std::to_string(tenths % 10) : "");
+}
+
+// "1,3,7" for at most 8 ranks, then ",... (N ranks)".
+inline std::string rank_list_text(const std::vector<int>& ranks) {
+  std::string out;
+  for (size_t i = 0; i < ranks.size() && i < 8; ++i) {
+    if (i > 0) out += ',';
+    out += std::to_string(ranks[i]);
+  }
+  if (ranks.size() > 8) out += ",... (" + std::to_string(ranks.size()) + " ranks)";
+  return out;
+}
+
+template <class Payload>
+class StepAssembler {
+ public:
+  using Clock = std::chrono::steady_clock;
+  using Closed = ClosedStep<Payload>;
+
+  explicit StepAssembler(AssemblyLimits limits) : limits_(limits) {
+    limits_.world_size = std::max(1, limits_.world_size);
+    limits_.incomplete_lag_steps = std::max(1, limits_.incomplete_lag_steps);
+    limits_.max_pending_steps = std::max(1, limits_.max_pending_steps);
+    next_step_.assign(static_cast<size_t>(limits_.world_size), std::numeric_limits<int64_t>::min());
+  }
+
+  const AssemblyLimits& limits() const { return limits_; }
+
+  bool is_late(int64_t step) const { return last_closed_ && step <= *last_closed_; }
+
+  Arrival put(int64_t step, int rank, Payload payload, Clock::time_point now = Clock::now()) {
+    if (is_late(step)) return Arrival::kLate;
+    if (rank < 0 || rank >= limits_.world_size) return Arrival::kBadRank;
+    Pending& p = open(step, now);
+    auto& slot = p.by_rank[static_cast<size_t>(rank)];
+    if (slot) return Arrival::kDuplicate;
+    slot = std::move(payload);
+    if (++p.received == limits_.world_size) {
+      newest_complete_ = newest_complete_ ? std::max(*newest_complete_, step) : step;
+    }
+    return Arrival::kAccepted;
+  }
+
+  // A summary of `step` was unusable (wrong rank or world): the step is skipped as malformed.
+  void note_problem(int64_t step, const std::string& problem, Clock::time_point now = Clock::now()) {
+    if (is_late(step)) return;
+    Pending& p = open(step, now);
+    if (p.problem.empty()) p.problem = problem;
+  }
+
+  // `rank` sends nothing more for steps before `next_step` (the ones it did not send, it skipped).
+  void rank_moved_to(int rank, int64_t next_step) {
+    if (rank < 0 || rank >= limits_.world_size) return;
+    int64_t& n = next_step_[static_cast<size_t>(rank)];
+    n = std::max(n, next_step);
+  }
+
+  // Closes, oldest first, every step that is complete or given up; stops at the first that is
+  // neither (later ones wait for it).
+  std::vector<Closed> take_ready(Clock::time_point now = Clock::now()) {
+    std::vector<Closed> out;
+    while (!pending_.empty()) {
+      auto it = pending_.begin();
+      std::string why;
+      if (!ready(it->first, it->second, now, &why)) break;
+      out.push_back(close(it, std::move(why)));
+    }
+    return out;
+  }
+
+  // End of the run: every pending step, complete or given up "at the end of the run".
+  std::vector<Closed> take_all(const std::string& why = "at the end of the run") {
+    std::vector<Closed> out;
+    while (!pending_.empty()) out.push_back(close(pending_.begin(), why));
+    return out;
+  }
+
+  bool empty() const { return pending_.empty(); }
+  size_t pending() const { return pending_.size(); }
+  std::optional<int64_t> last_closed() const { return last_closed_; }
+
+ private:
+  struct Pending {
+    std::vector<std::optional<Payload>> by_rank;
+    int received = 0;
+    std::string problem;
+    Clock::time_point first_seen;
+  };
+
+  Pending& open(int64_t step, Clock::time_point now) {
+    Pending& p = pending_[step];
+    if (p.by_rank.empty()) {
+      p.by_rank.resize(static_cast<size_t>(limits_.world_size));
+      p.first_seen = now;
+    }
+    return p;
+  }
+
+  // Complete, or given up (then *why is the reason's tail, after the missing ranks).
+  bool ready(int64_t step, const Pending& p, Clock::time_point now, std::string* why) const {
+    if (p.received == limits_.world_size) return true;
+    bool moved_past = true;
+    for (size_t r = 0; r < p.by_rank.size(); ++r) {
+      if (!p.by_rank[r] && next_step_[r] <= step) moved_past = false;
+    }
+    if (moved_past) {
+      *why = " (those ranks skipped it)";
+    } else if (newest_complete_ && *newest_complete_ - step >= limits_.incomplete_lag_steps) {
+      *why = " by step " + std::to_string(*newest_complete_);
+    } else if (static_cast<int>(pending_.size()) > limits_.max_pending_steps) {
+      *why = " (more than " + std::to_string(limits_.max_pending_steps) + " steps pending)";
+    } else if (limits_.step_timeout.count() > 0 && now - p.first_seen > limits_.step_timeout) {
+      *why = " within " + seconds_text(limits_.step_timeout) + " s";
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+  Closed close(typename std::map<int64_t, Pending>::iterator it, std::string why) {
+    Closed c;
+    c.step = it->first;
+    c.complete = it->second.received == limits_.world_size;
+    c.problem = std::move(it->second.problem);
+    c.by_rank = std::move(it->second.by_rank);
+    for (size_t r = 0; r < c.by_rank.size(); ++r) {
+      if (!c.by_rank[r]) c.missing.push_back(static_cast<int>(r));
+    }
+    if (!c.complete) {
+      c.why_incomplete = "no summary from rank(s) " + rank_list_text(c.missing);
+      if (!why.empty() && why.front() != ' ') c.why_incomplete += ' ';
+      c.why_incomplete += why;
+    }
+    last_closed_ = last_closed_ ? std::max(*last_closed_, c.step) : c.step;
+    pending_.erase(it);
+    return c;
+  }
+
+  AssemblyLimits limits_;
+  std::map<int64_t, Pending> pending_;
+  std::vector<int64_t> next_step_;  // per rank: it sends nothing before this step
+  std::optional<int64_t> newest_complete_;
+  std::optional<int64_t> last_closed_;
+};
+
+}  // namespace sp::online

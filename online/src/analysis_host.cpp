@@ -1,0 +1,129 @@
+#include "straggler_probe/online/analysis_host.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <mutex>
+
+#include "run_health.h"
+
+namespace sp::online {
+namespace {
+
+bool has_communication(const std::vector<runtime::StepSummary>& by_rank) {
+  for (const runtime::StepSummary& s : by_rank) {
+    for (const runtime::OpRecord& op : s.ops) {
+      if (op.kind == SP_OP_COLLECTIVE || op.kind == SP_OP_SEND || op.kind == SP_OP_RECV) return true;
+    }
+  }
+  return false;
+}
+
+OnlineConfig config_of(const AnalysisSettings& s, LineSink print) {
+  OnlineConfig c;
+  c.world_size = s.world_size;
+  c.output_dir = s.out_dir;
+  c.thresholds.none_below = s.slowdown_threshold;
+  c.ideal.window_steps = s.window_steps;
+  c.summary_interval = s.summary_interval;
+  c.cpu_budget = s.cpu_budget;
+  if (s.print_steps) c.log_sink = std::move(print);
+  return c;
+}
+
+void write_line(std::FILE* stream, const std::string& line) {
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::fputs(line.c_str(), stream);
+  if (line.empty() || line.back() != '\n') std::fputc('\n', stream);
+  std::fflush(stream);
+}
+
+}  // namespace
+
+struct AnalysisHost::Impl {
+  AnalysisSettings settings;
+  LineSink print, warn;
+  std::unique_ptr<OnlineAnalyzer> analyzer;
+  RunHealth health;
+  bool finished = false;
+
+  Impl(AnalysisSettings s, LineSink p, LineSink w)
+      : settings(std::move(s)), print(std::move(p)), warn(std::move(w)), health(settings.world_size) {
+    if (settings.replace_jsonl && !settings.out_dir.empty()) {
+      std::error_code ec;
+      std::filesystem::remove(std::filesystem::path(settings.out_dir) / OnlineConfig{}.jsonl_name, ec);
+    }
+    analyzer = std::make_unique<OnlineAnalyzer>(config_of(settings, print));
+  }
+
+  std::vector<StepVerdict> observe(std::vector<StepVerdict> verdicts, const std::string& kind,
+                                   bool saw_comm) {
+    for (const StepVerdict& v : verdicts) {
+      health.observe(v, v.analyzed ? std::string() : kind_of(v, kind), saw_comm);
+    }
+    check_health(false);
+    return verdicts;
+  }
+
+  // A skipped verdict's kind: the caller's, or the analyzer's own prefix ("malformed: ...").
+  static std::string kind_of(const StepVerdict& v, const std::string& kind) {
+    if (!kind.empty()) return kind;
+    const size_t colon = v.skip_reason.find(':');
+    return colon == std::string::npos ? "other" : v.skip_reason.substr(0, colon);
+  }
+
+  void check_health(bool at_end) {
+    const std::string warning = health.take_warning(at_end);
+    if (!warning.empty() && warn) warn(warning);
+  }
+
+  std::string report_line() const {
+    const std::string& d = settings.out_dir;
+    return "straggler_probe report: " + d + "/report.json " + d + "/timeline.json " + d +
+           "/heatmap.svg " + d + "/" + analyzer->config().jsonl_name;
+  }
+};
+
+AnalysisHost::AnalysisHost(AnalysisSettings settings, LineSink print, LineSink warn)
+    : impl_(std::make_unique<Impl>(std::move(settings), std::move(print), std::move(warn))) {}
+
+AnalysisHost::~AnalysisHost() = default;
+
+std::vector<StepVerdict> AnalysisHost::analyze_step(int64_t step,
+                                                    std::vector<runtime::StepSummary> by_rank) {
+  const bool comm = has_communication(by_rank);
+  return impl_->observe(impl_->analyzer->add_step(step, std::move(by_rank)), "", comm);
+}
+
+std::vector<StepVerdict> AnalysisHost::skip_steps(int64_t first, int64_t last,
+                                                  const std::string& kind,
+                                                  const std::string& reason) {
+  return impl_->observe(impl_->analyzer->skip_steps(first, last, kind, reason), kind, false);
+}
+
+void AnalysisHost::finish() {
+  if (impl_->finished) return;
+  impl_->finished = true;
+  impl_->observe(impl_->analyzer->finish(), "", false);
+  impl_->check_health(true);
+}
+
+Status AnalysisHost::write_report(ReportOptions options) {
+  if (impl_->settings.out_dir.empty()) return {false, "no report directory"};
+  options.sections["health"] = impl_->health.section(impl_->finished);
+  const Status status = impl_->analyzer->write_report(impl_->settings.out_dir, options);
+  if (options.final && impl_->print) {
+    impl_->print(status.ok ? impl_->report_line() : "straggler_probe report: not written: " + status.message);
+  }
+  return status;
+}
+
+const OnlineAnalyzer& AnalysisHost::analyzer() const { return *impl_->analyzer; }
+
+const AnalysisSettings& AnalysisHost::settings() const { return impl_->settings; }
+
+void print_line(const std::string& line) { write_line(stdout, line); }
+
+void warn_line(const std::string& line) { write_line(stderr, line); }
+
+}  // namespace sp::online

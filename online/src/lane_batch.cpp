@@ -1,0 +1,96 @@
+#include "lane_batch.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace sp::online {
+
+template <int L>
+void LaneBatch::pass(const ReplayPlan& plan, const PlanValues& values, const int32_t* class_at,
+                     const Lane* lanes, int count, double* step_times) {
+  const size_t n = plan.num_positions();
+  // Per lane: its class, and which work (0 recorded, 1 ideal) and delay mode each side takes.
+  // Lanes past `count` repeat the last one (their results are dropped).
+  int32_t cls[L];
+  uint8_t work_other[L], work_own[L], delay_other[L], delay_own[L];
+  for (int l = 0; l < L; ++l) {
+    const Lane& lane = lanes[std::min(l, count - 1)];
+    cls[l] = lane.cls;
+    work_other[l] = lane.others.real_work ? 0 : 1;
+    work_own[l] = lane.own.real_work ? 0 : 1;
+    delay_other[l] = static_cast<uint8_t>(lane.others.delay);
+    delay_own[l] = static_cast<uint8_t>(lane.own.delay);
+  }
+  end_.resize(n * L);
+  const int32_t* unit_begin = plan.unit_begin.data();
+  const int32_t* dep_begin = plan.dep_begin.data();
+  const int32_t* deps = plan.deps.data();
+  double* end = end_.data();
+  const size_t units = plan.num_units();
+  for (size_t u = 0; u < units; ++u) {
+    const int32_t b = unit_begin[u], e = unit_begin[u + 1];
+    double latest[L];
+    std::fill(latest, latest + L, -std::numeric_limits<double>::infinity());
+    for (int32_t p = b; p < e; ++p) {
+      const double delay[kDelayModes] = {values.delay[0][p], values.delay[1][p], values.delay[2][p],
+                                         values.delay[3][p]};
+      const int32_t c = class_at[p];
+      double d[L];
+      for (int l = 0; l < L; ++l) d[l] = delay[c == cls[l] ? delay_own[l] : delay_other[l]];
+      const int32_t d0 = dep_begin[p], d1 = dep_begin[p + 1];
+      double s[L];
+      if (d0 == d1) {
+        for (int l = 0; l < L; ++l) s[l] = d[l] + 0.0;
+      } else {
+        const double* first = end + static_cast<size_t>(deps[d0]) * L;
+        for (int l = 0; l < L; ++l) s[l] = first[l];
+        for (int32_t k = d0 + 1; k < d1; ++k) {
+          const double* other = end + static_cast<size_t>(deps[k]) * L;
+          for (int l = 0; l < L; ++l) s[l] = other[l] > s[l] ? other[l] : s[l];
+        }
+        for (int l = 0; l < L; ++l) s[l] = s[l] + d[l];
+      }
+      for (int l = 0; l < L; ++l) latest[l] = s[l] > latest[l] ? s[l] : latest[l];
+    }
+    for (int32_t p = b; p < e; ++p) {
+      const double work[2] = {values.work[0][p], values.work[1][p]};
+      const int32_t c = class_at[p];
+      double* out = end + static_cast<size_t>(p) * L;
+      for (int l = 0; l < L; ++l) out[l] = latest[l] + work[c == cls[l] ? work_own[l] : work_other[l]];
+    }
+  }
+  // Step time per lane: the longest rank's step-end marker end minus its step start (a source
+  // at its offset in that lane's delay mode).
+  double t[L] = {};
+  for (size_t r = 0; r < plan.start_at.size(); ++r) {
+    const auto start = static_cast<size_t>(plan.start_at[r]);
+    const int32_t c = class_at[start];
+    const double* marker = end + static_cast<size_t>(plan.marker_at[r]) * L;
+    for (int l = 0; l < L; ++l) {
+      const double offset = values.delay[c == cls[l] ? delay_own[l] : delay_other[l]][start] + 0.0;
+      t[l] = std::max(t[l], marker[l] - offset);
+    }
+  }
+  std::copy(t, t + count, step_times);
+}
+
+void LaneBatch::run(const ReplayPlan& plan, const PlanValues& values,
+                    const std::vector<int32_t>& class_at, const std::vector<Lane>& lanes,
+                    std::vector<double>* step_times) {
+  step_times->assign(lanes.size(), 0.0);
+  for (size_t done = 0; done < lanes.size();) {
+    const int count = static_cast<int>(std::min<size_t>(lanes.size() - done, 8));
+    const Lane* batch = lanes.data() + done;
+    double* out = step_times->data() + done;
+    if (count > 4) {
+      pass<8>(plan, values, class_at.data(), batch, count, out);
+    } else if (count > 1) {
+      pass<4>(plan, values, class_at.data(), batch, count, out);
+    } else {
+      pass<1>(plan, values, class_at.data(), batch, count, out);
+    }
+    done += static_cast<size_t>(count);
+  }
+}
+
+}  // namespace sp::online

@@ -1,0 +1,49 @@
+// The per-step log line (format_log_line and format_skipped_line, declared in analyzer.h): key=value pairs, the
+// evidence and skip reasons quoted.
+#include <string>
+
+#include "straggler_probe/online/analyzer.h"
+#include "straggler_probe/whatif/number_text.h"
+
+namespace sp::online {
+namespace {
+
+using whatif::fixed;
+
+// key="value" with quotes and backslashes escaped, so a line always parses as key=value pairs.
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += (c == '\n' || c == '\r') ? ' ' : c;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+std::string format_skipped_line(int64_t first, int64_t last, const std::string& reason) {
+  std::string line = "straggler_probe step=" + std::to_string(first);
+  if (last != first) {
+    line += '-';
+    line += std::to_string(last);
+  }
+  return line + " skipped reason=" + quoted(reason);
+}
+
+std::string format_log_line(const StepVerdict& v) {
+  if (!v.analyzed) return format_skipped_line(v.step, v.step, v.skip_reason);
+  std::string line = "straggler_probe step=" + std::to_string(v.step);
+  line += " time=" + fixed(v.time_s, 3) + "s";
+  line += " ideal=" + fixed(v.ideal_s, 3) + "s";
+  line += " S=" + fixed(v.S, 2);
+  line += " cause=" + std::string(cause_name(v.cause));
+  line += " worst=" + (v.worst.empty() ? std::string("-") : v.worst);
+  line += " S_w=" + fixed(v.worst_S, 2);
+  line += " top_op=" + (v.top_op.empty() ? std::string("-") : v.top_op);
+  line += " host=" + fixed(100.0 * v.launch_share, 1) + "%";
+  line += " evidence=" + quoted(v.evidence);
+  return line;
+}
+
+}  // namespace sp::online

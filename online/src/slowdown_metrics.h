@@ -1,0 +1,83 @@
+// The paper's slowdown metrics of one step (S, S_t, S_w per dp rank / stage / rank, M_S, M_W)
+// from its what-if scenarios: real, no launch delays, ideal, and "ideal except one group put
+// back" for each op type, dp rank and stage; then the fix-only scenarios behind M_S and M_W.
+//
+// How they are computed (see online/README.md, "Scaling"): the scenarios whose number does not
+// grow with the job (real, ideal, one per op type, M_W) are full replays of the step
+// (scenario_replay.h); the per-dp-rank and per-stage ones go through UnitScenarios
+// (unit_scenarios.h), which gives every unit its exact step time without a full replay each.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ideal_window.h"
+#include "lane_batch.h"
+#include "replay_plan.h"
+#include "scenario_replay.h"
+#include "scenario_values.h"
+#include "step_model.h"
+#include "unit_scenarios.h"
+
+namespace sp::online {
+
+struct SlowdownMetrics {
+  double T_real = 0, T_nodelay = 0, T_ideal = 0;
+  // The step's slowdown S = T_real / T_ideal (1 when the ideal replay took no time), and the
+  // share of the real step that launch delays (host gaps) take.
+  double S() const { return T_ideal > 0 ? T_real / T_ideal : 1.0; }
+  double launch_share() const { return T_real > 0 ? (T_real - T_nodelay) / T_real : 0.0; }
+  std::vector<std::pair<std::string, double>> op_S;  // by type, plus "launch-delay"
+  std::vector<double> dp_S, stage_S, worker_S;       // worker_S per rank
+  std::vector<double> fix_stage_share;  // per stage: share of the slowdown fixing it recovers
+  double M_S = 0, M_W = 0;
+  std::vector<int> top_workers;
+  // Per node, seconds since t0: replay with real values and with ideal values (for timelines).
+  std::vector<double> real_start, real_end, ideal_start, ideal_end;
+
+  // Back to the defaults, keeping the vectors' capacity.
+  void clear();
+};
+
+// How one step's metrics were computed, for the benchmark and the tests.
+struct MetricsWork {
+  size_t full_replays = 0;       // whole-step replays (real, ideal, op types, M_W, fallbacks)
+  UnitScenarioStats dp, stage, fix_stage;
+};
+
+// Computes the metrics of one step at a time; keeps its buffers from step to step, so that a
+// steady job does not allocate per step beyond the result. Thread-compatible.
+class SlowdownAnalysis {
+ public:
+  // Throws whatif::GraphError when the graph has a cycle.
+  void compute(const StepModel& model, const Ideals& ideals, double top_fraction,
+               bool want_timeline, SlowdownMetrics* out);
+
+  // kAuto in the product; the tests force one method or the other.
+  void set_unit_method(UnitMethod m) { unit_method_ = m; }
+  const MetricsWork& work() const { return work_; }
+
+ private:
+  double replay(const Selection& s, ScenarioReplay* into);
+  void settle_start_offsets();
+  void base_scenarios(const StepModel& m, SlowdownMetrics* r);
+  void unit_scores(const StepModel& m, SlowdownMetrics* r);
+  void worker_scores(const StepModel& m, double top_fraction, SlowdownMetrics* r);
+  void timeline(const StepModel& m, SlowdownMetrics* r) const;
+
+  UnitMethod unit_method_ = UnitMethod::kAuto;
+  MetricsWork work_;
+  ReplayPlan plan_;
+  NodeValues node_values_;
+  PlanValues values_;
+  Selection selection_;
+  ScenarioReplay real_, ideal_, other_;
+  LaneBatch batch_;
+  std::vector<LaneBatch::Lane> lanes_;
+  std::vector<double> lane_times_;
+  UnitScenarios units_{&batch_};
+  std::vector<double> unit_times_;
+};
+
+}  // namespace sp::online

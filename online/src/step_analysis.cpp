@@ -1,0 +1,155 @@
+#include "step_analysis.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+
+#include "cause_rules.h"
+#include "step_model_builder.h"
+#include "straggler_probe/whatif/op_graph.h"
+
+namespace sp::online {
+namespace {
+
+void count_model(const StepModel& m, int64_t step, OnlineStats* stats) {
+  stats->ops_clamped += m.clamped;
+  stats->ops_ignored += m.ignored;
+  stats->ops_superseded += m.superseded;
+  stats->ops_kept_without_better_source += m.kept_alone;
+  for (const auto& [what, n] : m.superseded_by) stats->ops_superseded_by[what] += n;
+  for (const std::string& note : m.notes) stats->last_error = "step " + std::to_string(step) + ": " + note;
+}
+
+std::string budget_reason(const OnlineStats& stats, double share) {
+  const double per_step = stats.steps_analyzed > 0 ? stats.analysis_cpu_s / static_cast<double>(stats.steps_analyzed) : 0.0;
+  char buf[160];
+  std::snprintf(buf, sizeof buf,
+                "the analysis has used its %.0f%% share of one core (%.0f ms of CPU per analysed "
+                "step); whole steps are skipped until it is back under",
+                100.0 * share, per_step * 1e3);
+  return buf;
+}
+
+}  // namespace
+
+StepAnalysis::StepAnalysis(const OnlineConfig& config)
+    : cfg_(config), window_(config.ideal), seq_(config.ideal.window_steps),
+      budget_(config.cpu_budget, config.cpu_budget_burst_s) {}
+
+StepAnalysis::Outcome StepAnalysis::analyze(int64_t step,
+                                            const std::vector<const runtime::StepSummary*>& by_rank,
+                                            int64_t now_ns, OnlineStats* stats) {
+  Outcome out;
+  if (!budget_.allow(now_ns)) {
+    out.skip_kind = "cpu budget";
+    out.skip_reason = budget_reason(*stats, budget_.share());
+    return out;
+  }
+  const double cpu0 = thread_cpu_seconds();
+  std::string error;
+  std::optional<StepModel> model = build_step_model(by_rank, ModelOptions{}, &error);
+  if (model) {
+    count_model(*model, step, stats);
+    window_.push(collect_samples(*model));
+    seq_.push(*model);
+    try {
+      slowdown_.compute(*model, window_.ideals(*model), cfg_.thresholds.worker_top_fraction,
+                        cfg_.timeline_steps > 0, &metrics_);
+      out.verdict = verdict(step, *model);
+      classify_step(*model, &out.verdict);
+      if (cfg_.timeline_steps > 0) record_timeline(step, *model);
+      ++stats->steps_analyzed;
+    } catch (const whatif::GraphError& e) {
+      window_.pop_back();
+      seq_.pop_back();
+      error = e.what();
+      model.reset();
+    }
+  }
+  if (!model) {
+    out.skip_kind = "malformed";
+    out.skip_reason = error;
+  }
+  const double cpu = thread_cpu_seconds() - cpu0;
+  budget_.spend(cpu);
+  stats->analysis_cpu_s += cpu;
+  stats->analysis_cpu_max_s = std::max(stats->analysis_cpu_max_s, cpu);
+  return out;
+}
+
+StepVerdict StepAnalysis::verdict(int64_t step, const StepModel& model) const {
+  const SlowdownMetrics& w = metrics_;
+  StepVerdict v;
+  v.step = step;
+  v.analyzed = true;
+  v.time_s = model.time_s;
+  v.replay_s = w.T_real;
+  v.nodelay_s = w.T_nodelay;
+  v.ideal_s = w.T_ideal;
+  v.S = w.S();
+  v.launch_share = w.launch_share();
+  v.fidelity_err = model.time_s > 0 ? std::fabs(w.T_real - model.time_s) / model.time_s : 0.0;
+  v.dp_size = model.dp_size;
+  v.pp_size = model.pp_size;
+  v.rank_dp = model.rank_dp;
+  v.rank_stage = model.rank_stage;
+  v.worker_S = w.worker_S;
+  v.dp_S = w.dp_S;
+  v.stage_S = w.stage_S;
+  v.op_S = w.op_S;
+  std::stable_sort(v.op_S.begin(), v.op_S.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  v.M_S = w.M_S;
+  v.M_W = w.M_W;
+  v.top_workers = w.top_workers;
+  return v;
+}
+
+// The cause, with the persistence of the worst rank over the window (for the worker vs scatter
+// distinction).
+void StepAnalysis::classify_step(const StepModel& model, StepVerdict* v) {
+  const SlowdownMetrics& w = metrics_;
+  worst_history_.push_back(v->S >= cfg_.thresholds.none_below ? worst_rank(w) : -1);
+  while (static_cast<int>(worst_history_.size()) > std::max(1, cfg_.ideal.window_steps)) worst_history_.pop_front();
+  CauseInput in;
+  in.model = &model;
+  in.what_if = &w;
+  in.seq = seq_.evidence();
+  in.worst_count.assign(static_cast<size_t>(model.world), 0);
+  for (int r : worst_history_) {
+    if (r >= 0 && r < model.world) {
+      ++in.worst_count[static_cast<size_t>(r)];
+      ++in.straggling_steps;
+    }
+  }
+  v->seq_corr = in.seq.seq_corr;
+  v->fb_corr = in.seq.fb_corr;
+  const CauseResult c = classify(in, cfg_.thresholds);
+  v->cause = c.cause;
+  v->worst = c.worst;
+  v->worst_S = c.worst_S;
+  v->top_op = c.top_op;
+  v->evidence = c.evidence;
+}
+
+void StepAnalysis::record_timeline(int64_t step, const StepModel& model) {
+  const SlowdownMetrics& w = metrics_;
+  TimelineStep ts;
+  ts.step = step;
+  ts.rank_dp = model.rank_dp;
+  ts.rank_stage = model.rank_stage;
+  ts.ops.reserve(model.nodes.size());
+  for (size_t i = 0; i < model.nodes.size(); ++i) {
+    const Node& n = model.nodes[i];
+    if (n.role == NodeRole::kMarker || n.role == NodeRole::kStart) continue;
+    const LogicalOp& op = model.ops[static_cast<size_t>(n.logical)];
+    ts.ops.push_back({n.rank, model.type_names[static_cast<size_t>(op.type)],
+                      n.role == NodeRole::kComm, w.real_start[i], w.real_end[i],
+                      w.ideal_start[i], w.ideal_end[i]});
+  }
+  timeline_.push_back(std::move(ts));
+  while (static_cast<int>(timeline_.size()) > cfg_.timeline_steps) timeline_.pop_front();
+}
+
+}  // namespace sp::online

@@ -1,0 +1,52 @@
+// The analysis of one complete step: op model -> ideal window -> what-if metrics -> cause rules
+// -> verdict, with what carries from step to step (the ideal and sequence windows, how often
+// each rank was the worst, the timeline of the last steps, the metrics' buffers, the CPU
+// budget). OnlineAnalyzer (analyzer.cpp) decides when a step is complete and calls it.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "cpu_budget.h"
+#include "ideal_window.h"
+#include "report_writer.h"
+#include "seq_evidence.h"
+#include "slowdown_metrics.h"
+#include "step_model.h"
+#include "straggler_probe/online/analyzer.h"
+
+namespace sp::online {
+
+class StepAnalysis {
+ public:
+  explicit StepAnalysis(const OnlineConfig& config);
+
+  struct Outcome {
+    StepVerdict verdict;    // the step's verdict, when skip_kind is empty
+    std::string skip_kind;  // else why it was not analysed ("malformed", "cpu budget")
+    std::string skip_reason;
+  };
+  // by_rank: one summary per rank. Throws only on unexpected failures (the caller counts them).
+  Outcome analyze(int64_t step, const std::vector<const runtime::StepSummary*>& by_rank,
+                  int64_t now_ns, OnlineStats* stats);
+
+  const std::deque<TimelineStep>& timeline() const { return timeline_; }
+
+ private:
+  StepVerdict verdict(int64_t step, const StepModel& model) const;
+  void classify_step(const StepModel& model, StepVerdict* v);
+  void record_timeline(int64_t step, const StepModel& model);
+
+  const OnlineConfig& cfg_;
+  IdealWindow window_;
+  SeqWindow seq_;
+  SlowdownAnalysis slowdown_;  // keeps its buffers from step to step
+  SlowdownMetrics metrics_;
+  std::deque<int> worst_history_;  // per analysed step: worst rank, or -1 when not straggling
+  std::deque<TimelineStep> timeline_;
+  CpuBudget budget_;
+};
+
+}  // namespace sp::online

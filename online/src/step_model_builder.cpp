@@ -1,0 +1,306 @@
+#include "step_model_builder.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "comm_groups.h"
+#include "rank_chain.h"
+#include "source_selection.h"
+
+namespace sp::online {
+namespace {
+
+// Checks what one summary can be checked for on its own.
+bool check_summary(const runtime::StepSummary& s, int index, int world, std::string* error) {
+  const std::string who = "rank " + std::to_string(index);
+  if (s.rank != index) {
+    *error = who + ": summary says rank " + std::to_string(s.rank);
+    return false;
+  }
+  if (s.world_size != world) {
+    *error = who + ": summary says world size " + std::to_string(s.world_size) + ", expected " +
+             std::to_string(world);
+    return false;
+  }
+  for (size_t i = 0; i < s.ops.size(); ++i) {
+    const sp_event& ev = s.ops[i];
+    const std::string op = who + ": op " + std::to_string(i);
+    if (op_role(ev.kind) == OpRole::kInvalid) {
+      *error = op + " has unknown kind " + std::to_string(ev.kind);
+      return false;
+    }
+    if (ev.end_ns < ev.start_ns) {
+      *error = op + " ends before it starts";
+      return false;
+    }
+    if (ev.name_id != 0 && ev.name_id >= s.names.size()) {
+      *error = op + " names entry " + std::to_string(ev.name_id) + " but the summary has " +
+               std::to_string(s.names.size()) + " names";
+      return false;
+    }
+    if ((ev.kind == SP_OP_SEND || ev.kind == SP_OP_RECV) &&
+        (ev.peer < 0 || ev.peer >= world || ev.peer == index)) {
+      *error = op + " is a p2p op with peer " + std::to_string(ev.peer);
+      return false;
+    }
+  }
+  return true;
+}
+
+int64_t adjusted(uint64_t t_ns, int64_t offset_ns) { return static_cast<int64_t>(t_ns) + offset_ns; }
+
+// A rank's timestamp in seconds since the model's time zero, on rank 0's clock.
+double since_t0(const StepModel& m, uint64_t t_ns, int64_t offset_ns) {
+  return static_cast<double>(adjusted(t_ns, offset_ns) - static_cast<int64_t>(m.t0_ns)) * 1e-9;
+}
+
+// Parses "512,1024,77" into the sum of lengths and of squared lengths.
+bool parse_seq_lens(const std::string& value, double* sum, double* sum_sq) {
+  *sum = *sum_sq = 0;
+  const char* p = value.data();
+  const char* end = p + value.size();
+  int count = 0;
+  while (p < end) {
+    while (p < end && (*p == ' ' || *p == '[' || *p == ']')) ++p;
+    if (p >= end) break;
+    long long v = 0;
+    auto [next, ec] = std::from_chars(p, end, v);
+    if (ec != std::errc() || v < 0) return false;
+    *sum += static_cast<double>(v);
+    *sum_sq += static_cast<double>(v) * static_cast<double>(v);
+    ++count;
+    p = next;
+    while (p < end && (*p == ' ' || *p == ']')) ++p;
+    if (p < end) {
+      if (*p != ',') return false;
+      ++p;
+    }
+  }
+  return count > 0;
+}
+
+int intern(std::vector<std::string>* table, std::map<std::string, int>* index,
+           const std::string& s) {
+  auto [it, inserted] = index->emplace(s, static_cast<int>(table->size()));
+  if (inserted) table->push_back(s);
+  return it->second;
+}
+
+using Summaries = std::vector<const runtime::StepSummary*>;
+
+// Every summary present and sound on its own.
+bool check_summaries(const Summaries& by_rank, std::string* error) {
+  const int world = static_cast<int>(by_rank.size());
+  if (world == 0) {
+    *error = "no summaries";
+    return false;
+  }
+  for (int r = 0; r < world; ++r) {
+    if (by_rank[r] == nullptr) {
+      *error = "rank " + std::to_string(r) + " sent no summary";
+      return false;
+    }
+    if (!check_summary(*by_rank[r], r, world, error)) return false;
+  }
+  return true;
+}
+
+// Layout: unknown dp rank means the rank is its own dp rank; unknown stage means no pipeline.
+bool read_layout(StepModel* m, const Summaries& by_rank, std::string* error) {
+  m->rank_dp.resize(m->world);
+  m->rank_stage.resize(m->world);
+  for (int r = 0; r < m->world; ++r) {
+    m->rank_dp[r] = by_rank[r]->dp_rank >= 0 ? by_rank[r]->dp_rank : r;
+    m->rank_stage[r] = by_rank[r]->pp_stage >= 0 ? by_rank[r]->pp_stage : 0;
+    if (m->rank_dp[r] >= m->world || m->rank_stage[r] >= m->world) {
+      *error = "rank " + std::to_string(r) + ": dp rank " + std::to_string(m->rank_dp[r]) +
+               " / stage " + std::to_string(m->rank_stage[r]) + " out of range";
+      return false;
+    }
+    m->dp_size = std::max(m->dp_size, m->rank_dp[r] + 1);
+    m->pp_size = std::max(m->pp_size, m->rank_stage[r] + 1);
+  }
+  return true;
+}
+
+// Time zero: the earliest step start (or first op) over all ranks, on rank 0's clock.
+bool find_time_zero(StepModel* m, const Summaries& by_rank, const SourceSelection& selected,
+                    std::string* error) {
+  int64_t t0 = std::numeric_limits<int64_t>::max();
+  int64_t t_end = std::numeric_limits<int64_t>::min();
+  for (size_t r = 0; r < by_rank.size(); ++r) {
+    const runtime::StepSummary* s = by_rank[r];
+    if (s->step_start_ns > 0) t0 = std::min(t0, adjusted(s->step_start_ns, s->clock_offset_ns));
+    for (size_t i = 0; i < s->ops.size(); ++i) {
+      const sp_event& ev = s->ops[i];
+      if (op_role(ev.kind) == OpRole::kIgnored || !selected.keep[r][i]) continue;
+      t0 = std::min(t0, adjusted(ev.start_ns, s->clock_offset_ns));
+      t_end = std::max(t_end, adjusted(ev.end_ns, s->clock_offset_ns));
+    }
+    if (s->step_end_ns > 0) t_end = std::max(t_end, adjusted(s->step_end_ns, s->clock_offset_ns));
+  }
+  if (t_end == std::numeric_limits<int64_t>::min() || t0 == std::numeric_limits<int64_t>::max()) {
+    *error = "no rank recorded any op";
+    return false;
+  }
+  m->t0_ns = static_cast<uint64_t>(t0);
+  return true;
+}
+
+// The logical ops of every rank, with their type and comparison keys, split into host ops and
+// communication (with the stream each runs on).
+struct RankOps {
+  std::vector<std::vector<int>> host;          // per rank: logical indices
+  std::vector<std::vector<CommStreamOp>> comm;  // per rank
+  std::vector<CommRecord> records;              // every comm op, for matching across ranks
+};
+
+class OpReader {
+ public:
+  OpReader(StepModel* m, const Summaries& by_rank) : m_(*m), by_rank_(by_rank) {}
+
+  RankOps read(const SourceSelection& selected) {
+    RankOps out;
+    out.host.resize(static_cast<size_t>(m_.world));
+    out.comm.resize(static_cast<size_t>(m_.world));
+    for (int r = 0; r < m_.world; ++r) {
+      const runtime::StepSummary& s = *by_rank_[r];
+      std::map<std::string, int> type_ordinal, key_ordinal;
+      std::vector<size_t> order(s.ops.size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+      std::stable_sort(order.begin(), order.end(),
+                       [&s](size_t a, size_t b) { return s.ops[a].start_ns < s.ops[b].start_ns; });
+      for (size_t i : order) {
+        if (!selected.keep[r][i]) continue;
+        const sp_event& ev = s.ops[i];
+        const OpRole role = op_role(ev.kind);
+        if (role == OpRole::kIgnored) {
+          ++m_.ignored;
+          continue;
+        }
+        const int logical = add_op(r, ev, &type_ordinal, &key_ordinal);
+        if (role == OpRole::kHost) {
+          out.host[r].push_back(logical);
+        } else {
+          const uint64_t stream =
+              ev.kind == SP_OP_COLLECTIVE
+                  ? ev.group_id
+                  : (uint64_t{1} << 63) | (uint64_t{ev.kind} << 32) | static_cast<uint32_t>(ev.peer);
+          out.comm[r].push_back({logical, stream});
+          out.records.push_back({logical, &ev});
+        }
+      }
+      read_costs(r, s);
+    }
+    return out;
+  }
+
+ private:
+  int add_op(int r, const sp_event& ev, std::map<std::string, int>* type_ordinal,
+             std::map<std::string, int>* key_ordinal) {
+    const runtime::StepSummary& s = *by_rank_[r];
+    const int peer_stage =
+        (ev.kind == SP_OP_SEND || ev.kind == SP_OP_RECV) && by_rank_[ev.peer]->pp_stage >= 0
+            ? by_rank_[ev.peer]->pp_stage
+            : -1;
+    const std::string type = op_type_name(ev, s.pp_stage, peer_stage);
+    const std::string name = ev.name_id ? s.names[ev.name_id] : std::string();
+    const std::string key = ideal_key(ev, type, name, (*type_ordinal)[type]++, m_.rank_stage[r]);
+    LogicalOp op;
+    op.rank = r;
+    op.kind = ev.kind;
+    op.type = intern(&m_.type_names, &type_index_, type);
+    op.key = intern(&m_.ideal_keys, &key_index_, key);
+    op.delay_key = intern(&m_.delay_keys, &delay_index_, key + "@" + std::to_string((*key_ordinal)[key]++));
+    op.rule = ideal_rule(ev.kind);
+    op.microbatch = ev.microbatch;
+    op.start = since_t0(m_, ev.start_ns, s.clock_offset_ns);
+    op.end = since_t0(m_, ev.end_ns, s.clock_offset_ns);
+    m_.ops.push_back(op);
+    return static_cast<int>(m_.ops.size()) - 1;
+  }
+
+  // Sequence-length annotations: the cost of each micro-batch (seq_evidence.h).
+  void read_costs(int r, const runtime::StepSummary& s) {
+    for (const runtime::Annotation& a : s.annotations) {
+      if (a.key != "seq_lens" && a.key != "seq_len") continue;
+      MicrobatchCost c{r, a.microbatch, 0, 0};
+      if (parse_seq_lens(a.value, &c.sum_len, &c.sum_len_sq)) {
+        m_.costs.push_back(c);
+      } else {
+        m_.notes.push_back("rank " + std::to_string(r) + ": annotation " + a.key + "=\"" + a.value +
+                           "\" is not a list of lengths; ignored");
+      }
+    }
+  }
+
+  StepModel& m_;
+  const Summaries& by_rank_;
+  std::map<std::string, int> type_index_, key_index_, delay_index_;
+};
+
+// Each rank's chain between its step start and its step mark; the step time is the longest
+// rank's (step mark - step start).
+void build_chains(StepModel* m, const Summaries& by_rank, const RankOps& ops, double eps) {
+  m->markers.assign(m->world, -1);
+  m->starts.assign(m->world, -1);
+  m->marker_delay_key = static_cast<int>(m->delay_keys.size());
+  m->delay_keys.push_back("step-end");  // the ops' delay keys all end in "@ordinal": no clash
+  for (int r = 0; r < m->world; ++r) {
+    const runtime::StepSummary& s = *by_rank[r];
+    const double step_end = s.step_end_ns > 0 ? since_t0(*m, s.step_end_ns, s.clock_offset_ns) : -1.0;
+    // A rank's step starts at its previous step mark, or at its first op if that is earlier
+    // or the mark is unknown.
+    double step_start = std::numeric_limits<double>::infinity();
+    if (s.step_start_ns > 0) step_start = since_t0(*m, s.step_start_ns, s.clock_offset_ns);
+    for (int op : ops.host[r]) step_start = std::min(step_start, m->ops[op].start);
+    for (const CommStreamOp& c : ops.comm[r]) step_start = std::min(step_start, m->ops[c.logical].start);
+    if (!std::isfinite(step_start)) step_start = 0;
+    build_rank_chain(m, r, ops.host[r], ops.comm[r], step_start, step_end, eps);
+  }
+  m->time_s = 0;
+  for (int r = 0; r < m->world; ++r) {
+    m->time_s = std::max(m->time_s, m->nodes[m->markers[r]].end - m->nodes[m->starts[r]].start);
+  }
+}
+
+// Launch delay: how long after its dependencies ended each node actually started.
+void set_launch_delays(StepModel* m, double eps) {
+  for (Node& n : m->nodes) {
+    double ready = 0;
+    for (int d : n.deps) ready = std::max(ready, m->nodes[d].end);
+    double delay = n.start - ready;
+    if (delay < 0) {
+      if (delay < -eps) ++m->clamped;
+      delay = 0;
+    }
+    n.launch_delay = delay;
+  }
+}
+
+}  // namespace
+
+std::optional<StepModel> build_step_model(const Summaries& by_rank, const ModelOptions& options,
+                                          std::string* error) {
+  if (!check_summaries(by_rank, error)) return std::nullopt;
+  StepModel m;
+  m.world = static_cast<int>(by_rank.size());
+  m.step = by_rank[0]->step;
+  const SourceSelection selected = select_sources(by_rank);
+  m.superseded = selected.superseded;
+  m.kept_alone = selected.kept_alone;
+  m.superseded_by = selected.superseded_by;
+  if (!read_layout(&m, by_rank, error) || !find_time_zero(&m, by_rank, selected, error)) {
+    return std::nullopt;
+  }
+  const RankOps ops = OpReader(&m, by_rank).read(selected);
+  build_chains(&m, by_rank, ops, options.eps_s);
+  if (!match_comm_groups(&m, ops.records, options.eps_s, error)) return std::nullopt;
+  set_launch_delays(&m, options.eps_s);
+  return m;
+}
+
+}  // namespace sp::online

@@ -1,0 +1,33 @@
+// The report's timeline.json: the last steps' ops on every rank, real and ideal side by side, in
+// the Chrome / Perfetto JSON trace format (ui.perfetto.dev opens it). Written as text, not built
+// as a JSON document first: a large job's last three steps are 10^5 to 10^6 events, and rank 0
+// rewrites the file while the job runs.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace sp::online {
+
+struct TimelineOp {
+  int rank = 0;
+  std::string type;
+  bool comm = false;
+  double real_start = 0, real_end = 0, ideal_start = 0, ideal_end = 0;  // seconds in the step
+};
+
+struct TimelineStep {
+  int64_t step = 0;
+  std::vector<int> rank_dp, rank_stage;
+  std::vector<TimelineOp> ops;
+};
+
+// One process per rank and per real / ideal, threads "host / compute" and "communication"; the
+// steps end to end. `run` goes under otherData.straggler_probe_run (final or partial).
+std::string timeline_json_text(const std::deque<TimelineStep>& steps, const nlohmann::ordered_json& run);
+
+}  // namespace sp::online

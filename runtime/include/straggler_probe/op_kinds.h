@@ -1,0 +1,54 @@
+// The one table of what each sp_op_kind (probe.h) is called and what it is, for every C++ layer
+// that names or sorts kinds: the GPU report (cupti/), the online model's source selection and op
+// classes (online/). C++ only; the wire values stay probe.h's.
+#pragma once
+
+#include <cstdint>
+#include <iterator>
+#include <string_view>
+
+#include "straggler_probe/probe.h"
+
+namespace sp {
+
+// How the online model treats a kind: host-timed compute and waits (one op per micro-batch or
+// step), communication, or finer than the step model (single kernels and copies: counted, left
+// out of the compute chain).
+enum class OpKindClass : uint8_t { kCompute, kComm, kFineGrained };
+
+struct OpKindInfo {
+  sp_op_kind kind;
+  std::string_view name;       // short label: "forward", "send", "region", ...
+  std::string_view type_name;  // the paper's op type, for compute kinds: "forward-compute", ...
+  OpKindClass op_class;
+};
+
+inline constexpr OpKindInfo kOpKinds[] = {
+    {SP_OP_FORWARD, "forward", "forward-compute", OpKindClass::kCompute},
+    {SP_OP_BACKWARD, "backward", "backward-compute", OpKindClass::kCompute},
+    {SP_OP_OPTIMIZER, "optimizer", "optimizer", OpKindClass::kCompute},
+    {SP_OP_COLLECTIVE, "collective", "collective", OpKindClass::kComm},
+    {SP_OP_SEND, "send", "send", OpKindClass::kComm},
+    {SP_OP_RECV, "recv", "recv", OpKindClass::kComm},
+    {SP_OP_GC, "gc", "gc", OpKindClass::kCompute},
+    {SP_OP_DATA_WAIT, "data-wait", "data-wait", OpKindClass::kCompute},
+    {SP_OP_KERNEL, "kernel", "kernel", OpKindClass::kFineGrained},
+    {SP_OP_MEMCPY, "memcpy", "memcpy", OpKindClass::kFineGrained},
+    {SP_OP_OTHER, "region", "other", OpKindClass::kCompute},
+};
+static_assert(std::size(kOpKinds) == SP_OP_KIND_MAX - 1, "one row per sp_op_kind");
+
+// The row of `kind`, nullptr for a value that is no sp_op_kind (bytes from another build).
+constexpr const OpKindInfo* op_kind_info(uint32_t kind) {
+  for (const OpKindInfo& k : kOpKinds) {
+    if (static_cast<uint32_t>(k.kind) == kind) return &k;
+  }
+  return nullptr;
+}
+
+constexpr std::string_view op_kind_name(uint32_t kind, std::string_view unknown) {
+  const OpKindInfo* k = op_kind_info(kind);
+  return k != nullptr ? k->name : unknown;
+}
+
+}  // namespace sp
