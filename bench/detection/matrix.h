@@ -12,7 +12,7 @@ namespace sp::bench::detection {
 
 struct MatrixOptions {
   std::vector<int> sizes = {4, 64, 512, 4096};
-  std::vector<int> steps = {60, 40, 24, 12};  // per size (the last one repeats)
+  std::vector<int> steps = {200, 120, 80, 40};  // per size (the last one repeats)
   double jitter = 0.03;                       // compute sigma of the fault scenarios
   std::vector<double> clean_jitters = {0.01, 0.03, 0.05};
   std::vector<std::string> scenarios;         // empty: all of them
