@@ -87,7 +87,7 @@ def main() -> None:
         gpt.register_forward_pre_hook(collect_in_forward)
 
     planted, step_times = [], []
-    batches = iter(data)
+    batches = straggler.endless(data)
     last = time.perf_counter()
     for step in range(spec.get("steps", 60)):
         stall = rank == spec.get("stall_rank", -1) and every(spec, "stall_every", step)
@@ -95,19 +95,8 @@ def main() -> None:
         if stall or state["collect"]:
             planted.append(step)
         tokens.pending = stall
-        try:
-            x, y = next(batches)
-        except StopIteration:
-            batches = iter(data)
-            x, y = next(batches)
-        t0 = time.perf_counter()
-        loss = model(x, y)
-        t1 = time.perf_counter()
-        loss.backward()
-        t2 = time.perf_counter()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        rank_time.observe(t1 - t0, t2 - t1)
+        x, y = next(batches)  # after `pending` is set: the stall is in this fetch
+        straggler.train_step(model, opt, rank_time, x, y)
         now = time.perf_counter()
         step_times.append(now - last)
         last = now
