@@ -82,8 +82,50 @@ int kv_add(void* self, const char* key, int64_t delta, int64_t* result, char* er
   });
 }
 
-const sp_kv_store_vtable kVtable = {sizeof(sp_kv_store_vtable), kv_set, kv_try_get, kv_remove,
-                                    kv_destroy, kv_add};
+std::vector<uint8_t> bytes_of(const void* data, size_t size) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  return std::vector<uint8_t>(p, p + size);
+}
+
+int kv_compare_set(void* self, const char* key, const void* expected, size_t expected_size,
+                   const void* desired, size_t desired_size, sp_kv_sink sink, void* ctx, char* err,
+                   size_t cap) {
+  return guarded("compareSet", err, cap, [&] {
+    const std::vector<uint8_t> now = store_of(self).compareSet(
+        key, bytes_of(expected, expected_size), bytes_of(desired, desired_size));
+    sink(ctx, now.data(), now.size());
+    return 0;
+  });
+}
+
+// c10d::Store::append came with torch 2.1; a torch without it gets no entry, and the transport
+// falls back to its per-rank protocol (rank_pipeline/README.md).
+template <class S>
+concept StoreHasAppend = requires(S& s, const std::string& k, const std::vector<uint8_t>& v) {
+  s.append(k, v);
+};
+
+template <class S>
+int kv_append_impl(void* self, const char* key, const void* data, size_t size, char* err,
+                   size_t cap) {
+  return guarded("append", err, cap, [&] {
+    static_cast<S&>(store_of(self)).append(key, bytes_of(data, size));
+    return 0;
+  });
+}
+
+template <class S>
+constexpr auto append_entry() {
+  if constexpr (StoreHasAppend<S>) {
+    return &kv_append_impl<S>;
+  } else {
+    return static_cast<int (*)(void*, const char*, const void*, size_t, char*, size_t)>(nullptr);
+  }
+}
+
+const sp_kv_store_vtable kVtable = {sizeof(sp_kv_store_vtable), kv_set,  kv_try_get,
+                                    kv_remove,                  kv_destroy, kv_add,
+                                    kv_compare_set,             append_entry<c10d::Store>()};
 
 void destroy_capsule(PyObject* capsule) {
   auto* kv = static_cast<sp_kv_store*>(PyCapsule_GetPointer(capsule, SP_KV_STORE_CAPSULE));

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "summary_codec_body.h"
-#include "wire_io.h"
+#include "straggler_probe/wire_io.h"
 
 namespace sp::runtime::codec {
 namespace {

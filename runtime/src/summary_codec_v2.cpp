@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "summary_codec_body.h"
-#include "wire_io.h"
+#include "straggler_probe/wire_io.h"
 
 namespace sp::runtime::codec {
 namespace {

@@ -1,5 +1,6 @@
 // Little-endian fixed-width and LEB128 varint writing and bounds-checked reading, for the step
-// summary codec. A reader never reads past its bytes: every getter returns false instead.
+// summary codec and the transport's host messages. A reader never reads past its bytes: every
+// getter returns false instead.
 #pragma once
 
 #include <cstddef>
