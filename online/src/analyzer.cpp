@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <deque>
 #include <filesystem>
 #include <fstream>
@@ -55,6 +56,7 @@ struct OnlineAnalyzer::Impl {
   ReportTotals totals;
   std::deque<TimelineStep> timeline;
   std::ofstream jsonl;
+  RankTable ranks;
 
   void note_error(const std::string& e) { stats.last_error = e; }
 
@@ -68,6 +70,24 @@ struct OnlineAnalyzer::Impl {
 };
 
 namespace {
+
+// "rank:N" with N in the table: the verdict names its host and GPU.
+void place_worst(const RankTable& ranks, StepVerdict* v) {
+  if (v->worst.rfind("rank:", 0) != 0) return;
+  const long r = std::strtol(v->worst.c_str() + 5, nullptr, 10);
+  if (r < 0 || r >= static_cast<long>(ranks.size())) return;
+  v->worst_host = ranks[static_cast<size_t>(r)].host;
+  v->worst_device = ranks[static_cast<size_t>(r)].device;
+}
+
+nlohmann::ordered_json rank_table_json(const RankTable& ranks) {
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    rows.push_back({{"rank", r}, {"host", ranks[r].host}, {"local_rank", ranks[r].local_rank},
+                    {"device", ranks[r].device}});
+  }
+  return rows;
+}
 
 std::string missing_ranks(const std::vector<std::optional<runtime::StepSummary>>& by_rank) {
   std::string out;
@@ -273,6 +293,7 @@ StepVerdict OnlineAnalyzer::Impl::analyze(int64_t step, Pending& p) {
 
 void OnlineAnalyzer::Impl::emit(std::vector<StepVerdict>* out, StepVerdict v) {
   try {
+    place_worst(ranks, &v);
     totals.add(v);
     if (cfg.log_sink) cfg.log_sink(format_log_line(v));
     if (jsonl.is_open()) {
@@ -314,6 +335,23 @@ std::vector<StepVerdict> OnlineAnalyzer::add(runtime::StepSummary summary) {
     impl_->note_error("add: unknown exception");
   }
   return {};
+}
+
+void OnlineAnalyzer::set_rank_table(RankTable table) {
+  if (!impl_) return;
+  try {
+    table.resize(static_cast<size_t>(impl_->cfg.world_size));
+    impl_->ranks = std::move(table);
+    if (impl_->jsonl.is_open()) {
+      nlohmann::ordered_json record;
+      record["rank_table"] = rank_table_json(impl_->ranks);
+      impl_->jsonl << record.dump() << '\n';
+      impl_->jsonl.flush();
+    }
+  } catch (const std::exception& e) {
+    ++impl_->stats.analysis_errors;
+    impl_->note_error(std::string("rank table: ") + e.what());
+  }
 }
 
 std::vector<StepVerdict> OnlineAnalyzer::finish() {
@@ -367,6 +405,7 @@ Status OnlineAnalyzer::write_report(const std::string& dir) const {
                       {"ops_kept_without_better_source", s.ops_kept_without_better_source},
                       {"skip_reasons", s.skip_reasons},
                       {"last_error", s.last_error}};
+    if (!impl_->ranks.empty()) extra["ranks"] = rank_table_json(impl_->ranks);
     const std::string err = write_report_files(dir, impl_->totals, extra, impl_->timeline);
     return err.empty() ? Status{} : Status{false, err};
   } catch (const std::exception& e) {

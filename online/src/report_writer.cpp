@@ -77,6 +77,7 @@ void ReportTotals::add(const StepVerdict& v) {
   sum_launch_share += v.launch_share;
   ++causes[std::string(cause_name(v.cause))];
   if (!v.worst.empty()) ++worst[v.worst];
+  if (!v.worst_host.empty()) ++worst_hosts[v.worst_host];
   if (sum_worker_S.size() != v.worker_S.size()) {
     // A new layout (first step, or the job changed shape): restart the per-rank totals.
     sum_worker_S.assign(v.worker_S.size(), 0.0);
@@ -110,6 +111,7 @@ std::string write_report_files(const std::string& dir, const ReportTotals& t, co
   }
   report["causes"] = t.causes;
   report["worst"] = t.worst;
+  if (!t.worst_hosts.empty()) report["worst_hosts"] = t.worst_hosts;
   json rows = json::array();
   for (int p = 0; p < t.pp_size && !grid.empty(); ++p) {
     rows.push_back(std::vector<double>(grid.begin() + p * t.dp_size, grid.begin() + (p + 1) * t.dp_size));

@@ -118,6 +118,13 @@ struct AnalysisWorker::Impl {
   }
 
   void analyze(StepBatch&& batch) {
+#if SP_HAVE_ONLINE
+    if (batch.rank_table) {  // where each rank runs: sent once, with the first batches
+      online::RankTable table;
+      for (const RankInfo& r : *batch.rank_table) table.push_back({r.host, r.local_rank, r.device});
+      analyzer->set_rank_table(std::move(table));
+    }
+#endif
     if (o.fault == FaultInjection::kSlow) {
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
     } else if (o.fault != FaultInjection::kNone &&

@@ -11,7 +11,7 @@
 
 #include "crc32.h"
 #include "straggler_probe/step_summary.h"
-#include "wire_io.h"
+#include "straggler_probe/wire_io.h"
 
 namespace sp::runtime {
 namespace {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "straggler_probe/online/config.h"
+#include "straggler_probe/online/rank_table.h"
 #include "straggler_probe/online/verdict.h"
 #include "straggler_probe/step_summary.h"
 
@@ -54,6 +55,9 @@ class OnlineAnalyzer {
   std::vector<StepVerdict> add(runtime::StepSummary summary);
   // Closes all pending steps (end of training): complete ones are analysed, the rest skipped.
   std::vector<StepVerdict> finish();
+  // Where each rank runs (the rank pipeline sends it once): later verdicts name the worst rank's
+  // host and GPU; the JSONL gets one {"rank_table": [...]} record, report.json a "ranks" table.
+  void set_rank_table(RankTable table);
 
   // The periodic text summary with the dp-rank x stage heatmap of S_w over recent steps.
   std::string summary_text() const;
@@ -69,7 +73,8 @@ class OnlineAnalyzer {
 };
 
 // `straggler_probe step=120 time=2.213s ideal=1.843s S=1.20 cause=stage-imbalance worst=stage:3
-//  S_w=1.23 top_op=forward-compute host=1.2% evidence="..."`; a skipped step:
+//  S_w=1.23 top_op=forward-compute host=1.2% evidence="..."` (a worst rank with a known place:
+//  `worst=rank:1234 host=node-157 gpu=3`); a skipped step:
 // `straggler_probe step=121 skipped reason="..."`.
 std::string format_log_line(const StepVerdict& v);
 
