@@ -113,8 +113,8 @@ void start_pipeline(py::object store, int rank, int world_size, const std::strin
                     const std::string& out_dir, bool log_lines, const std::string& fault,
                     bool discard, bool clock_sync, double clock_sync_period_s,
                     double slowdown_threshold, int window_steps, int summary_interval,
-                    const std::string& hostname, int local_rank, int device,
-                    const std::string& protocol) {
+                    const std::string& hostname, int local_rank, int local_world_size,
+                    int device, const std::string& protocol) {
   sp::rank_pipeline::RankPipelineOptions o;
   o.transport.rank = rank;
   o.transport.world_size = world_size;
@@ -125,6 +125,7 @@ void start_pipeline(py::object store, int rank, int world_size, const std::strin
   o.transport.identity.host = hostname;  // "" : the system's host name
   o.transport.identity.local_rank = local_rank;
   o.transport.identity.device = device;
+  o.transport.local_world_size = local_world_size;
   o.transport.protocol = protocol == "host"   ? sp::rank_pipeline::TransportProtocol::kHostAggregated
                          : protocol == "rank" ? sp::rank_pipeline::TransportProtocol::kPerRank
                                               : sp::rank_pipeline::TransportProtocol::kAuto;
@@ -267,7 +268,8 @@ PYBIND11_MODULE(_core, m) {
         py::arg("fault"), py::arg("discard") = false, py::arg("clock_sync") = true,
         py::arg("clock_sync_period_s") = 60.0, py::arg("slowdown_threshold") = 1.05,
         py::arg("window_steps") = 20, py::arg("summary_interval") = 50,
-        py::arg("hostname") = "", py::arg("local_rank") = -1, py::arg("device") = -1,
+        py::arg("hostname") = "", py::arg("local_rank") = -1, py::arg("local_world_size") = -1,
+        py::arg("device") = -1,
         py::arg("protocol") = "auto");
   m.def("stop_pipeline", &stop_pipeline, py::arg("drain_s"));
   m.def("pipeline_status", &pipeline_status);

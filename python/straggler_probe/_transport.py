@@ -61,7 +61,8 @@ def _int_env(name: str) -> int:
 
 
 def identity() -> dict:
-    """This rank's row of the rank table: host name override, local rank, CUDA device."""
+    """This rank's row of the rank table (host name override, local rank, CUDA device), the
+    ranks on its host (LOCAL_WORLD_SIZE, as torchrun sets it) and the protocol override."""
     device = -1
     try:
         import torch  # noqa: PLC0415 - only to ask which device this process trains on
@@ -75,7 +76,8 @@ def identity() -> dict:
                       "auto, host or rank; auto is used", RuntimeWarning, stacklevel=3)
         protocol = "auto"
     return dict(hostname=os.environ.get("STRAGGLER_PROBE_HOSTNAME", ""),
-                local_rank=_int_env("LOCAL_RANK"), device=device, protocol=protocol)
+                local_rank=_int_env("LOCAL_RANK"), local_world_size=_int_env("LOCAL_WORLD_SIZE"),
+                device=device, protocol=protocol)
 
 
 def start(core: Any, cfg: Config, rank: int, world: int, dist: Any, session: int) -> str:

@@ -14,7 +14,7 @@ constexpr size_t kMaxMembers = 1024;
 constexpr size_t kFramesPerRead = 64;
 constexpr auto kControlBeforeAck = std::chrono::milliseconds(50);
 constexpr auto kControlWhileHeld = std::chrono::milliseconds(20);
-constexpr auto kControlWhenIdle = std::chrono::milliseconds(2000);
+constexpr auto kControlWhenIdle = std::chrono::milliseconds(5000);
 constexpr auto kExpectedEvery = std::chrono::milliseconds(200);
 
 }  // namespace
@@ -27,6 +27,7 @@ HostLeader::HostLeader(const TransportContext& c, std::unique_ptr<FrameListener>
   members_.emplace_back();
   members_[0].rank = c_.o.rank;
   c_.counters->host_members = 1;
+  if (!host_key_.empty()) expected_members_ = std::max(1, c_.o.local_world_size);
   next_expected_read_ = started_;
   last_control_read_ = started_ - kControlWhenIdle;
 }
@@ -100,6 +101,7 @@ bool HostLeader::read_member(Member& m) {
       }
       m.rank = rank;
       c_.counters->host_members++;
+      if (next_post_) joined_late_.push_back(rank);  // steps were posted without it
     } else if (f.type == FrameType::kSummary) {
       int64_t step = 0;
       if (m.rank < 0 || !r.i64(&step)) {
@@ -136,6 +138,7 @@ bool HostLeader::pump(Clock::time_point now, bool stopping) {
   }
   refresh_expected(now);
   read_control(now);
+  declare_late_joiners();
   progress |= settle(now, stopping);
   for (size_t i = 1; i < members_.size(); ++i) {  // stop frames waiting to go out
     std::string error;
@@ -152,14 +155,16 @@ int HostLeader::hello_count() const {
   return n;
 }
 
+// The members registered in the store: read during the first connect_timeout and while some have
+// not said hello yet. (A rank that registers after the leader's last read joins when it
+// connects and is named missing in the steps posted before, declare_late_joiners().)
 void HostLeader::refresh_expected(Clock::time_point now) {
-  if (host_key_.empty() || now < next_expected_read_ || now - started_ > c_.o.connect_timeout) {
-    return;
-  }
+  if (host_key_.empty() || now < next_expected_read_) return;
+  if (now - started_ > c_.o.connect_timeout && hello_count() >= expected_members_) return;
   next_expected_read_ = now + kExpectedEvery;
   std::string error;
   if (const auto n = c_.store->add(host::members_key(c_.o, host_key_), 0, &error)) {
-    expected_members_ = *n;
+    expected_members_ = std::max<int64_t>(*n, c_.o.local_world_size);
   }
 }
 
@@ -206,9 +211,8 @@ bool HostLeader::ready(int64_t step, Clock::time_point now, bool stopping) const
       now - std::max(pending->second.first_seen, *eligible_since_) > host_timeout_) {
     return true;
   }
-  if (!stopping && hello_count() < expected_members_ && now - started_ < c_.o.connect_timeout) {
-    return false;
-  }
+  // A registered rank that has not said hello yet is waited for (up to the host timeout).
+  if (!stopping && hello_count() < expected_members_) return false;
   for (const Member& m : members_) {
     if (m.done) continue;
     if (m.rank < 0 || m.latest < step) return false;
@@ -217,11 +221,13 @@ bool HostLeader::ready(int64_t step, Clock::time_point now, bool stopping) const
 }
 
 // The step this host posts next: once posting started, the one after the last; before, the
-// first step any of its ranks sent (and none before rank 0's first ack).
+// step after rank 0's ack, once any of its ranks sent a step (a host that starts later than the
+// others posts the steps before its first one with its ranks missing, so that rank 0 does not
+// wait for it there).
 std::optional<int64_t> HostLeader::candidate() const {
   if (next_post_) return next_post_;
   if (slots_.empty()) return std::nullopt;
-  return std::max(*ack_ + 1, slots_.begin()->first);
+  return std::min(*ack_ + 1, slots_.begin()->first);
 }
 
 bool HostLeader::settle(Clock::time_point now, bool stopping) {
@@ -276,6 +282,29 @@ void HostLeader::post(int64_t step) {
   eligible_since_.reset();
   ++posts_since_control_;
   tell_posted(step);
+}
+
+// A rank that said hello after this host posted steps is not in them: it is declared missing
+// there, so that rank 0 does not wait for it (the steps rank 0 may still be waiting for: after
+// its ack, up to the last one posted).
+void HostLeader::declare_late_joiners() {
+  if (joined_late_.empty() || !next_post_ || !ack_) return;
+  for (int64_t step = *ack_ + 1; step < *next_post_; ++step) {
+    HostMessage message;
+    message.step = step;
+    message.leader = c_.o.rank;
+    message.missing = joined_late_;
+    std::string bytes;
+    append_host_message(message, &bytes);
+    std::string error;
+    if (!c_.store->append(host::data_key(c_.o, step), bytes, &error) ||
+        !c_.store->add(host::count_key(c_.o, step), static_cast<int64_t>(joined_late_.size()), &error)) {
+      c_.counters->store_errors++;
+      (*warning_)("store: " + error);
+      break;
+    }
+  }
+  joined_late_.clear();
 }
 
 // The members' in-flight window moves on: every step up to `step` is posted or given up.

@@ -2,7 +2,8 @@
 // ranks (its own, and its members' over local_channel.h) and posts one message per step for the
 // whole host: append d/<step>, then add the ranks it covers to n/<step>. A step is posted once
 // every member has sent it or a later one (a rank that skipped a step stalls nobody), once a
-// member is gone, or after host_timeout without it; those ranks are named missing. It posts
+// member is gone, or after host_timeout without it; those ranks are named missing (and a member
+// that joins after steps were posted is named missing in those, once). It posts
 // steps in order, at most max_lag past rank 0's ack (read from ctl every max_lag/2 steps);
 // beyond that it stops reading from the members that are ahead, so that what it holds stays
 // bounded and the back-pressure ends in each rank's runtime queue, which skips whole steps.
@@ -59,6 +60,7 @@ class HostLeader final : public HostRole {
   bool ready(int64_t step, Clock::time_point now, bool stopping) const;
   void post(int64_t step);
   void tell_posted(int64_t step);
+  void declare_late_joiners();
   void read_control(Clock::time_point now);
   void refresh_expected(Clock::time_point now);
   size_t open_limit() const;
@@ -77,13 +79,15 @@ class HostLeader final : public HostRole {
   std::optional<std::string> remote_stop_;
   int posts_since_control_ = 0;
   Clock::time_point last_control_read_;
-  // Members registered in the store (host/<key>/n) that have not said hello yet hold posting
-  // back until connect_timeout after the start.
+  // Members expected (LOCAL_WORLD_SIZE, or those registered in host/<key>/n) that have not said
+  // hello yet hold posting back (up to the host timeout); one that gives up on this leader
+  // unregisters.
   int64_t expected_members_ = 1;
   Clock::time_point started_, next_expected_read_;
   std::chrono::milliseconds host_timeout_;
   bool holding_ = false;  // the next step is more than max_lag past rank 0's ack
   std::optional<Clock::time_point> eligible_since_;  // the next step could be posted since
+  std::vector<int> joined_late_;  // said hello after steps were posted without them
   Clock::time_point held_since_;
 };
 

@@ -1,5 +1,6 @@
 #include "host_member.h"
 
+#include "host_keys.h"
 #include "straggler_probe/wire_io.h"
 
 namespace sp::rank_pipeline {
@@ -13,8 +14,9 @@ constexpr auto kConnectRetry = std::chrono::milliseconds(20);
 }  // namespace
 
 HostMember::HostMember(const TransportContext& c, std::string leader_socket, int leader_rank,
-                       TransportWarning* warning)
+                       std::string host_key, TransportWarning* warning)
     : c_(c), leader_socket_(std::move(leader_socket)), leader_rank_(leader_rank),
+      host_key_(std::move(host_key)),
       warning_(warning), started_(Clock::now()), next_connect_(started_) {}
 
 bool HostMember::wants_own() const {
@@ -51,22 +53,26 @@ void HostMember::connect(Clock::time_point now) {
   }
   if (now - started_ > c_.o.connect_timeout || leader_socket_ == "-") {
     unreachable_ = true;
+    // The leader counted this rank among its members: it is not one (it waits for no hello).
+    std::string ignored;
+    c_.store->add(host::members_key(c_.o, host_key_), -1, &ignored);
     (*warning_)("cannot reach this host's leader (rank " + std::to_string(leader_rank_) + "): " +
                 (error.empty() ? std::string("it has no socket") : error) +
                 "; this rank sends as a host of its own");
   }
 }
 
-void HostMember::lose_leader(const std::string& why) {
+void HostMember::lose_leader(const std::string& why, bool stopping) {
   gone_ = true;
   socket_.reset();
-  if (!own_done_) {
+  // At the end of the job the leader's process may end first: count, do not warn.
+  if (!own_done_ && !stopping) {
     (*warning_)("lost this host's leader (rank " + std::to_string(leader_rank_) + "): " + why +
                 "; this rank's summaries are dropped from now on");
   }
 }
 
-void HostMember::read_leader() {
+void HostMember::read_leader(bool stopping) {
   std::vector<Frame> frames;
   std::string error;
   const bool open = socket_->read(&frames, 16, &error);
@@ -77,10 +83,10 @@ void HostMember::read_leader() {
       while (!in_flight_.empty() && in_flight_.front() <= posted) in_flight_.pop_front();
     }
   }
-  if (!open) lose_leader(error.empty() ? "it closed the connection" : error);
+  if (!open) lose_leader(error.empty() ? "it closed the connection" : error, stopping);
 }
 
-bool HostMember::pump(Clock::time_point now, bool) {
+bool HostMember::pump(Clock::time_point now, bool stopping) {
   if (gone_ || unreachable_) return false;
   if (!socket_) {
     connect(now);
@@ -93,10 +99,10 @@ bool HostMember::pump(Clock::time_point now, bool) {
   }
   const size_t before = socket_->outbox_bytes();
   if (!socket_->flush(&error)) {
-    lose_leader(error);
+    lose_leader(error, stopping);
     return true;
   }
-  read_leader();
+  read_leader(stopping);
   return socket_ == nullptr || socket_->outbox_bytes() != before;
 }
 

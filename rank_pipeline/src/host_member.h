@@ -20,7 +20,7 @@ namespace sp::rank_pipeline {
 class HostMember final : public HostRole {
  public:
   HostMember(const TransportContext& c, std::string leader_socket, int leader_rank,
-             TransportWarning* warning);
+             std::string host_key, TransportWarning* warning);
 
   bool wants_own() const override;
   void offer_own(EncodedSummary&& summary) override;
@@ -36,12 +36,13 @@ class HostMember final : public HostRole {
 
  private:
   void connect(Clock::time_point now);
-  void read_leader();
-  void lose_leader(const std::string& why);
+  void read_leader(bool stopping);
+  void lose_leader(const std::string& why, bool stopping);
 
   const TransportContext& c_;
   std::string leader_socket_;
   int leader_rank_;
+  std::string host_key_;
   TransportWarning* warning_;
   std::unique_ptr<FrameSocket> socket_;
   bool gone_ = false, unreachable_ = false, own_done_ = false, bye_queued_ = false;

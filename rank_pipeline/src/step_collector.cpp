@@ -8,6 +8,10 @@ namespace sp::rank_pipeline {
 namespace {
 
 constexpr auto kFirstPoll = std::chrono::milliseconds(2);
+// A step still short of ranks this long after rank 0's own summary: look whether a later step
+// already covers everyone (far longer than the hosts take to post a step; far shorter than the
+// step timeout).
+constexpr auto kOvertakeAfter = std::chrono::milliseconds(500);
 constexpr auto kTableEvery = std::chrono::milliseconds(1000);
 constexpr auto kTableFirstEvery = std::chrono::milliseconds(100);
 // Rows that never come (a rank whose probe did not start) are not waited for forever.
@@ -29,7 +33,13 @@ void StepCollector::start() { publish_ack(); }
 void StepCollector::note_own(int64_t step) {
   if (own_latest_ == INT64_MIN && step > next()) {
     // The transport started after first_step: nothing before rank 0's first summary is waited
-    // for (the hosts learn it from the ack).
+    // for (the hosts learn it from the ack). What hosts posted before it (at most max_lag steps
+    // after the first ack) is deleted.
+    for (int64_t s = next(); s < step && s <= ack_ + 1 + c_.o.max_lag; ++s) {
+      std::string error;
+      c_.store->remove(host::data_key(c_.o, s), &error);
+      c_.store->remove(host::count_key(c_.o, s), &error);
+    }
     ack_ = step - 1;
     publish_ack();
   }
@@ -64,6 +74,11 @@ bool StepCollector::pump(Clock::time_point now) {
   read_rank_table(now);
   bool progress = false;
   while (!remote_stop_ && own_latest_ != INT64_MIN && next() <= own_latest_) {
+    if (next() <= final_through_) {  // a later step covers every rank: this one is as whole as it gets
+      settle(next());
+      progress = true;
+      continue;
+    }
     if (!waiting_since_) {
       waiting_since_ = now;
       next_poll_ = now + kFirstPoll;  // the hosts post a little after rank 0's own summary
@@ -78,15 +93,27 @@ bool StepCollector::pump(Clock::time_point now) {
       break;
     }
     const bool timed_out = now - *waiting_since_ > c_.o.step_timeout;
-    if (*covered < c_.o.world_size && !timed_out) {
+    if (*covered < c_.o.world_size && !timed_out && !overtaken(now)) {
       next_poll_ = now + poll_interval_;
       poll_interval_ = std::min(c_.o.max_poll, poll_interval_ * 2);
       break;
     }
-    settle(next());  // timed out or not: fill() tells whether it is whole
+    settle(next());  // whole, timed out, or overtaken: fill() tells which
     progress = true;
   }
   return progress;
+}
+
+// Every host posts its steps in order, so once a later step covers every rank, no host will add
+// to an earlier one: the rank missing there (it joined late, or skipped it) is not waited for.
+// Checked on rank 0's newest step, and only once the step waited has taken a while.
+bool StepCollector::overtaken(Clock::time_point now) {
+  if (own_latest_ <= next() || now - *waiting_since_ < kOvertakeAfter) return false;
+  std::string error;
+  const auto covered = c_.store->add(host::count_key(c_.o, own_latest_), 0, &error);
+  if (!covered || *covered < c_.o.world_size) return false;
+  final_through_ = own_latest_ - 1;
+  return true;
 }
 
 void StepCollector::settle(int64_t step) {

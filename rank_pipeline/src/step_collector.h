@@ -1,8 +1,9 @@
 // Rank 0's side of the host-aggregated protocol (transport.h): knows which steps exist from its
 // own summaries, polls n/<step> (how many ranks the hosts' messages of the step cover) with a
 // short back-off once its own summary of the step is out, reads d/<step> in one get when every
-// rank is covered or the step timed out, deletes both keys, and hands the step to the analysis
-// in order. Publishes its ack with one compare_set on ctl, whose answer also shows a stop that
+// rank is covered, when a later step covers every rank (the hosts post in order, so nothing more
+// comes), or when the step timed out; deletes both keys, and hands the step to the analysis in
+// order. Publishes its ack with one compare_set on ctl, whose answer also shows a stop that
 // another rank wrote there. Reads the rank table (key ranks) until every rank's row is in.
 #pragma once
 
@@ -37,6 +38,7 @@ class StepCollector {
  private:
   int64_t next() const { return ack_ + 1; }
   void settle(int64_t step);
+  bool overtaken(Clock::time_point now);
   void fill(const std::vector<HostMessage>& messages, int64_t step, StepBatch* batch);
   void publish_ack();
   void read_rank_table(Clock::time_point now);
@@ -47,6 +49,7 @@ class StepCollector {
   int64_t ack_;
   std::string ctl_value_;  // what rank 0 last wrote to ctl
   int64_t own_latest_ = INT64_MIN;
+  int64_t final_through_ = INT64_MIN;  // steps up to it get nothing more (a later one is whole)
   // The step being waited for: since when, and when its counter is polled next.
   std::optional<Clock::time_point> waiting_since_;
   Clock::time_point next_poll_;

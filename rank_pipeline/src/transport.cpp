@@ -4,9 +4,8 @@
 #include "transport_loop.h"
 
 namespace sp::rank_pipeline {
-namespace {
 
-bool host_protocol(const TransportOptions& o, const KvClient& store) {
+bool speaks_host_protocol(const TransportOptions& o, const KvClient& store) {
   switch (o.protocol) {
     case TransportProtocol::kHostAggregated: return true;
     case TransportProtocol::kPerRank: return false;
@@ -15,11 +14,12 @@ bool host_protocol(const TransportOptions& o, const KvClient& store) {
   return store.has_append() && store.has_compare_set() && store.has_add();
 }
 
-TransportContext context_of(const TransportOptions& options, std::shared_ptr<KvClient> store,
-                            std::shared_ptr<TransportCounters> counters,
-                            std::shared_ptr<StopRequest> stop,
-                            std::function<void(const std::string&)> on_remote_stop,
-                            std::function<void(const std::string&)> warn) {
+TransportContext transport_context(const TransportOptions& options,
+                                   std::shared_ptr<KvClient> store,
+                                   std::shared_ptr<TransportCounters> counters,
+                                   std::shared_ptr<StopRequest> stop,
+                                   std::function<void(const std::string&)> on_remote_stop,
+                                   std::function<void(const std::string&)> warn) {
   TransportContext c;
   c.o = options;
   if (!c.o.source) c.o.source = runtime_summary_source();
@@ -32,17 +32,15 @@ TransportContext context_of(const TransportOptions& options, std::shared_ptr<KvC
   return c;
 }
 
-}  // namespace
-
 std::unique_ptr<TransportThread> start_sender(
     const TransportOptions& options, std::shared_ptr<KvClient> store,
     std::shared_ptr<TransportCounters> counters, std::shared_ptr<StopRequest> stop,
     std::function<void(const std::string&)> on_remote_stop,
     std::function<void(const std::string&)> warn) {
-  const bool host = host_protocol(options, *store);
-  TransportContext c = context_of(options, std::move(store), std::move(counters), std::move(stop),
+  const bool host = speaks_host_protocol(options, *store);
+  TransportContext c = transport_context(options, std::move(store), std::move(counters), std::move(stop),
                                   std::move(on_remote_stop), std::move(warn));
-  return host ? start_host_sender(std::move(c)) : start_per_rank_sender(std::move(c));
+  return host ? start_host_transport(std::move(c)) : start_per_rank_sender(std::move(c));
 }
 
 std::unique_ptr<TransportThread> start_collector(
@@ -50,12 +48,12 @@ std::unique_ptr<TransportThread> start_collector(
     std::shared_ptr<TransportCounters> counters, std::function<void(StepBatch&&)> deliver,
     std::function<void()> watchdog, std::function<void(const std::string&)> warn,
     std::shared_ptr<StopRequest> stop, std::function<void(const std::string&)> on_remote_stop) {
-  const bool host = host_protocol(options, *store);
-  TransportContext c = context_of(options, std::move(store), std::move(counters), std::move(stop),
+  const bool host = speaks_host_protocol(options, *store);
+  TransportContext c = transport_context(options, std::move(store), std::move(counters), std::move(stop),
                                   std::move(on_remote_stop), std::move(warn));
   c.deliver = std::move(deliver);
   c.watchdog = std::move(watchdog);
-  return host ? start_host_collector(std::move(c)) : start_per_rank_collector(std::move(c));
+  return host ? start_host_transport(std::move(c)) : start_per_rank_collector(std::move(c));
 }
 
 }  // namespace sp::rank_pipeline

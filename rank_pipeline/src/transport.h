@@ -61,6 +61,9 @@ struct TransportOptions {
   // This rank's row of the rank table (rank and leader are filled in by the transport); its
   // host name is also the host the ranks are grouped by (host_identity.h).
   RankInfo identity;
+  // Ranks on this host (LOCAL_WORLD_SIZE, as torchrun sets it; -1: unknown): the host's leader
+  // waits for that many members before its first post (else for those counted in the store).
+  int local_world_size = -1;
   // A host's leader posts a step without the ranks that have not sent it after this long (0:
   // half the step timeout, so that rank 0 hears which rank is missing before it gives up).
   std::chrono::milliseconds host_timeout{0};

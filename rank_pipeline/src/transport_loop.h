@@ -65,9 +65,20 @@ class TransportWarning {
   std::atomic<bool> warned_{false};
 };
 
+// Host-aggregated unless the options force per-rank or the store lacks append / compare_set.
+bool speaks_host_protocol(const TransportOptions& o, const KvClient& store);
+
+// A context for a rank that is not rank 0 (no deliver, no watchdog); source: the runtime's when
+// the options have none.
+TransportContext transport_context(const TransportOptions& options,
+                                   std::shared_ptr<KvClient> store,
+                                   std::shared_ptr<TransportCounters> counters,
+                                   std::shared_ptr<StopRequest> stop,
+                                   std::function<void(const std::string&)> on_remote_stop,
+                                   std::function<void(const std::string&)> warn);
+
 std::unique_ptr<TransportThread> start_per_rank_sender(TransportContext context);
 std::unique_ptr<TransportThread> start_per_rank_collector(TransportContext context);
-std::unique_ptr<TransportThread> start_host_sender(TransportContext context);
-std::unique_ptr<TransportThread> start_host_collector(TransportContext context);
+std::unique_ptr<TransportThread> start_host_transport(TransportContext context);
 
 }  // namespace sp::rank_pipeline

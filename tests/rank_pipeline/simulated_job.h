@@ -57,6 +57,7 @@ class SimulatedJob {
       o.identity.host = "node-" + std::to_string(r / ranks_per_host);
       o.identity.local_rank = r % ranks_per_host;
       o.identity.device = r % ranks_per_host;
+      o.local_world_size = ranks_per_host;
       o.source = sr.source;
       options_.push_back(o);
     }

@@ -222,6 +222,31 @@ TEST(HostAggregated, StoreOperationsPerStepDoNotGrowWithTheRanksPerHost) {
   EXPECT_EQ(two.compare_sets, eight.compare_sets);
 }
 
+TEST(HostAggregated, ARankThatStartsLateHoldsUpOnlyTheStepsBeforeItJoined) {
+  SimulatedJob job(8, 4, fast_options());
+  for (int r = 7; r >= 0; --r) {
+    if (r != 6) job.start_rank(r);
+  }
+  for (int64_t s = 0; s < 4; ++s) job.push(s, [](int r) { return r != 6; });
+  std::this_thread::sleep_for(300ms);
+  job.start_rank(6);  // registers after its leader's first read: not waited for before it joins
+  const auto joined = std::chrono::steady_clock::now();
+  for (int64_t s = 4; s < 8; ++s) job.push(s);
+  ASSERT_TRUE(job.wait_for_batches(8, 15s));
+  // settled once a later step covered every rank, long before the step timeout (20 s)
+  EXPECT_LT(std::chrono::steady_clock::now() - joined, 10s);
+  const auto batches = job.batches();
+  for (int64_t s = 0; s < 8; ++s) {
+    const StepBatch& b = batches[static_cast<size_t>(s)];
+    EXPECT_EQ(b.step, s);
+    if (s < 4) {
+      EXPECT_EQ(b.missing, "6") << s;
+    } else {
+      EXPECT_TRUE(b.complete) << s << ": " << b.missing;
+    }
+  }
+}
+
 TEST(HostAggregated, ARankThatCannotReachItsLeaderSendsAsAHostOfItsOwn) {
   TransportOptions o = fast_options();
   o.connect_timeout = 300ms;
