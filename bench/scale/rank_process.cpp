@@ -15,6 +15,7 @@
 
 #include "analysis_worker.h"
 #include "host_transport.h"
+#include "host_transport_driver.h"
 #include "queued_summary_source.h"
 #include "synthetic_summaries.h"
 #include "tcp_kv_store.h"
@@ -74,48 +75,7 @@ struct Rank {
   std::unique_ptr<rank_pipeline::HostTransport> engine;
 };
 
-// Drives the engines of ranks [from, to) of a process, as their own threads would.
-class EngineDriver {
- public:
-  explicit EngineDriver(std::vector<Rank*> ranks) : ranks_(std::move(ranks)) {
-    thread_ = std::thread([this] { run(); });
-  }
-  void request_stop(std::chrono::steady_clock::time_point deadline) {
-    deadline_ = deadline;
-    stopping_.store(true);
-  }
-  void join() { thread_.join(); }
-
- private:
-  void run() {
-    for (Rank* r : ranks_) r->engine->start();
-    std::vector<bool> done(ranks_.size(), false);
-    size_t running = ranks_.size();
-    while (running > 0) {
-      const bool stopping = stopping_.load();
-      const bool late = stopping && std::chrono::steady_clock::now() >= deadline_;
-      bool any = false;
-      for (size_t i = 0; i < ranks_.size(); ++i) {
-        if (done[i]) continue;
-        bool progress = false;
-        if (ranks_[i]->engine->pass(stopping, late, 0, &progress) !=
-            rank_pipeline::HostTransport::State::kRunning) {
-          done[i] = true;
-          --running;
-        }
-        any |= progress;
-      }
-      if (!any) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-  }
-
-  std::vector<Rank*> ranks_;
-  std::thread thread_;
-  std::atomic<bool> stopping_{false};
-  std::chrono::steady_clock::time_point deadline_;
-};
-
-constexpr int kDrivers = 4;
+constexpr int kDrivers = 4;  // threads driving the host-aggregated ranks of one process
 
 StoreSnapshot snapshot(const std::vector<std::unique_ptr<Rank>>& ranks, size_t from, size_t to) {
   StoreSnapshot s;
@@ -200,12 +160,14 @@ class RankProcess {
       ranks_.push_back(std::move(rank));
     }
     for (int r = o_.from; r < o_.to; ++r) start_rank(r);
-    std::vector<std::vector<Rank*>> shares(kDrivers);
+    std::vector<std::vector<rank_pipeline::HostTransport*>> shares(kDrivers);
     for (size_t i = 0; i < ranks_.size(); ++i) {
-      if (ranks_[i]->engine) shares[i % kDrivers].push_back(ranks_[i].get());
+      if (ranks_[i]->engine) shares[i % kDrivers].push_back(ranks_[i]->engine.get());
     }
     for (auto& share : shares) {
-      if (!share.empty()) drivers_.push_back(std::make_unique<EngineDriver>(std::move(share)));
+      if (!share.empty()) {
+        drivers_.push_back(std::make_unique<rank_pipeline::HostTransportDriver>(std::move(share)));
+      }
     }
   }
 
@@ -351,7 +313,7 @@ class RankProcess {
   int world_ = 0;
   std::vector<std::vector<std::string>> summaries_;
   std::vector<std::unique_ptr<Rank>> ranks_;
-  std::vector<std::unique_ptr<EngineDriver>> drivers_;
+  std::vector<std::unique_ptr<rank_pipeline::HostTransportDriver>> drivers_;
   Rank0 rank0_;
 };
 

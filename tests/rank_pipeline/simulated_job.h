@@ -14,10 +14,12 @@
 #include <thread>
 #include <vector>
 
+#include "host_transport_driver.h"
 #include "local_kv_store.h"
 #include "queued_summary_source.h"
 #include "straggler_probe/step_summary.h"
 #include "transport.h"
+#include "transport_loop.h"
 
 namespace sp::rank_pipeline::testing {
 
@@ -29,6 +31,7 @@ struct SimulatedRank {
   std::shared_ptr<TransportCounters> counters = std::make_shared<TransportCounters>();
   std::shared_ptr<StopRequest> stop = std::make_shared<StopRequest>();
   std::unique_ptr<TransportThread> thread;
+  std::unique_ptr<HostTransport> engine;  // driven (SimulatedJob::start_driven)
   std::atomic<int> remote_stops{0};
 };
 
@@ -66,6 +69,23 @@ class SimulatedJob {
 
   void start() {
     for (int r = static_cast<int>(ranks_.size()) - 1; r >= 0; --r) start_rank(r);
+  }
+  // Rank 0 on its thread; the others' host transports driven by `threads` threads (thousands of
+  // simulated ranks; host-aggregated protocol only).
+  void start_driven(int threads) {
+    std::vector<std::vector<HostTransport*>> shares(static_cast<size_t>(threads));
+    for (int r = world() - 1; r >= 1; --r) {
+      SimulatedRank& sr = rank(r);
+      sr.engine = std::make_unique<HostTransport>(transport_context(
+          options_[static_cast<size_t>(r)], sr.store, sr.counters, sr.stop,
+          [&sr](const std::string&) { sr.remote_stops++; }, [this](const std::string& line) {
+            std::lock_guard<std::mutex> lock(mutex_);
+            warnings_.push_back(line);
+          }));
+      shares[static_cast<size_t>(r % threads)].push_back(sr.engine.get());
+    }
+    for (auto& share : shares) drivers_.push_back(std::make_unique<HostTransportDriver>(share));
+    start_rank(0);
   }
   void start_rank(int r) {
     SimulatedRank& sr = ranks_[static_cast<size_t>(r)];
@@ -106,11 +126,13 @@ class SimulatedJob {
     for (auto& r : ranks_) {
       if (r.thread) r.thread->request_stop(deadline);
     }
+    for (auto& d : drivers_) d->request_stop(deadline);
     for (auto& r : ranks_) {
       if (r.thread) {
         EXPECT_TRUE(r.thread->join(drain + 5s));
       }
     }
+    for (auto& d : drivers_) d->join();
   }
 
   bool wait_for_batches(size_t n, std::chrono::milliseconds within) {
@@ -153,6 +175,7 @@ class SimulatedJob {
   std::shared_ptr<LocalKvData> data_;
   std::vector<SimulatedRank> ranks_;
   std::vector<TransportOptions> options_;
+  std::vector<std::unique_ptr<HostTransportDriver>> drivers_;
   std::mutex mutex_;
   std::vector<StepBatch> batches_;
   std::vector<std::string> warnings_;

@@ -3,6 +3,7 @@
 // nobody up; a stop reaches everyone; and the host-aggregated protocol's store operations per
 // step depend on the number of hosts, never on the ranks per host.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <set>
@@ -220,6 +221,73 @@ TEST(HostAggregated, StoreOperationsPerStepDoNotGrowWithTheRanksPerHost) {
   EXPECT_EQ(two.appends, eight.appends);
   EXPECT_EQ(two.removes, eight.removes);
   EXPECT_EQ(two.compare_sets, eight.compare_sets);
+}
+
+// At 64 and 4096 ranks (8 per host): per step, one append per host, rank 0's two deletes and
+// one compare_set, and nothing at all from the ranks that do not lead. Rank 0's own operations
+// per step are the same at both sizes but for its polls of the step's counter, whose number
+// depends on how long the hosts take (here: two threads driving 4095 simulated ranks).
+TEST(HostAggregated, StoreOperationsPerStepAt64And4096Ranks) {
+  // 4096 ranks in one process hold two sockets per member: raise the soft limit if it is lower.
+  rlimit files{};
+  getrlimit(RLIMIT_NOFILE, &files);
+  if (files.rlim_cur < 10000 && files.rlim_max >= 10000) {
+    files.rlim_cur = 10000;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
+  if (files.rlim_cur < 10000) GTEST_SKIP() << "needs 10000 open files, the limit is " << files.rlim_cur;
+  constexpr int64_t kSteps = 6;
+  struct PerStep {
+    double appends = 0, removes = 0, compare_sets = 0, sets = 0;
+    double rank0_removes = 0, rank0_compare_sets = 0, rank0_gets = 0, rank0_adds = 0;
+    uint64_t member_ops = 0;
+    int members = 0, hosts = 0;
+  };
+  auto measure = [&](int world) {
+    SimulatedJob job(world, 8, fast_options());
+    job.start_driven(2);
+    for (int64_t s = 0; s < kSteps; ++s) job.push(s);
+    EXPECT_TRUE(job.wait_for_batches(kSteps, 60s));
+    job.stop(5s);
+    expect_whole_steps(job.batches(), 0, kSteps, world);
+    auto per_step = [&](uint64_t n) { return static_cast<double>(n) / static_cast<double>(kSteps); };
+    PerStep p;
+    p.hosts = world / 8;
+    p.appends = per_step(job.ops(KvOp::kAppend) - static_cast<uint64_t>(world));  // less rows
+    p.removes = per_step(job.ops(KvOp::kRemove));
+    // less the elections and rank 0's first ack
+    p.compare_sets = per_step(job.ops(KvOp::kCompareSet) - static_cast<uint64_t>(world) - 1);
+    p.sets = per_step(job.ops(KvOp::kSet));
+    const KvCounters& r0 = job.rank(0).store->counters();
+    p.rank0_removes = per_step(r0.ops(KvOp::kRemove));
+    p.rank0_compare_sets = per_step(r0.ops(KvOp::kCompareSet) - 2);
+    p.rank0_gets = per_step(r0.ops(KvOp::kGet));
+    p.rank0_adds = per_step(r0.ops(KvOp::kAdd));
+    for (int r = 1; r < world; ++r) {
+      if (job.rank(r).counters->host_messages_sent.load() > 0) continue;
+      ++p.members;
+      p.member_ops += job.rank(r).store->counters().ops();
+    }
+    return p;
+  };
+  const PerStep small = measure(64), large = measure(4096);
+  for (const PerStep& p : {small, large}) {
+    EXPECT_EQ(p.appends, p.hosts);  // one message per host and step
+    EXPECT_EQ(p.removes, 2);
+    EXPECT_EQ(p.compare_sets, 1);
+    EXPECT_EQ(p.sets, 0);
+    // the ranks that do not lead: their 3 start-up operations (election, count, row), no more
+    EXPECT_GE(p.members, 8 * p.hosts - p.hosts - 1);
+    EXPECT_EQ(p.member_ops, 3u * static_cast<uint64_t>(p.members));
+    // rank 0: two deletes, one compare_set, one get per step (and, while ranks are still
+    // starting, a read of the rank table every 100 ms)
+    EXPECT_EQ(p.rank0_removes, 2);
+    EXPECT_EQ(p.rank0_compare_sets, 1);
+    EXPECT_GE(p.rank0_gets, 1);
+    EXPECT_LE(p.rank0_gets, 5);
+  }
+  std::printf("per step: appends %.0f / %.0f, rank 0's counter polls %.1f / %.1f (64 / 4096 ranks)\n",
+              small.appends, large.appends, small.rank0_adds, large.rank0_adds);
 }
 
 TEST(HostAggregated, ARankThatStartsLateHoldsUpOnlyTheStepsBeforeItJoined) {
