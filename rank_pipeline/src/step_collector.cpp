@@ -8,6 +8,7 @@ namespace sp::rank_pipeline {
 namespace {
 
 constexpr auto kFirstPoll = std::chrono::milliseconds(2);
+constexpr auto kControlWhenIdle = std::chrono::milliseconds(1000);
 // A step still short of ranks this long after rank 0's own summary: look whether a later step
 // already covers everyone (far longer than the hosts take to post a step; far shorter than the
 // step timeout).
@@ -47,6 +48,7 @@ void StepCollector::note_own(int64_t step) {
 }
 
 void StepCollector::publish_ack() {
+  last_control_ = Clock::now();
   const std::string value = std::to_string(ack_);
   std::string error;
   const auto now = c_.store->compare_set(host::ctl_key(c_.o), ctl_value_, value, &error);
@@ -70,8 +72,25 @@ void StepCollector::publish_stop(const std::string& why) {
   c_.store->set(host::ctl_key(c_.o), host::stop_value("rank 0: " + why), &error);
 }
 
+// While no step settles (no ack, whose answer would show it), a stop another rank wrote to ctl
+// is looked for once a second.
+void StepCollector::watch_control(Clock::time_point now) {
+  if (now - last_control_ < kControlWhenIdle) return;
+  last_control_ = now;
+  std::string error;
+  const auto value = c_.store->try_get(host::ctl_key(c_.o), &error);
+  if (!value) {
+    if (!error.empty()) store_error(error);
+    return;
+  }
+  if (const host::Control control = host::parse_control(*value); control.stop) {
+    remote_stop_ = *control.stop;
+  }
+}
+
 bool StepCollector::pump(Clock::time_point now) {
   read_rank_table(now);
+  watch_control(now);
   bool progress = false;
   while (!remote_stop_ && own_latest_ != INT64_MIN && next() <= own_latest_) {
     if (next() <= final_through_) {  // a later step covers every rank: this one is as whole as it gets

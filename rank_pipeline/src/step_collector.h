@@ -42,6 +42,7 @@ class StepCollector {
   void fill(const std::vector<HostMessage>& messages, int64_t step, StepBatch* batch);
   void publish_ack();
   void read_rank_table(Clock::time_point now);
+  void watch_control(Clock::time_point now);
   void store_error(const std::string& error);
 
   const TransportContext& c_;
@@ -55,6 +56,7 @@ class StepCollector {
   Clock::time_point next_poll_;
   std::chrono::milliseconds poll_interval_;
   std::optional<std::string> remote_stop_;
+  Clock::time_point last_control_;  // the last ack or ctl read (either shows a stop)
   std::vector<RankInfo> table_;
   int rows_known_ = 0;
   bool table_changed_ = false;
