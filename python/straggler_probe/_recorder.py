@@ -30,7 +30,7 @@ class Recorder:
         self._names: dict[str, int] = {}
         self._failed = False
         self._last_compute = 0       # FORWARD or BACKWARD: which micro-batch a send follows
-        self._pending_recv: list[tuple] = []  # receives wait for the compute they feed
+        self._pending_recv: list[dict] = []  # receives wait for the compute they feed
         self._training = False       # set at the first data wait / forward / backward / optimizer
         self.gpu: Any = None         # _timing.GpuRegionTags when the GPU capture tags regions
         self.on_first_forward: Callable[[], None] | None = None  # optimizer hooks learn from it
@@ -187,28 +187,29 @@ class Recorder:
     # ---- host-only and communication events ---------------------------------------------------
     def record_host(self, kind: int, start_ns: int, end_ns: int, stream: int, name_id: int = 0,
                     mb: int = -1) -> None:
-        self.core.record(kind, start_ns, end_ns, mb, name_id, stream, N.COLL_NONE, 0, 0, 0, -1, 0,
-                         N.TIME_HOST, 0)
+        self.core.record(kind=kind, start_ns=start_ns, end_ns=end_ns, microbatch=mb,
+                         name_id=name_id, stream=stream)
 
     def record_comm(self, kind: int, coll: int, start_ns: int, end_ns: int, stream: int,
                     group_id: int, seq: int, nbytes: int, peer: int, group_size: int,
                     name_id: int = 0) -> None:
-        args = (kind, start_ns, end_ns, -1, name_id, stream, coll, group_id, seq, nbytes, peer,
-                group_size, N.TIME_HOST, 0)
+        event = dict(kind=kind, start_ns=start_ns, end_ns=end_ns, name_id=name_id, stream=stream,
+                     coll=coll, group_id=group_id, seq=seq, bytes=nbytes, peer=peer,
+                     group_size=group_size)
         if kind == N.SEND:
             # A pipeline send carries the output of the compute that just ran.
             mb = self.fwd_mb - 1 if self._last_compute == N.FORWARD else self.bwd_mb - 1
-            self.core.record(*(args[:3] + (max(mb, -1),) + args[4:]))
+            self.core.record(microbatch=max(mb, -1), **event)
         elif kind == N.RECV and threading.get_ident() == self.train_thread:
             # A receive feeds the next compute, which is not known yet (forward or backward).
-            self._pending_recv.append(args)
+            self._pending_recv.append(event)
         else:
-            self.core.record(*args)
+            self.core.record(**event)
 
     def _flush_recv(self, mb: int) -> None:
         if self._pending_recv:
-            for args in self._pending_recv:
-                self.core.record(*(args[:3] + (mb,) + args[4:]))
+            for event in self._pending_recv:
+                self.core.record(microbatch=mb, **event)
             self._pending_recv.clear()
 
     def annotate(self, mb: int, key: str, value: str) -> None:
