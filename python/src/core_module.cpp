@@ -256,6 +256,9 @@ PYBIND11_MODULE(_core, m) {
   });
   m.def("flush", [] { return runtime().flush(); });
   m.def("set_topology", [](int32_t dp, int32_t pp) { return runtime().set_topology(dp, pp); });
+  m.def("set_rank", [](int32_t rank, int32_t world) { return runtime().set_rank(rank, world); },
+        py::arg("rank"), py::arg("world_size"),
+        "sp_set_rank: this rank's place, learnt after init (re-stamps queued summaries too)");
   m.def("set_clock_offset", [](int64_t ns) { return runtime().set_clock_offset(ns); });
   m.def("stats", &stats);
   m.def("last_warning", [] { return std::string(runtime().last_warning()); });

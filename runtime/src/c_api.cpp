@@ -13,6 +13,8 @@
 #include "logging.h"
 #include "probe_state.h"
 #include "recorder.h"
+#include "straggler_probe/step_summary.h"
+#include "summary_queue.h"
 
 using sp::runtime::Probe;
 using sp::runtime::probe_instance;
@@ -198,6 +200,28 @@ SP_API int sp_set_topology(int32_t dp_rank, int32_t pp_stage) {
   p->dp_rank.store(dp_rank, std::memory_order_relaxed);
   p->pp_stage.store(pp_stage, std::memory_order_relaxed);
   return SP_OK;
+}
+
+SP_API int sp_set_rank(int32_t rank, int32_t world_size) {
+  return guarded("sp_set_rank", static_cast<int>(SP_ERR_INTERNAL), [&]() -> int {
+    Probe* p = probe_instance();
+    if (p == nullptr || sp::runtime::in_forked_child()) return SP_ERR_DISABLED;
+    if (world_size < 1 || rank < 0 || rank >= world_size) return SP_ERR_INVALID;
+    const int32_t was_rank = p->rank.exchange(rank, std::memory_order_relaxed);
+    const int32_t was_world = p->world_size.exchange(world_size, std::memory_order_relaxed);
+    if (was_rank == rank && was_world == world_size) return SP_OK;
+    // Summaries the consumer made before now carry the old rank: re-stamp them (a handful at
+    // most, bounded by the queue), so that rank 0 never files one under the wrong rank.
+    p->summaries.update_all([rank, world_size](sp::runtime::QueuedSummary& item) {
+      item.summary.rank = rank;
+      item.summary.world_size = world_size;
+      item.encoded = sp::runtime::encode_summary(item.summary);
+    });
+    sp::runtime::log::set_context(fmt::format("rank={}", rank));
+    sp::runtime::log::info(fmt::format("rank {} of {} (was {} of {} at sp_init)", rank,
+                                       world_size, was_rank, was_world));
+    return SP_OK;
+  });
 }
 
 SP_API int sp_set_clock_offset(int64_t offset_ns) {

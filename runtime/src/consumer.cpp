@@ -185,8 +185,8 @@ void Consumer::pass(bool final_pass) {
 
 void Consumer::emit(StepSummary&& summary, size_t extra_room) {
   if (abandoned_.load(std::memory_order_acquire)) return;
-  summary.rank = config_.rank;
-  summary.world_size = config_.world_size;
+  summary.rank = probe_.rank.load(std::memory_order_relaxed);
+  summary.world_size = probe_.world_size.load(std::memory_order_relaxed);
   summary.dp_rank = probe_.dp_rank.load(std::memory_order_relaxed);
   summary.pp_stage = probe_.pp_stage.load(std::memory_order_relaxed);
   summary.clock_offset_ns = probe_.clock_offset_ns.load(std::memory_order_relaxed);
