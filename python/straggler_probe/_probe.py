@@ -2,9 +2,12 @@
 their order of start-up and shut-down.
 
 Start-up may happen before torch.distributed is initialised (init() is usually the first line of
-a training script): recording starts at once, and the transport starts at the first step
-boundary after the default process group exists. Summaries made before that wait in the core's
-bounded queue.
+a training script): recording starts at once under the rank the launcher's variables suggest
+(_identity.py), and at each step boundary until the default process group exists the probe looks
+again; once it does, its rank and world size are the ones used (the runtime re-stamps what it
+already queued: sp_set_rank) and the transport starts. A job without torch.distributed starts
+its (single-rank) transport at the first step boundary. Summaries made before that wait in the
+core's bounded queue.
 """
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ import warnings
 from typing import Any, Callable
 
 from . import _native as N
-from . import _topology, _transport
+from . import _identity, _topology, _transport
 from ._config import Config, ConfigError
 from ._recorder import Recorder
 from ._timing import CudaEventTimer, GpuRegionTags, HostTimer
@@ -34,8 +37,9 @@ class Probe:
         self.torch = torch
         self.dist = dist if dist.is_available() else None
         self.core = N.core
-        self.rank, self.world, self.local_rank = _topology.resolve_rank_world(
-            cfg.rank, cfg.world_size, self.dist)
+        self.identity, disagreement = _identity.resolve(cfg.rank, cfg.world_size, self.dist)
+        if disagreement:
+            warnings.warn(f"straggler_probe: {disagreement}", RuntimeWarning, stacklevel=3)
         self.transport: str | None = None
         self._uninstall: list[Callable[[], None]] = []
         self._closed = False
@@ -69,6 +73,18 @@ class Probe:
             self.close(drain_s=0.0)
             raise
         self._maybe_start_transport()
+
+    @property
+    def rank(self) -> int:
+        return self.identity.rank
+
+    @property
+    def world(self) -> int:
+        return self.identity.world
+
+    @property
+    def local_rank(self) -> int:
+        return self.identity.local_rank
 
     # -- set-up ---------------------------------------------------------------------------------
     def _choose_timer(self) -> None:
@@ -139,12 +155,33 @@ class Probe:
         if found is not None:
             self.core.set_topology(found[0], found[1])
 
-    def _maybe_start_transport(self) -> None:
+    def _settle_identity(self) -> bool:
+        """Adopts the live process group's rank and world size once it exists (True then)."""
+        if self.identity.live:
+            return True
+        live = _identity.from_process_group(self.dist)
+        if live is None:
+            return False
+        found = _identity.Identity(live[0], live[1], self.identity.local_rank,
+                                   _identity.PROCESS_GROUP)
+        disagreement = _identity.disagreement(self.identity, found)
+        if disagreement:
+            warnings.warn(f"straggler_probe: {disagreement}", RuntimeWarning, stacklevel=4)
+        if (found.rank, found.world) != (self.identity.rank, self.identity.world):
+            self.core.set_rank(found.rank, found.world)
+        self.identity = found
+        if self.collectives is not None:
+            self.collectives.rank = found.rank
+        return True
+
+    def _maybe_start_transport(self, at_step: bool = False) -> None:
+        """At init() only when the process group already exists; later, at each step boundary
+        until it does (a job without torch.distributed: at the first one, as a single rank)."""
         if self.transport is not None:
             return
-        if (self.world > 1 and self.cfg.transport != "none"
-                and (self.dist is None or not self.dist.is_initialized())):
-            return
+        if not self._settle_identity() and self.cfg.transport != "none":
+            if not at_step or self.world > 1:
+                return
         try:
             self.transport = _transport.start(self.core, self.cfg, self.rank, self.world,
                                               self.dist, self.session)
@@ -162,7 +199,7 @@ class Probe:
                 self.modules.end_discovery()  # top-level modules are known after one step
             self.modules.new_step()
         if self.transport is None:
-            self._maybe_start_transport()
+            self._maybe_start_transport(at_step=True)
         elif rec.step % self.STATUS_EVERY == 0:
             state = self.core.pipeline_status().get("state")
             if state in ("stepped-aside", "stopped-by-another-rank"):

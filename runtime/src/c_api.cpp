@@ -12,9 +12,8 @@
 #include "lifecycle.h"
 #include "logging.h"
 #include "probe_state.h"
+#include "consumer.h"
 #include "recorder.h"
-#include "straggler_probe/step_summary.h"
-#include "summary_queue.h"
 
 using sp::runtime::Probe;
 using sp::runtime::probe_instance;
@@ -212,11 +211,7 @@ SP_API int sp_set_rank(int32_t rank, int32_t world_size) {
     if (was_rank == rank && was_world == world_size) return SP_OK;
     // Summaries the consumer made before now carry the old rank: re-stamp them (a handful at
     // most, bounded by the queue), so that rank 0 never files one under the wrong rank.
-    p->summaries.update_all([rank, world_size](sp::runtime::QueuedSummary& item) {
-      item.summary.rank = rank;
-      item.summary.world_size = world_size;
-      item.encoded = sp::runtime::encode_summary(item.summary);
-    });
+    sp::runtime::restamp_queued_summaries(*p);
     sp::runtime::log::set_context(fmt::format("rank={}", rank));
     sp::runtime::log::info(fmt::format("rank {} of {} (was {} of {} at sp_init)", rank,
                                        world_size, was_rank, was_world));
