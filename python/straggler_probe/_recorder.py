@@ -165,6 +165,12 @@ class Recorder:
             self.gpu.push(N.OPTIMIZER, -1)
         return start
 
+    def optimizer_suspend(self) -> None:
+        """An optimizer region begun but not recorded: its step called the closure (forward and
+        backward) before doing its own work."""
+        if self.gpu is not None:
+            self.gpu.pop(N.OPTIMIZER)
+
     def optimizer_end(self, start: Any) -> None:
         if self.gpu is not None:
             self.gpu.pop(N.OPTIMIZER)
