@@ -48,6 +48,7 @@ class Probe:
         self.modules: Any = None
         self.optimizer: Any = None
         self.collectives: Any = None
+        self.process_groups: Any = None
         self.gc: Any = None
 
         status, message = self.core.init(self.rank, self.world, self.local_rank)
@@ -114,8 +115,11 @@ class Probe:
         if cfg.collectives and self.dist is not None:
             from .hooks.collectives import CollectiveHooks
             from .hooks.ddp import DdpHooks
+            from .hooks.process_group import ProcessGroupHooks
             self.collectives = CollectiveHooks(rec, self.dist, self.rank)
             self._uninstall.append(self.collectives.install())
+            self.process_groups = ProcessGroupHooks(rec, self.dist, self.collectives)
+            self._uninstall.append(self.process_groups.install())
             from torch.nn.parallel import DistributedDataParallel
             ddp = DdpHooks(rec, self.collectives, DistributedDataParallel, self.dist, torch)
             self._uninstall.append(ddp.install())
@@ -198,6 +202,8 @@ class Probe:
             if rec.step == 1:
                 self.modules.end_discovery()  # top-level modules are known after one step
             self.modules.new_step()
+        if self.process_groups is not None:
+            self.process_groups.at_step(rec.step - 1)
         if self.transport is None:
             self._maybe_start_transport(at_step=True)
         elif rec.step % self.STATUS_EVERY == 0:
@@ -247,6 +253,8 @@ class Probe:
         out["pipeline"] = self.core.pipeline_status()
         if self.gc is not None:
             out["gc_short_pauses"] = self.gc.short_pauses
+        if self.process_groups is not None:
+            out["process_groups"] = self.process_groups.stats()
         if isinstance(self.timer, CudaEventTimer):
             out["cuda_regions_dropped"] = self.timer.dropped
         from . import _profiler_guard

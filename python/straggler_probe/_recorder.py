@@ -12,6 +12,7 @@ import warnings
 from typing import Any, Callable
 
 from . import _native as N
+from ._timing import HostTimer
 
 
 class Recorder:
@@ -25,6 +26,7 @@ class Recorder:
         self.in_backward = False     # activation-checkpoint recomputation is not a new forward
         self._bwd_engine_end: Any = None  # stamp from the final callback (hooks/autograd.py)
         self._bwd_end_queued = False
+        self._bwd_start: Any = None  # start of the backward's current piece (split_at_wait)
         self._fwd: list[Any] | None = None  # open forward: [start, end, mb]
         self._fwd_depth = 0
         self._names: dict[str, int] = {}
@@ -127,7 +129,7 @@ class Recorder:
         self._bwd_engine_end = None
         self._bwd_end_queued = False
         self.in_backward = True
-        start = self.timer.stamp()
+        start = self._bwd_start = self.timer.stamp()
         if self.gpu is not None:
             self.gpu.pop(N.BACKWARD)  # left open by a backward that raised
             self.gpu.push(N.BACKWARD, self.bwd_mb)
@@ -150,11 +152,37 @@ class Recorder:
         if self.gpu is not None:
             self.gpu.pop(N.BACKWARD)
         end = self._bwd_engine_end if self._bwd_engine_end is not None else self.timer.stamp()
+        if self._bwd_start is not None:
+            start = self._bwd_start  # after a wait inside it: the last piece
+        self._bwd_start = None
         self.in_backward = False
         mb = self.bwd_mb
         self.bwd_mb += 1
         self._last_compute = N.BACKWARD
         self.timer.submit(N.BACKWARD, start, end, mb, 0, N.STREAM_MAIN, self.step)
+
+    @property
+    def in_region(self) -> bool:
+        """A forward or backward is running on the training thread right now."""
+        return self.in_backward or (self._fwd is not None and self._fwd[1] is None)
+
+    def split_at_wait(self, wait_start: int, wait_end: int) -> None:
+        """The training thread waited for a collective (Work.wait()) inside a forward or
+        backward (FSDP waits for each layer's all-gather in its forward): the region so far is
+        one piece, and the next starts when the wait ended, so the wait is a gap that the
+        analysis ties to the collective instead of compute of this rank. Host-timed regions
+        only: on CUDA a wait blocks the stream, not this thread."""
+        if not isinstance(self.timer, HostTimer):
+            return
+        fwd = self._fwd
+        if self.in_backward and self._bwd_start is not None:
+            mb = self.bwd_mb
+            self.timer.submit(N.BACKWARD, self._bwd_start, wait_start, mb, 0, N.STREAM_MAIN,
+                              self.step)
+            self._bwd_start = wait_end
+        elif fwd is not None and fwd[1] is None and self._fwd_depth > 0:
+            self.timer.submit(N.FORWARD, fwd[0], wait_start, fwd[2], 0, N.STREAM_MAIN, self.step)
+            fwd[0] = wait_end
 
     # ---- optimizer and steps --------------------------------------------------------------
     def optimizer_begin(self) -> Any:
