@@ -2,8 +2,8 @@
 
 A job is `python <framework>_job.py '<json spec>'`. The spec says how the probe is added
 ("import": `import straggler_probe; straggler_probe.init()` as the script's first lines;
-"preload": nothing in the script, the launcher sets LD_PRELOAD; "off": no probe, for the
-overhead benchmark), the compute per micro-batch (a sleep in the forward and in the backward, as
+"preload": nothing in the script, the launcher sets LD_PRELOAD; "callback": the framework
+integration starts it; "off": no probe, for the overhead benchmark), the compute per micro-batch (a sleep in the forward and in the backward, as
 a slow accelerator would take: four ranks share two cores in CI, and a sleep's length does not
 depend on who else runs) and which rank is slower by how much.
 """

@@ -38,8 +38,14 @@ class Data(torch.utils.data.Dataset):
 
 
 class Clock(transformers.TrainerCallback):
+    """Times the steps, and keeps what on_log is given, as a report_to integration would."""
+
     def __init__(self) -> None:
         self.clock = StepClock()
+        self.logged: list[dict] = []
+
+    def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: ANN001, ANN201
+        self.logged.append(dict(logs or {}, step=state.global_step))
 
     def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001, ANN201
         self.clock.tick()
@@ -64,7 +70,8 @@ def main() -> None:
     trainer = transformers.Trainer(model=model, args=args, train_dataset=Data(4096),
                                    callbacks=callbacks)
     out = trainer.train()
-    write_result(spec, rank, clock.clock.times, loss=float(out.training_loss))
+    write_result(spec, rank, clock.clock.times, loss=float(out.training_loss),
+                 log_history=trainer.state.log_history, logged=clock.logged)
 
 
 if __name__ == "__main__":

@@ -3,8 +3,9 @@
 
 launch="lightning": Lightning's own launcher (this script is started once; Lightning starts the
 other ranks by running it again with LOCAL_RANK and WORLD_SIZE, never RANK). launch="torchrun":
-started by torchrun, every rank already has RANK. spec["callback"]: log through
-straggler_probe.integrations.lightning.StragglerProbeCallback instead of init() at the top.
+started by torchrun, every rank already has RANK. spec["callback"] (with mode="callback":
+no init() at the top): the probe starts from
+straggler_probe.integrations.lightning.StragglerProbeCallback, which logs to a CSVLogger in out.
 """
 from __future__ import annotations
 
@@ -46,8 +47,11 @@ def main() -> None:
         from straggler_probe.integrations.lightning import StragglerProbeCallback
         callbacks.append(StragglerProbeCallback(**spec.get("probe", {})))
     module = Module()
+    logger = False
+    if spec.get("callback"):
+        logger = L.pytorch.loggers.CSVLogger(spec["out"], name="csv", version=0)
     trainer = L.Trainer(accelerator="cpu", devices=spec.get("world", 4), strategy="ddp",
-                        max_steps=spec["steps"], logger=spec.get("logger", False),
+                        max_steps=spec["steps"], logger=logger, log_every_n_steps=1,
                         callbacks=callbacks, enable_checkpointing=False,
                         enable_progress_bar=False, enable_model_summary=False,
                         num_sanity_val_steps=0, limit_val_batches=0,

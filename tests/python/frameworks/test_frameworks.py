@@ -63,6 +63,40 @@ def test_lightning_own_launcher_under_ld_preload(tmp_path: Path) -> None:
     check_named(result)
 
 
+def test_lightning_callback_logs_to_the_trainers_logger(tmp_path: Path) -> None:
+    import csv
+    result = launch.run("lightning_job.py", dict(STRAGGLER, mode="callback", callback=True),
+                        tmp_path, launch="lightning")
+    check_named(result)
+    rows = list(csv.DictReader(open(tmp_path / "csv" / "version_0" / "metrics.csv")))
+    logged = {int(r["step"]): r for r in rows if r.get("straggler/S")}
+    verdicts = {s["step"]: s for s in result.steps if s.get("analyzed")}
+    assert logged and set(logged) <= set(verdicts)
+    assert len(logged) >= len(verdicts) - 2  # the last verdicts may come after training ends
+    for step, row in logged.items():
+        assert abs(float(row["straggler/S"]) - verdicts[step]["S"]) < 1e-6
+        if verdicts[step]["worst"] == "rank:2":
+            assert float(row["straggler/worst_rank"]) == 2.0
+        assert float(row["straggler/flagged"]) == (verdicts[step]["cause"] != "none")
+
+
+def test_hf_callback_adds_to_the_trainers_logs(tmp_path: Path) -> None:
+    result = launch.run("hf_job.py", dict(STRAGGLER, mode="callback", callback=True,
+                                          logging_steps=5), tmp_path)
+    check_named(result)
+    # what a report_to integration (a callback after ours) is given, and the Trainer's history
+    logs = [h for h in result.ranks[0]["logged"] if "straggler/S" in h]
+    assert len(logs) >= STEPS // 5 - 2, result.ranks[0]["logged"]
+    history = [h for h in result.ranks[0]["log_history"] if "straggler/S" in h]
+    assert [h["step"] for h in history] == [h["step"] for h in logs]
+    late = [h for h in logs if h["step"] >= 15]
+    assert late and all(h["straggler/worst_rank"] == 2.0 for h in late), late
+    assert all(h["straggler/cause"] == 1.0 for h in late)  # worker
+    # the share of steps flagged since the previous log (absent when no step was analysed since)
+    shares = [h["straggler/flagged_share"] for h in logs if "straggler/flagged_share" in h]
+    assert len(shares) >= len(logs) - 1 and all(0.0 <= x <= 1.0 for x in shares), logs
+
+
 def test_closure_loop_names_the_slow_rank(tmp_path: Path) -> None:
     # optimizer.step(closure) with DDP: forward, backward and the bucket wait inside the step
     result = harness.run_job(dict(STRAGGLER, closure=True), tmp_path)
