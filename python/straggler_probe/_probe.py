@@ -68,6 +68,9 @@ class Probe:
         self.rec.on_step_marked = self._on_step_marked
         self.rec.on_training_start = self._choose_timer
         self.rec.on_fail = self.core.request_stop
+        self.rec.on_no_steps = self._no_steps
+        from ._sight import Sight
+        self.sight = Sight(self)
         try:
             self._install_hooks()
         except Exception:
@@ -204,12 +207,29 @@ class Probe:
             self.modules.new_step()
         if self.process_groups is not None:
             self.process_groups.at_step(rec.step - 1)
+        self.sight.at_step(rec.step - 1)
         if self.transport is None:
             self._maybe_start_transport(at_step=True)
         elif rec.step % self.STATUS_EVERY == 0:
             state = self.core.pipeline_status().get("state")
             if state in ("stepped-aside", "stopped-by-another-rank"):
                 self.step_aside(None)
+
+    def _no_steps(self, forwards: int) -> None:
+        self._settle_identity()
+        if self.rank != 0:
+            return
+        how = ("straggler_probe.step() was never called (steps='manual')"
+               if self.cfg.steps == "manual" else
+               "no torch.optim optimizer stepped (steps='auto' ends a step at optimizer.step(); "
+               "call straggler_probe.step() at the end of each step otherwise)")
+        self.sight.problems.append(f"no step boundary after {forwards} forwards")
+        warnings.warn(f"straggler_probe: {forwards} forwards have run and no step has ended: {how}; "
+                      "until one does, nothing is analysed", RuntimeWarning, stacklevel=4)
+
+    def collectives_seen(self) -> int:
+        """Collectives and p2p ops this rank has recorded so far (every layer numbers them)."""
+        return 0 if self.collectives is None else self.collectives.groups.ops_numbered()
 
     def manual_step(self) -> None:
         if self.optimizer is not None and self.optimizer.on_step_end is not None:
@@ -255,6 +275,7 @@ class Probe:
             out["gc_short_pauses"] = self.gc.short_pauses
         if self.process_groups is not None:
             out["process_groups"] = self.process_groups.stats()
+        out["sight_problems"] = list(self.sight.problems)
         if isinstance(self.timer, CudaEventTimer):
             out["cuda_regions_dropped"] = self.timer.dropped
         from . import _profiler_guard

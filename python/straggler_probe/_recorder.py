@@ -15,6 +15,11 @@ from . import _native as N
 from ._timing import HostTimer
 
 
+# Forwards in one step without a step boundary before the probe says it sees no steps: more
+# micro-batches than any gradient accumulation we know of, and far fewer than a job runs.
+NO_STEP_FORWARDS = 256
+
+
 class Recorder:
     def __init__(self, core: Any, timer: Any):
         self.core = core
@@ -38,6 +43,7 @@ class Recorder:
         self.on_first_forward: Callable[[], None] | None = None  # optimizer hooks learn from it
         self.on_training_start: Callable[[], None] | None = None  # the probe picks its timer
         self.on_step_marked: Callable[[], None] | None = None
+        self.on_no_steps: Callable[[int], None] | None = None  # called once, with the forwards
         self.on_fail: Callable[[str], None] | None = None
 
     # ---- plumbing ------------------------------------------------------------------------
@@ -95,6 +101,8 @@ class Recorder:
             self._flush_recv(self.fwd_mb)
             self._fwd = [self.timer.stamp(), None, self.fwd_mb]
             self.fwd_mb += 1
+            if self.fwd_mb == NO_STEP_FORWARDS and self.step == 0 and self.on_no_steps:
+                self.on_no_steps(self.fwd_mb)
         if self.gpu is not None:
             self.gpu.push(N.FORWARD, self._fwd[2])
         return True
