@@ -55,7 +55,7 @@ def main() -> None:
         opt.step()
         opt.zero_grad()
         clock.tick()
-    write_result(spec, rank, clock.times, loss=float(loss))
+    write_result(spec, rank, clock.times, loss=float(loss.detach()))
     dist.destroy_process_group()
 
 
