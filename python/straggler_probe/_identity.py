@@ -37,13 +37,12 @@ class Identity:
 
 
 def _env_int(environ: Mapping[str, str], name: str) -> int | None:
-    raw = environ.get(name)
-    if raw is None or raw.strip() == "":
-        return None
-    try:
-        return int(raw)
-    except ValueError:
-        raise ValueError(f"{name}={raw!r} is not an integer (set by the launcher?)") from None
+    """A launcher's variable as a number; unset or empty is None, anything else an error."""
+    raw = environ.get(name, "")
+    text = raw.strip()
+    if text and not text.lstrip("+-").isdigit():
+        raise ValueError(f"{name}={raw!r} is not an integer (set by the launcher?)")
+    return int(text) if text else None
 
 
 def from_process_group(dist: Any) -> tuple[int, int] | None:

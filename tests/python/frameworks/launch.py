@@ -62,14 +62,7 @@ def run(script: str, spec: dict, out_dir: Path, launch: str = "torchrun", world:
         proc.kill()
         out, err = proc.communicate()
         err += f"\n[launch] killed after {timeout}s"
-    ranks = []
-    for rank in range(world):
-        f = out_dir / f"rank{rank}.json"
-        ranks.append(json.loads(f.read_text()) if f.exists() else {})
-    steps = []
-    jsonl = out_dir / "report" / "straggler_probe_steps.jsonl"
-    if jsonl.exists():
-        steps = [json.loads(l) for l in jsonl.read_text().splitlines() if l.strip()]
+    ranks, steps = harness.collect(out_dir, world)
     # one process holds every rank's output (torchrun's agent, Lightning's first process)
     return harness.JobResult([proc.returncode] * world, [out] + [""] * (world - 1),
                              [err] + [""] * (world - 1), ranks, steps, out_dir)
