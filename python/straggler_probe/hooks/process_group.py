@@ -16,9 +16,10 @@ go through a wrapper (the wrappers' own calls are counted here, not recorded twi
 An op is recorded from issue to the completion of its Work's future (the backend's thread runs
 the callback): on the training thread's stream when the caller waits for it (async_op=False),
 else on the async-comm stream. Work.wait() is wrapped on the class: when the training thread
-blocks in it inside a forward or backward (FSDP waits for each layer's all-gather there), the
+waits in it inside a forward or backward (FSDP waits for each layer's all-gather there), the
 region is cut around the wait (Recorder.split_at_wait), so that a fast rank waiting for a slow
-one does not look like a rank computing slowly.
+one does not look like a rank computing slowly. It is cut at every such wait, also one that
+returns at once (the slow rank's), so that all ranks record the same pieces.
 
 Unseen collectives: each group counts the collectives it issued (_get_sequence_number_for_group);
 at each step boundary the probe compares that count with what it saw on the group, and the first
@@ -79,6 +80,11 @@ class ProcessGroupHooks:
         self._patched: list[tuple[Any, str, Any]] = []
         self._warned = False
         self.unseen = 0
+        # Works issued here and not finished yet: id -> (work, finish). Whichever comes first,
+        # the future's callback or the training thread's wait() returning, ends the op: the
+        # backend may run callbacks after it has woken the waiter, and an op that ends after
+        # the code waiting for it resumed would not be seen as what that code waited for.
+        self._open_works: dict[int, tuple[Any, Callable[[int], None]]] = {}
 
     # -- installation ------------------------------------------------------------------------------
     def install(self) -> Callable[[], None]:
@@ -130,20 +136,19 @@ class ProcessGroupHooks:
         if orig is None or getattr(orig, "_straggler_probe", False):
             return
         rec = self.rec
+        owner = self
 
         def wait(work: Any, *args: Any, **kwargs: Any) -> Any:
             if rec.failed or threading.get_ident() != rec.train_thread or not rec.in_region:
                 return orig(work, *args, **kwargs)
-            try:
-                done = work.is_completed()
-            except Exception:  # noqa: BLE001 - a Work that cannot tell: just wait
-                done = True
-            if done:
-                return orig(work, *args, **kwargs)
+            # Cut even when the work is done already (an empty wait): every rank then records
+            # the same pieces, and the analysis compares like with like across ranks
             start = now_ns()
             result = orig(work, *args, **kwargs)
             try:
-                rec.split_at_wait(start, now_ns())
+                end = now_ns()
+                owner.finish_work(work, end)
+                rec.split_at_wait(start, end)
             except Exception as err:  # noqa: BLE001
                 rec.fail(f"Work.wait: {type(err).__name__}: {err}")
             return result
@@ -259,9 +264,9 @@ class ProcessGroupHooks:
             name_id = self._names[name] = rec.intern("pg:" + name.lower())
         self.recorded += 1
 
-        def done(_fut: Any = None) -> None:
-            try:  # on the backend's thread: nothing may reach torch's callback
-                rec.record_comm(kind, coll, start, max(start, now_ns()), stream, info.group_id,
+        def done(end_ns: int) -> None:
+            try:  # maybe on the backend's thread: nothing may reach torch's callback
+                rec.record_comm(kind, coll, start, max(start, end_ns), stream, info.group_id,
                                 seq, nbytes, peer, info.size, name_id)
             except Exception as err:  # noqa: BLE001
                 rec.fail(f"recording a completed {name}: {type(err).__name__}: {err}")
@@ -273,9 +278,24 @@ class ProcessGroupHooks:
             except Exception:  # noqa: BLE001 - gloo p2p work has no future
                 fut = None
         if fut is None:
-            done()  # issued: the best end we can know without holding the caller's Work
-        else:
-            fut.add_done_callback(done)
+            done(now_ns())  # issued: the best end we can know without holding the caller's Work
+            return
+        key = id(work)
+        self._open_works[key] = (work, done)
+        # the callback holds the key, not the Work: Work -> future -> callback -> Work would be
+        # a cycle through C++ that Python's collector cannot see
+        fut.add_done_callback(lambda _f: self._finish(key, None, now_ns()))
+
+    def finish_work(self, work: Any, end_ns: int) -> None:
+        """A wait on `work` returned: if it is ours and still open, it ended by now."""
+        self._finish(id(work), work, end_ns)
+
+    def _finish(self, key: int, work: Any, end_ns: int) -> None:
+        entry = self._open_works.get(key)
+        if entry is None or (work is not None and entry[0] is not work):
+            return
+        if self._open_works.pop(key, None) is not None:  # atomic: only the first one records
+            entry[1](end_ns)
 
     # -- what went by unseen -------------------------------------------------------------------------
     def at_step(self, step: int) -> None:
