@@ -66,7 +66,7 @@ class Probe:
         self.timer: Any = HostTimer(self.core.record)
         self.rec = Recorder(self.core, self.timer)
         self.rec.on_step_marked = self._on_step_marked
-        self.rec.on_training_start = self._choose_timer
+        self.rec.on_training_start = self._on_training_start
         self.rec.on_fail = self.core.request_stop
         self.rec.on_no_steps = self._no_steps
         from ._sight import Sight
@@ -91,6 +91,13 @@ class Probe:
         return self.identity.local_rank
 
     # -- set-up ---------------------------------------------------------------------------------
+    def _on_training_start(self) -> None:
+        self._choose_timer()
+        if self.process_groups is not None:
+            # groups made after init() (the default one, FSDP's, a DeviceMesh's) exist by now:
+            # hooked before the first step's collectives, not at the first step boundary
+            self.process_groups.find_groups()
+
     def _choose_timer(self) -> None:
         """At the first sign of training: CUDA events if the job uses CUDA (it has initialised
         it by now, e.g. by moving the model), else host time."""
