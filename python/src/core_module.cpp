@@ -245,7 +245,14 @@ PYBIND11_MODULE(_core, m) {
   m.def("is_enabled", [] { return runtime().is_enabled() != 0; });
   m.def("now_ns", [] { return runtime().now_ns(); });
   m.def("intern", [](const std::string& name) { return runtime().intern(name.c_str()); });
-  m.def("record", &record);
+  // Keywords with defaults: callers name what they set (a host region needs 7 of the 14 fields),
+  // and positional calls in the declared order keep working.
+  m.def("record", &record, py::arg("kind"), py::arg("start_ns"), py::arg("end_ns"),
+        py::arg("microbatch") = -1, py::arg("name_id") = 0, py::arg("stream") = 0,
+        py::arg("coll") = static_cast<uint32_t>(SP_COLL_NONE), py::arg("group_id") = 0,
+        py::arg("seq") = 0, py::arg("bytes") = 0, py::arg("peer") = -1, py::arg("group_size") = 0,
+        py::arg("time_source") = static_cast<uint32_t>(SP_TIME_HOST), py::arg("step_plus_one") = 0,
+        "sp_record of one complete event; returns its status (SP_OK, or why it was not kept)");
   m.def("region_begin", [](uint32_t kind, int32_t mb, uint32_t name_id) {
     return runtime().region_begin(kind, mb, name_id);
   });
@@ -256,6 +263,9 @@ PYBIND11_MODULE(_core, m) {
   });
   m.def("flush", [] { return runtime().flush(); });
   m.def("set_topology", [](int32_t dp, int32_t pp) { return runtime().set_topology(dp, pp); });
+  m.def("set_rank", [](int32_t rank, int32_t world) { return runtime().set_rank(rank, world); },
+        py::arg("rank"), py::arg("world_size"),
+        "sp_set_rank: this rank's place, learnt after init (re-stamps queued summaries too)");
   m.def("set_clock_offset", [](int64_t ns) { return runtime().set_clock_offset(ns); });
   m.def("stats", &stats);
   m.def("last_warning", [] { return std::string(runtime().last_warning()); });

@@ -87,6 +87,12 @@ def run_job(spec: dict, out_dir: Path, world: int = 4, env: dict | None = None,
         outs.append(o)
         errs.append(e)
         codes.append(p.returncode)
+    ranks, steps = collect(out_dir, world)
+    return JobResult(codes, outs, errs, ranks, steps, out_dir)
+
+
+def collect(out_dir: Path, world: int) -> tuple[list[dict], list[dict]]:
+    """Every rank's result file (empty for a rank that wrote none) and rank 0's JSONL."""
     ranks = []
     for rank in range(world):
         f = out_dir / f"rank{rank}.json"
@@ -95,4 +101,4 @@ def run_job(spec: dict, out_dir: Path, world: int = 4, env: dict | None = None,
     jsonl = out_dir / "report" / "straggler_probe_steps.jsonl"
     if jsonl.exists():
         steps = [json.loads(l) for l in jsonl.read_text().splitlines() if l.strip()]
-    return JobResult(codes, outs, errs, ranks, steps, out_dir)
+    return ranks, steps
