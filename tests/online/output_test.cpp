@@ -31,14 +31,14 @@ TEST(OnlineOutput, LogLineFormat) {
   v.evidence = "fixing stage 3 recovers 80% (M_S=0.80)";
   EXPECT_EQ(format_log_line(v),
             "straggler_probe step=120 time=2.213s ideal=1.843s S=1.20 cause=stage-imbalance "
-            "worst=stage:3 S_w=1.23 top_op=forward-compute host=1.2% "
+            "worst=stage:3 S_w=1.23 top_op=forward-compute host_gaps=1.2% "
             "evidence=\"fixing stage 3 recovers 80% (M_S=0.80)\"");
   v.cause = Cause::kNone;
   v.worst.clear();
   v.evidence = "say \"hi\"";
   EXPECT_EQ(format_log_line(v),
             "straggler_probe step=120 time=2.213s ideal=1.843s S=1.20 cause=none worst=- "
-            "S_w=1.23 top_op=forward-compute host=1.2% evidence=\"say \\\"hi\\\"\"");
+            "S_w=1.23 top_op=forward-compute host_gaps=1.2% evidence=\"say \\\"hi\\\"\"");
   StepVerdict s;
   s.step = 7;
   s.skip_reason = "incomplete: no summary from rank(s) 3";
@@ -92,7 +92,7 @@ TEST(OnlineOutput, LinesSummaryJsonlAndReport) {
   ASSERT_EQ(lines.size(), 14u);
   const std::regex line_re(
       R"(straggler_probe step=\d+ time=\d+\.\d{3}s ideal=\d+\.\d{3}s S=\d+\.\d{2} cause=[a-z-]+ )"
-      R"(worst=(rank|stage):\d+ S_w=\d+\.\d{2} top_op=[a-z-]+ host=\d+\.\d% evidence=".*")");
+      R"(worst=(rank|stage):\d+ S_w=\d+\.\d{2} top_op=[a-z-]+ host_gaps=\d+\.\d% evidence=".*")");
   int summaries = 0;
   for (const std::string& l : lines) {
     if (l.rfind("straggler_probe summary", 0) == 0) {
