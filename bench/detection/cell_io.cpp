@@ -126,7 +126,11 @@ std::vector<TruthStep> read_truth(const std::string& dir) {
 std::vector<VerdictStep> read_verdicts(const std::string& path) {
   std::vector<VerdictStep> out;
   for_each_line(path, [&](const json& j) {
+    // A step record: "event" missing or "step". Other events (alarms) are skipped, and so are
+    // records without an event that are not about a step (the rank table the analyzer writes
+    // once: {"rank_table": [...]}); a record that says it is a step must have one.
     if (j.contains("event") && j.at("event") != "step") return;
+    if (!j.contains("event") && !j.contains("step")) return;
     VerdictStep v;
     v.step = j.at("step").get<int64_t>();
     v.analyzed = j.at("analyzed").get<bool>();

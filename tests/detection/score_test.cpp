@@ -140,6 +140,7 @@ TEST_F(CellFiles, RoundTripAndTheAnalyzersOutputsAsAUserReadsThem) {
   write(back.verdicts,
         "{\"step\":3,\"analyzed\":true,\"S\":1.2,\"cause\":\"gc\",\"worst\":\"rank:1\"}\n"
         "{\"event\":\"alarm\",\"state\":\"raised\",\"step\":3}\n"
+        "{\"rank_table\":[{\"rank\":0,\"host\":\"h\"}]}\n"
         "{\"event\":\"step\",\"step\":4,\"analyzed\":false,\"skip_reason\":\"incomplete\"}\n");
   CellOutputs out = read_outputs(dir_.string(), back);
   ASSERT_EQ(out.verdicts.size(), 2u);
