@@ -55,9 +55,10 @@ class JobResult:
 
 
 def run_job(spec: dict, out_dir: Path, world: int = 4, env: dict | None = None,
-            timeout: float = 240.0, per_rank=None) -> JobResult:
+            timeout: float = 240.0, per_rank=None, script: Path | None = None) -> JobResult:
     """per_rank(rank) -> (command prefix, extra environment), e.g. to start a rank in another
-    network namespace (test_two_hosts.py)."""
+    network namespace (test_two_hosts.py). `script` (default workload.py) runs in every rank; it
+    takes the spec as its argument and writes <out>/rank<r>.json."""
     out_dir.mkdir(parents=True, exist_ok=True)
     spec = dict(spec, out=str(out_dir))
     spec.setdefault("probe", {}).setdefault("out_dir", str(out_dir / "report"))
@@ -72,7 +73,7 @@ def run_job(spec: dict, out_dir: Path, world: int = 4, env: dict | None = None,
         penv = dict(base, RANK=str(rank), LOCAL_RANK=str(rank))
         prefix, extra = per_rank(rank) if per_rank else ([], {})
         penv.update(extra)
-        procs.append(subprocess.Popen(prefix + [sys.executable, str(HERE / "workload.py"), json.dumps(spec)],
+        procs.append(subprocess.Popen(prefix + [sys.executable, str(script or HERE / "workload.py"), json.dumps(spec)],
                                       env=penv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       text=True, cwd=str(out_dir)))
     outs, errs, codes = [], [], []
