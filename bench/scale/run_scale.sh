@@ -10,7 +10,7 @@
 # lock: flock /tmp/sp-heavy.lock bench/scale/run_scale.sh [OUT]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-BIN=build/bench/scale/sp_scale_bench
+BIN=${BIN:-build/bench/scale/sp_scale_bench}
 OUT=${1:-build/bench/scale/out}
 STEPS=${STEPS:-12}
 mkdir -p "$OUT"
