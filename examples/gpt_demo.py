@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 import torch
 import torch.distributed as dist
@@ -58,21 +57,8 @@ def train(args: argparse.Namespace) -> None:
         print(f"demo: {dist.get_world_size()} ranks, {args.steps} steps, "
               + (f"rank {args.slow_rank} {args.slowdown:.0%} slower" if args.slow_rank >= 0
                  else "no straggler"), flush=True)
-    batches = iter(data)
-    for step in range(args.steps):
-        try:
-            x, y = next(batches)
-        except StopIteration:
-            batches = iter(data)
-            x, y = next(batches)
-        t0 = time.perf_counter()
-        loss = model(x, y)
-        t1 = time.perf_counter()
-        loss.backward()
-        t2 = time.perf_counter()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        rank_time.observe(t1 - t0, t2 - t1)
+    for _, (x, y) in zip(range(args.steps), straggler.endless(data)):
+        loss = straggler.train_step(model, opt, rank_time, x, y)
     if rank == 0:
         print(f"demo: final loss {loss.item():.3f}", flush=True)
     straggler_probe.shutdown()  # (also at exit) rank 0 prints the report's paths

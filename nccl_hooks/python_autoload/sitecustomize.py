@@ -1,7 +1,8 @@
 """straggler_probe autoload.
 
-libstraggler_probe.so, preloaded into a Python training rank (LD_PRELOAD, RANK and WORLD_SIZE
-set), puts this directory first on PYTHONPATH. An unmodified training script then gets the
+libstraggler_probe.so, preloaded into a Python process (LD_PRELOAD; no RANK needed: Lightning's
+launcher sets only LOCAL_RANK in its children, nothing in its first process), puts this
+directory first on PYTHONPATH. An unmodified training script then gets the
 straggler_probe package: it starts when the script initialises torch.distributed, as if the script
 had called straggler_probe.init() itself. Processes that never initialise torch.distributed
 (spawned data-loader workers, tools) are left untouched apart from one import hook. Any failure is
@@ -128,8 +129,6 @@ def _chain_site_customize():
 def _install():
     env = os.environ
     if env.get("STRAGGLER_PROBE_PYTHON_AUTOLOAD", "1") == "0":
-        return
-    if "RANK" not in env or "WORLD_SIZE" not in env:
         return
     finder = _TorchFinder()
     for name, patch in _PATCHES.items():

@@ -118,6 +118,8 @@ Status AnalysisHost::write_report(ReportOptions options) {
   return status;
 }
 
+void AnalysisHost::set_rank_table(RankTable table) { impl_->analyzer->set_rank_table(std::move(table)); }
+
 const OnlineAnalyzer& AnalysisHost::analyzer() const { return *impl_->analyzer; }
 
 const AnalysisSettings& AnalysisHost::settings() const { return impl_->settings; }

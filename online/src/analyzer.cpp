@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <deque>
 #include <filesystem>
 #include <fstream>
@@ -46,6 +47,7 @@ struct OnlineAnalyzer::Impl {
   uint64_t since_summary = 0;
   ReportTotals totals;
   std::ofstream jsonl;
+  RankTable ranks;
 
   void note_error(const std::string& e) { stats.last_error = e; }
 
@@ -63,6 +65,28 @@ struct OnlineAnalyzer::Impl {
   template <class F>
   std::vector<StepVerdict> guarded(const char* what, F&& f);
 };
+
+namespace {
+
+// "rank:N" with N in the table: the verdict names its host and GPU.
+void place_worst(const RankTable& ranks, StepVerdict* v) {
+  if (v->worst.rfind("rank:", 0) != 0) return;
+  const long r = std::strtol(v->worst.c_str() + 5, nullptr, 10);
+  if (r < 0 || r >= static_cast<long>(ranks.size())) return;
+  v->worst_host = ranks[static_cast<size_t>(r)].host;
+  v->worst_device = ranks[static_cast<size_t>(r)].device;
+}
+
+nlohmann::ordered_json rank_table_json(const RankTable& ranks) {
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    rows.push_back({{"rank", r}, {"host", ranks[r].host}, {"local_rank", ranks[r].local_rank},
+                    {"device", ranks[r].device}});
+  }
+  return rows;
+}
+
+}  // namespace
 
 StepVerdict OnlineAnalyzer::Impl::skipped(int64_t step, const std::string& kind,
                                           const std::string& reason) {
@@ -180,6 +204,7 @@ StepVerdict OnlineAnalyzer::Impl::analyze(int64_t step,
 
 void OnlineAnalyzer::Impl::emit(std::vector<StepVerdict>* out, StepVerdict v, bool print) {
   try {
+    place_worst(ranks, &v);
     totals.add(v);
     if (print && cfg.log_sink) {
       cfg.log_sink(format_log_line(v));
@@ -246,6 +271,23 @@ std::vector<StepVerdict> OnlineAnalyzer::skip_steps(int64_t first, int64_t last,
   return impl_->guarded("skip_steps", [&] { return impl_->skip_steps(first, last, kind, reason); });
 }
 
+void OnlineAnalyzer::set_rank_table(RankTable table) {
+  if (!impl_) return;
+  try {
+    table.resize(static_cast<size_t>(impl_->cfg.world_size));
+    impl_->ranks = std::move(table);
+    if (impl_->jsonl.is_open()) {
+      nlohmann::ordered_json record;
+      record["rank_table"] = rank_table_json(impl_->ranks);
+      impl_->jsonl << record.dump() << '\n';
+      impl_->jsonl.flush();
+    }
+  } catch (const std::exception& e) {
+    ++impl_->stats.analysis_errors;
+    impl_->note_error(std::string("rank table: ") + e.what());
+  }
+}
+
 std::vector<StepVerdict> OnlineAnalyzer::finish() {
   if (!impl_) return {};
   return impl_->guarded("finish", [&] { return impl_->close_all(impl_->assembler.take_all()); });
@@ -263,9 +305,10 @@ std::string OnlineAnalyzer::summary_text() const {
 Status OnlineAnalyzer::write_report(const std::string& dir, const ReportOptions& options) const {
   if (!impl_) return {false, "analyzer failed to initialise"};
   try {
-    const nlohmann::ordered_json analysis = {{"alarms", impl_->steps.alarms_json()},
-                                             {"config", config_json(impl_->cfg)},
-                                             {"stats", stats_json(impl_->stats)}};
+    nlohmann::ordered_json analysis = {{"alarms", impl_->steps.alarms_json()},
+                                       {"config", config_json(impl_->cfg)},
+                                       {"stats", stats_json(impl_->stats)}};
+    if (!impl_->ranks.empty()) analysis["ranks"] = rank_table_json(impl_->ranks);
     const std::string err = write_report_files(dir, impl_->totals, analysis, impl_->steps.timeline(), options);
     return err.empty() ? Status{} : Status{false, err};
   } catch (const std::exception& e) {

@@ -74,7 +74,8 @@ void NoiseWindow::push(const StepModel& m) {
     if (op.rank % stride) continue;
     // Pauses (gc, data-wait) are a cause, not jitter: present on one rank, absent on others.
     if (op.rule != IdealRule::kSlotMean && op.own > 0) {
-      work.push_back({m.ideal_keys[static_cast<size_t>(op.key)], op.rank, stage_of(op.rank), std::log(op.own)});
+      work.push_back({m.ideal_keys[static_cast<size_t>(op.key)], op.rank, stage_of(op.rank), std::log(op.own),
+                      op.rule == IdealRule::kMedian});
     }
     if (op.first_node >= 0) {
       delay.push_back({m.delay_keys[static_cast<size_t>(op.delay_key)], op.rank, stage_of(op.rank),
@@ -124,6 +125,7 @@ void NoiseWindow::add_sums(const Sums& sums, Totals* totals, double sign) {
 void NoiseWindow::residuals(const std::vector<NoiseSample>& samples, const Totals& totals,
                             std::map<std::string, std::vector<float>>* out, Sums* sums) {
   std::map<std::pair<std::string, int>, std::vector<double>> peers;  // by (key, stage)
+  std::map<std::string, std::vector<double>> alone;                  // transfers, by key
   for (const NoiseSample& x : samples) {
     auto& sc = (*sums)[x.key][x.rank];
     sc.first += x.value;
@@ -139,9 +141,21 @@ void NoiseWindow::residuals(const std::vector<NoiseSample>& samples, const Total
         e = (x.value - rt->second.first / n_prev) / std::sqrt(1.0 + 1.0 / n_prev);
       }
     }
-    peers[{x.key, x.stage}].push_back(e);
+    // A transfer's time is its group's (every member ends together): what varies is the
+    // group's from step to step, which the peers share, so it has no peer reference; the
+    // ideal does not follow the step's level for transfers either.
+    if (x.shared) {
+      alone[x.key].push_back(e);
+    } else {
+      peers[{x.key, x.stage}].push_back(e);
+    }
   }
   for (const auto& [id, e] : peers) add_residuals(e, &(*out)[id.first]);
+  for (const auto& [key, e] : alone) {
+    auto& o = (*out)[key];
+    const size_t stride = std::max<size_t>(1, e.size() / kMaxPerKey);
+    for (size_t i = 0; i < e.size(); i += stride) o.push_back(static_cast<float>(e[i]));
+  }
 }
 
 NoiseSpread NoiseWindow::spread(const StepModel& m) const {

@@ -33,6 +33,7 @@ struct NoiseSample {
   std::string key;
   int rank, stage;
   double value;
+  bool shared = false;  // a transfer: every member of its group shares it (no peer reference)
 };
 
 class NoiseWindow {

@@ -62,6 +62,7 @@ void SlowdownAnalysis::draw_factors(const StepModel& m, const NoiseSpread& sprea
   Draws& rng = *static_cast<Draws*>(draws);
   const size_t ops = m.ops.size();
   op_factor_.assign(ops, 1.0);
+  group_factor_.assign(m.groups.size(), 0.0);
   op_shift_.assign(ops, 0.0);
   std::vector<int> key(ops), delay_key(ops);
   std::vector<char> follows(ops), has_delay(ops);
@@ -72,7 +73,18 @@ void SlowdownAnalysis::draw_factors(const StepModel& m, const NoiseSpread& sprea
     follows[o] = follow_step_level_ && op.rule == IdealRule::kMean;
     has_delay[o] = op.first_node >= 0 && follow_step_level_;
     const double s = op.rule == IdealRule::kSlotMean ? 0.0 : spread.work_sigma[static_cast<size_t>(op.key)];
-    if (s > 0) op_factor_[o] = std::exp(s * rng.normal() - 0.5 * s * s);
+    if (s > 0) {
+      // A transfer is its group's: one draw per group, shared by its members.
+      const int group = op.first_node >= 0 ? m.nodes[static_cast<size_t>(op.first_node)].group : -1;
+      if (op.rule == IdealRule::kMedian && group >= 0) {
+        if (group_factor_.size() < m.groups.size()) group_factor_.assign(m.groups.size(), 0.0);
+        double& g = group_factor_[static_cast<size_t>(group)];
+        if (g == 0.0) g = std::exp(s * rng.normal() - 0.5 * s * s);
+        op_factor_[o] = g;
+      } else {
+        op_factor_[o] = std::exp(s * rng.normal() - 0.5 * s * s);
+      }
+    }
     const double d = op.first_node >= 0 ? spread.delay_sigma[static_cast<size_t>(op.delay_key)] : 0.0;
     if (d > 0) op_shift_[o] = d * rng.normal();
   }

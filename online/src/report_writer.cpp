@@ -78,6 +78,7 @@ json aggregates_json(const ReportTotals& t, const std::vector<double>& grid) {
   }
   report["causes"] = t.causes;
   report["worst"] = t.worst;
+  if (!t.worst_hosts.empty()) report["worst_hosts"] = t.worst_hosts;
   json rows = json::array();
   for (int p = 0; p < t.pp_size && !grid.empty(); ++p) {
     rows.push_back(std::vector<double>(grid.begin() + p * t.dp_size, grid.begin() + (p + 1) * t.dp_size));
@@ -100,6 +101,7 @@ void ReportTotals::add(const StepVerdict& v) {
   sum_launch_share += v.launch_share;
   ++causes[std::string(cause_name(v.cause))];
   if (!v.worst.empty()) ++worst[v.worst];
+  if (!v.worst_host.empty()) ++worst_hosts[v.worst_host];
   if (sum_worker_S.size() != v.worker_S.size()) {
     // A new layout (first step, or the job changed shape): restart the per-rank totals.
     sum_worker_S.assign(v.worker_S.size(), 0.0);

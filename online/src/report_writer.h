@@ -28,6 +28,7 @@ struct ReportTotals {
   double sum_S = 0, sum_time = 0, sum_ideal = 0, sum_launch_share = 0;
   std::map<std::string, uint64_t> causes;
   std::map<std::string, uint64_t> worst;
+  std::map<std::string, uint64_t> worst_hosts;  // the host of a worst rank, when known
   std::vector<double> sum_worker_S;  // per rank
   uint64_t worker_steps = 0;         // steps summed in sum_worker_S
   std::vector<int> rank_dp, rank_stage;

@@ -94,7 +94,7 @@ class SlowdownAnalysis {
   UnitScenarios units_{&batch_};
   double ideal_raw_ = 0;       // the ideal replay's step time before the S >= 1 cap
   PlanValues null_values_;     // values_ with the null's draws as the "real" side
-  std::vector<double> op_factor_, op_shift_, marker_shift_;  // the null's draws, per op / rank
+  std::vector<double> op_factor_, op_shift_, marker_shift_, group_factor_;  // the null's draws, per op / rank
   bool follow_step_level_ = true;
   void draw_factors(const StepModel& m, const NoiseSpread& spread, void* draws);
   std::vector<double> unit_times_;

@@ -21,6 +21,8 @@ nlohmann::ordered_json verdict_to_json(const StepVerdict& v) {
   j["fidelity_err"] = v.fidelity_err;
   j["cause"] = std::string(cause_name(v.cause));
   j["worst"] = v.worst;
+  if (!v.worst_host.empty()) j["worst_host"] = v.worst_host;
+  if (v.worst_device >= 0) j["worst_gpu"] = v.worst_device;
   j["worst_S"] = v.worst_S;
   j["top_op"] = v.top_op;
   j["evidence"] = v.evidence;

@@ -30,6 +30,22 @@ if(NOT SP_TORCH_CPU_LIB OR NOT SP_C10_LIB OR NOT EXISTS ${SP_TORCH_DIR}/include/
 endif()
 message(STATUS "straggler_probe: _c10d bridge against torch ${SP_TORCH_VERSION} (${SP_TORCH_DIR})")
 
+# The adapter itself (c10d::Store as an sp_kv_store, and TCPStore clients for bench/scale), with
+# torch's headers and ABI; the _c10d module and bench/scale link it.
+add_library(sp_c10d_kv_store STATIC src/c10d_kv_store.cpp)
+set_target_properties(sp_c10d_kv_store PROPERTIES POSITION_INDEPENDENT_CODE ON
+                      CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
+# torch's headers are third-party: SYSTEM, so our warning policy does not apply to them.
+target_include_directories(sp_c10d_kv_store SYSTEM PUBLIC
+  ${SP_TORCH_DIR}/include ${SP_TORCH_DIR}/include/torch/csrc/api/include)
+target_include_directories(sp_c10d_kv_store PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/src
+                           ${PROJECT_SOURCE_DIR}/rank_pipeline/src)
+target_compile_definitions(sp_c10d_kv_store PUBLIC _GLIBCXX_USE_CXX11_ABI=${SP_TORCH_CXX11_ABI})
+target_link_libraries(sp_c10d_kv_store PUBLIC ${SP_TORCH_CPU_LIB} ${SP_C10_LIB})
+sp_set_warnings(sp_c10d_kv_store)
+set(SP_TORCH_CXX11_ABI ${SP_TORCH_CXX11_ABI} CACHE INTERNAL "torch's _GLIBCXX_USE_CXX11_ABI")
+set(SP_TORCH_LIB_DIR ${SP_TORCH_DIR}/lib CACHE INTERNAL "torch's library folder")
+
 Python3_add_library(sp_python_c10d MODULE WITH_SOABI src/c10d_store.cpp)
 set_target_properties(sp_python_c10d PROPERTIES
   OUTPUT_NAME _c10d
@@ -37,10 +53,5 @@ set_target_properties(sp_python_c10d PROPERTIES
   CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON
   # torch's libraries are found where torch is, wherever the package is installed
   INSTALL_RPATH "$ORIGIN/../torch/lib" BUILD_RPATH "${SP_TORCH_DIR}/lib")
-# torch's headers are third-party: SYSTEM, so our warning policy does not apply to them.
-target_include_directories(sp_python_c10d SYSTEM PRIVATE
-  ${SP_TORCH_DIR}/include ${SP_TORCH_DIR}/include/torch/csrc/api/include)
-target_include_directories(sp_python_c10d PRIVATE ${PROJECT_SOURCE_DIR}/rank_pipeline/src)
-target_compile_definitions(sp_python_c10d PRIVATE _GLIBCXX_USE_CXX11_ABI=${SP_TORCH_CXX11_ABI})
-target_link_libraries(sp_python_c10d PRIVATE ${SP_TORCH_CPU_LIB} ${SP_C10_LIB})
+target_link_libraries(sp_python_c10d PRIVATE sp_c10d_kv_store)
 sp_set_warnings(sp_python_c10d)

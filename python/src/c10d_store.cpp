@@ -4,14 +4,7 @@
 // ABI) because the Store object crosses from torch's Python bindings into this module.
 #include <pybind11/pybind11.h>
 
-#include <cstring>
-#include <exception>
-#include <string>
-#include <vector>
-
-#include <torch/csrc/distributed/c10d/Store.hpp>
-
-#include "kv_store.h"
+#include "c10d_kv_store.h"
 
 // torch's bindings hold c10d objects by intrusive_ptr (torch/csrc/utils/pybind.h says the same).
 PYBIND11_DECLARE_HOLDER_TYPE(T, c10::intrusive_ptr<T>, true)
@@ -19,71 +12,6 @@ PYBIND11_DECLARE_HOLDER_TYPE(T, c10::intrusive_ptr<T>, true)
 namespace py = pybind11;
 
 namespace {
-
-void put_error(char* err, size_t cap, const char* what) {
-  if (err == nullptr || cap == 0) return;
-  std::strncpy(err, what, cap - 1);
-  err[cap - 1] = '\0';
-}
-
-// First member is the C struct, so the sp_kv_store* and the object are the same allocation.
-struct C10dKvStore {
-  sp_kv_store base;
-  c10::intrusive_ptr<c10d::Store> store;
-};
-
-// No exception crosses the C vtable: it becomes the one-line error and -1.
-template <class Body>
-int guarded(const char* op, char* err, size_t cap, Body&& body) {
-  try {
-    return body();
-  } catch (const std::exception& e) {
-    put_error(err, cap, e.what());
-  } catch (...) {
-    put_error(err, cap, (std::string("unknown exception from c10d::Store::") + op).c_str());
-  }
-  return -1;
-}
-
-c10d::Store& store_of(void* self) { return *static_cast<C10dKvStore*>(self)->store; }
-
-int kv_set(void* self, const char* key, const void* data, size_t size, char* err, size_t cap) {
-  return guarded("set", err, cap, [&] {
-    const auto* bytes = static_cast<const uint8_t*>(data);
-    store_of(self).set(key, std::vector<uint8_t>(bytes, bytes + size));
-    return 0;
-  });
-}
-
-int kv_try_get(void* self, const char* key, sp_kv_sink sink, void* ctx, char* err, size_t cap) {
-  return guarded("get", err, cap, [&] {
-    c10d::Store& store = store_of(self);
-    // check() never waits; get() on a missing key would block for the store's timeout.
-    if (!store.check({std::string(key)})) return 0;
-    const std::vector<uint8_t> value = store.get(key);
-    sink(ctx, value.data(), value.size());
-    return 1;
-  });
-}
-
-int kv_remove(void* self, const char* key, char* err, size_t cap) {
-  return guarded("deleteKey", err, cap, [&] {
-    store_of(self).deleteKey(key);
-    return 0;
-  });
-}
-
-void kv_destroy(void* self) { delete static_cast<C10dKvStore*>(self); }
-
-int kv_add(void* self, const char* key, int64_t delta, int64_t* result, char* err, size_t cap) {
-  return guarded("add", err, cap, [&] {
-    *result = store_of(self).add(key, delta);
-    return 0;
-  });
-}
-
-const sp_kv_store_vtable kVtable = {sizeof(sp_kv_store_vtable), kv_set, kv_try_get, kv_remove,
-                                    kv_destroy, kv_add};
 
 void destroy_capsule(PyObject* capsule) {
   auto* kv = static_cast<sp_kv_store*>(PyCapsule_GetPointer(capsule, SP_KV_STORE_CAPSULE));
@@ -94,11 +22,10 @@ void destroy_capsule(PyObject* capsule) {
 py::object wrap_store(const py::object& store_obj) {
   auto store = py::cast<c10::intrusive_ptr<c10d::Store>>(store_obj);
   if (!store) throw py::value_error("straggler_probe._c10d.wrap_store: not a c10d Store");
-  auto* kv = new C10dKvStore{{&kVtable, nullptr}, std::move(store)};
-  kv->base.self = kv;
-  PyObject* capsule = PyCapsule_New(&kv->base, SP_KV_STORE_CAPSULE, destroy_capsule);
+  sp_kv_store* kv = sp::pyext::make_c10d_kv_store(std::move(store));
+  PyObject* capsule = PyCapsule_New(kv, SP_KV_STORE_CAPSULE, destroy_capsule);
   if (capsule == nullptr) {
-    delete kv;
+    kv->vtable->destroy(kv->self);
     throw py::error_already_set();
   }
   return py::reinterpret_steal<py::object>(capsule);

@@ -110,7 +110,9 @@ void start_pipeline(py::object store, int rank, int world_size, const std::strin
                     int max_lag, int64_t first_step, double step_timeout_s, double analysis_timeout_s,
                     const std::string& out_dir, bool log_lines, const std::string& fault,
                     bool discard, bool clock_sync, double clock_sync_period_s,
-                    double slowdown_threshold, int window_steps, int summary_interval) {
+                    double slowdown_threshold, int window_steps, int summary_interval,
+                    const std::string& hostname, int local_rank, int local_world_size,
+                    int device, const std::string& protocol) {
   sp::rank_pipeline::RankPipelineOptions o;
   o.transport.rank = rank;
   o.transport.world_size = world_size;
@@ -118,6 +120,13 @@ void start_pipeline(py::object store, int rank, int world_size, const std::strin
   o.transport.max_lag = max_lag;
   o.transport.first_step = first_step;
   o.transport.step_timeout = milliseconds_of(step_timeout_s);
+  o.transport.identity.host = hostname;  // "" : the system's host name
+  o.transport.identity.local_rank = local_rank;
+  o.transport.identity.device = device;
+  o.transport.local_world_size = local_world_size;
+  o.transport.protocol = protocol == "host"   ? sp::rank_pipeline::TransportProtocol::kHostAggregated
+                         : protocol == "rank" ? sp::rank_pipeline::TransportProtocol::kPerRank
+                                              : sp::rank_pipeline::TransportProtocol::kAuto;
   o.analysis.world_size = world_size;
   o.analysis.max_lag = max_lag;
   o.analysis.out_dir = out_dir;
@@ -236,7 +245,14 @@ PYBIND11_MODULE(_core, m) {
   m.def("is_enabled", [] { return runtime().is_enabled() != 0; });
   m.def("now_ns", [] { return runtime().now_ns(); });
   m.def("intern", [](const std::string& name) { return runtime().intern(name.c_str()); });
-  m.def("record", &record);
+  // Keywords with defaults: callers name what they set (a host region needs 7 of the 14 fields),
+  // and positional calls in the declared order keep working.
+  m.def("record", &record, py::arg("kind"), py::arg("start_ns"), py::arg("end_ns"),
+        py::arg("microbatch") = -1, py::arg("name_id") = 0, py::arg("stream") = 0,
+        py::arg("coll") = static_cast<uint32_t>(SP_COLL_NONE), py::arg("group_id") = 0,
+        py::arg("seq") = 0, py::arg("bytes") = 0, py::arg("peer") = -1, py::arg("group_size") = 0,
+        py::arg("time_source") = static_cast<uint32_t>(SP_TIME_HOST), py::arg("step_plus_one") = 0,
+        "sp_record of one complete event; returns its status (SP_OK, or why it was not kept)");
   m.def("region_begin", [](uint32_t kind, int32_t mb, uint32_t name_id) {
     return runtime().region_begin(kind, mb, name_id);
   });
@@ -247,6 +263,9 @@ PYBIND11_MODULE(_core, m) {
   });
   m.def("flush", [] { return runtime().flush(); });
   m.def("set_topology", [](int32_t dp, int32_t pp) { return runtime().set_topology(dp, pp); });
+  m.def("set_rank", [](int32_t rank, int32_t world) { return runtime().set_rank(rank, world); },
+        py::arg("rank"), py::arg("world_size"),
+        "sp_set_rank: this rank's place, learnt after init (re-stamps queued summaries too)");
   m.def("set_clock_offset", [](int64_t ns) { return runtime().set_clock_offset(ns); });
   m.def("stats", &stats);
   m.def("last_warning", [] { return std::string(runtime().last_warning()); });
@@ -256,7 +275,10 @@ PYBIND11_MODULE(_core, m) {
         py::arg("analysis_timeout_s"), py::arg("out_dir"), py::arg("log_lines"),
         py::arg("fault"), py::arg("discard") = false, py::arg("clock_sync") = true,
         py::arg("clock_sync_period_s") = 60.0, py::arg("slowdown_threshold") = 1.0,
-        py::arg("window_steps") = 20, py::arg("summary_interval") = 50);
+        py::arg("window_steps") = 20, py::arg("summary_interval") = 50,
+        py::arg("hostname") = "", py::arg("local_rank") = -1, py::arg("local_world_size") = -1,
+        py::arg("device") = -1,
+        py::arg("protocol") = "auto");
   m.def("stop_pipeline", &stop_pipeline, py::arg("drain_s"));
   m.def("pipeline_status", &pipeline_status);
   m.def("request_stop", &request_stop, py::arg("why"),

@@ -80,13 +80,40 @@ int kv_add(void* self, const char* key, int64_t delta, int64_t* result, char* er
   });
 }
 
-const sp_kv_store_vtable kVtable = {sizeof(sp_kv_store_vtable), kv_set, kv_try_get, kv_remove,
-                                    kv_destroy, kv_add};
+int kv_compare_set(void* self, const char* key, const void* expected, size_t expected_size,
+                   const void* desired, size_t desired_size, sp_kv_sink sink, void* ctx, char* err,
+                   size_t cap) {
+  return with_python(err, cap, [&] {
+    const std::string now =
+        store_of(self)
+            .attr("compare_set")(key, py::bytes(static_cast<const char*>(expected), expected_size),
+                                 py::bytes(static_cast<const char*>(desired), desired_size))
+            .cast<std::string>();
+    sink(ctx, now.data(), now.size());
+    return 0;
+  });
+}
+
+int kv_append(void* self, const char* key, const void* data, size_t size, char* err, size_t cap) {
+  return with_python(err, cap, [&] {
+    store_of(self).attr("append")(key, py::bytes(static_cast<const char*>(data), size));
+    return 0;
+  });
+}
+
+const sp_kv_store_vtable kVtable = {sizeof(sp_kv_store_vtable), kv_set,  kv_try_get,
+                                    kv_remove,                  kv_destroy, kv_add,
+                                    kv_compare_set,             kv_append};
+// A Python store without append or compare_set (an older torch): the transport falls back to
+// its per-rank protocol.
+const sp_kv_store_vtable kBasicVtable = {sizeof(sp_kv_store_vtable), kv_set, kv_try_get,
+                                         kv_remove, kv_destroy, kv_add, nullptr, nullptr};
 
 }  // namespace
 
 sp_kv_store* make_python_kv_store(py::object store) {
-  auto* kv = new PythonKvStore{{&kVtable, nullptr}, std::move(store)};
+  const bool extended = py::hasattr(store, "append") && py::hasattr(store, "compare_set");
+  auto* kv = new PythonKvStore{{extended ? &kVtable : &kBasicVtable, nullptr}, std::move(store)};
   kv->base.self = kv;
   return &kv->base;
 }

@@ -17,8 +17,8 @@ from . import _native
 from ._config import Config, ConfigError, load_config, unknown_env
 
 __version__ = "0.1.0"
-__all__ = ["init", "shutdown", "step", "annotate", "region", "stats", "is_enabled", "ConfigError",
-           "Config"]
+__all__ = ["init", "shutdown", "step", "annotate", "region", "stats", "is_enabled", "out_dir",
+           "ConfigError", "Config"]
 
 _lock = threading.Lock()
 _probe: Any = None
@@ -119,6 +119,12 @@ def region(name: str) -> Iterator[None]:
     finally:
         rec.timer.submit(_native.OTHER, start, rec.timer.stamp(), -1, name_id, _native.STREAM_MAIN,
                          rec.step)
+
+
+def out_dir() -> str | None:
+    """Where rank 0 writes its JSONL and report (None before init())."""
+    probe = _probe
+    return None if probe is None else probe.cfg.out_dir
 
 
 def is_enabled() -> bool:

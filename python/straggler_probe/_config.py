@@ -69,8 +69,10 @@ class _Field:
 FIELDS: dict[str, _Field] = {
     "enable": _Field(_parse_bool, True, "Master switch; 0 makes init() a no-op."),
     "out_dir": _Field(_parse_str, "straggler_probe_out", "Directory for rank 0's JSONL and its report (rewritten every few steps, final at exit)."),
-    "rank": _Field(_parse_int(0), None, "Global rank (default: torch.distributed, else RANK)."),
-    "world_size": _Field(_parse_int(1), None, "World size (default: torch.distributed, else WORLD_SIZE)."),
+    "rank": _Field(_parse_int(0), None, "Global rank until the default process group exists "
+                   "(default: RANK, else LOCAL_RANK, else 0); then the group's (a contradiction warns)."),
+    "world_size": _Field(_parse_int(1), None, "World size until the process group exists "
+                         "(default: WORLD_SIZE, else 1); then the group's."),
     "dp_rank": _Field(_parse_int(0), None, "Data-parallel rank (default: inferred from the DDP group, else the global rank)."),
     "pp_stage": _Field(_parse_int(0), None, "Pipeline stage (default: inferred from the DDP group, else no pipeline)."),
     "steps": _Field(_parse_choice("auto", "manual"), "auto",

@@ -37,7 +37,7 @@ TIME_HOST = 0
 TIME_CUDA_EVENT = 1
 
 # Logical streams of the Python probe (sp_event.stream). Ops on one stream run one after another;
-# see docs/PYTHON_EVENTS.md for what each holds and why.
+# docs/PYTHON.md ("Event conventions") says what each holds and why.
 STREAM_MAIN = 0        # the training thread: data wait, forward, backward, optimizer, blocking calls
 STREAM_ASYNC_COMM = 1  # collectives launched async (DDP buckets, async_op=True)
 STREAM_P2P_SEND = 2    # pipeline sends

@@ -2,9 +2,12 @@
 their order of start-up and shut-down.
 
 Start-up may happen before torch.distributed is initialised (init() is usually the first line of
-a training script): recording starts at once, and the transport starts at the first step
-boundary after the default process group exists. Summaries made before that wait in the core's
-bounded queue.
+a training script): recording starts at once under the rank the launcher's variables suggest
+(_identity.py), and at each step boundary until the default process group exists the probe looks
+again; once it does, its rank and world size are the ones used (the runtime re-stamps what it
+already queued: sp_set_rank) and the transport starts. A job without torch.distributed starts
+its (single-rank) transport at the first step boundary. Summaries made before that wait in the
+core's bounded queue.
 """
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ import warnings
 from typing import Any, Callable
 
 from . import _native as N
-from . import _topology, _transport
+from . import _identity, _topology, _transport
 from ._config import Config, ConfigError
 from ._recorder import Recorder
 from ._timing import CudaEventTimer, GpuRegionTags, HostTimer
@@ -32,8 +35,9 @@ class Probe:
         self.torch = torch
         self.dist = dist if dist.is_available() else None
         self.core = N.core
-        self.rank, self.world, self.local_rank = _topology.resolve_rank_world(
-            cfg.rank, cfg.world_size, self.dist)
+        self.identity, disagreement = _identity.resolve(cfg.rank, cfg.world_size, self.dist)
+        if disagreement:
+            warnings.warn(f"straggler_probe: {disagreement}", RuntimeWarning, stacklevel=3)
         self.transport: str | None = None
         self._uninstall: list[Callable[[], None]] = []
         self._closed = False
@@ -43,6 +47,7 @@ class Probe:
         self.modules: Any = None
         self.optimizer: Any = None
         self.collectives: Any = None
+        self.process_groups: Any = None
         self.gc: Any = None
 
         status, message = self.core.init(self.rank, self.world, self.local_rank)
@@ -60,8 +65,11 @@ class Probe:
         self.timer: Any = HostTimer(self.core.record)
         self.rec = Recorder(self.core, self.timer)
         self.rec.on_step_marked = self._on_step_marked
-        self.rec.on_training_start = self._choose_timer
+        self.rec.on_training_start = self._on_training_start
         self.rec.on_fail = self.core.request_stop
+        self.rec.on_no_steps = self._no_steps
+        from ._sight import Sight
+        self.sight = Sight(self)
         try:
             self._install_hooks()
         except Exception:
@@ -69,7 +77,26 @@ class Probe:
             raise
         self._maybe_start_transport()
 
+    @property
+    def rank(self) -> int:
+        return self.identity.rank
+
+    @property
+    def world(self) -> int:
+        return self.identity.world
+
+    @property
+    def local_rank(self) -> int:
+        return self.identity.local_rank
+
     # -- set-up ---------------------------------------------------------------------------------
+    def _on_training_start(self) -> None:
+        self._choose_timer()
+        if self.process_groups is not None:
+            # groups made after init() (the default one, FSDP's, a DeviceMesh's) exist by now:
+            # hooked before the first step's collectives, not at the first step boundary
+            self.process_groups.find_groups()
+
     def _choose_timer(self) -> None:
         """At the first sign of training: CUDA events if the job uses CUDA (it has initialised
         it by now, e.g. by moving the model), else host time."""
@@ -98,8 +125,11 @@ class Probe:
         if cfg.collectives and self.dist is not None:
             from .hooks.collectives import CollectiveHooks
             from .hooks.ddp import DdpHooks
+            from .hooks.process_group import ProcessGroupHooks
             self.collectives = CollectiveHooks(rec, self.dist, self.rank)
             self._uninstall.append(self.collectives.install())
+            self.process_groups = ProcessGroupHooks(rec, self.dist, self.collectives)
+            self._uninstall.append(self.process_groups.install())
             from torch.nn.parallel import DistributedDataParallel
             ddp = DdpHooks(rec, self.collectives, DistributedDataParallel, self.dist, torch)
             self._uninstall.append(ddp.install())
@@ -151,12 +181,33 @@ class Probe:
         if found is not None:
             self.core.set_topology(found[0], found[1])
 
-    def _maybe_start_transport(self) -> None:
+    def _settle_identity(self) -> bool:
+        """Adopts the live process group's rank and world size once it exists (True then)."""
+        if self.identity.live:
+            return True
+        live = _identity.from_process_group(self.dist)
+        if live is None:
+            return False
+        found = _identity.Identity(live[0], live[1], self.identity.local_rank,
+                                   _identity.PROCESS_GROUP)
+        disagreement = _identity.disagreement(self.identity, found)
+        if disagreement:
+            warnings.warn(f"straggler_probe: {disagreement}", RuntimeWarning, stacklevel=4)
+        if (found.rank, found.world) != (self.identity.rank, self.identity.world):
+            self.core.set_rank(found.rank, found.world)
+        self.identity = found
+        if self.collectives is not None:
+            self.collectives.rank = found.rank
+        return True
+
+    def _maybe_start_transport(self, at_step: bool = False) -> None:
+        """At init() only when the process group already exists; later, at each step boundary
+        until it does (a job without torch.distributed: at the first one, as a single rank)."""
         if self.transport is not None:
             return
-        if (self.world > 1 and self.cfg.transport != "none"
-                and (self.dist is None or not self.dist.is_initialized())):
-            return
+        if not self._settle_identity() and self.cfg.transport != "none":
+            if not at_step or self.world > 1:
+                return
         try:
             self.transport = _transport.start(self.core, self.cfg, self.rank, self.world,
                                               self.dist, self.session)
@@ -173,12 +224,31 @@ class Probe:
             if rec.step == 1:
                 self.modules.end_discovery()  # top-level modules are known after one step
             self.modules.new_step()
+        if self.process_groups is not None:
+            self.process_groups.at_step(rec.step - 1)
+        self.sight.at_step(rec.step - 1)
         if self.transport is None:
-            self._maybe_start_transport()
+            self._maybe_start_transport(at_step=True)
         elif rec.step % self.STATUS_EVERY == 0:
             state = self.core.pipeline_status().get("state")
             if state in ("stepped-aside", "stopped-by-another-rank"):
                 self.step_aside(None)
+
+    def _no_steps(self, forwards: int) -> None:
+        self._settle_identity()
+        if self.rank != 0:
+            return
+        how = ("straggler_probe.step() was never called (steps='manual')"
+               if self.cfg.steps == "manual" else
+               "no torch.optim optimizer stepped (steps='auto' ends a step at optimizer.step(); "
+               "call straggler_probe.step() at the end of each step otherwise)")
+        self.sight.problems.append(f"no step boundary after {forwards} forwards")
+        warnings.warn(f"straggler_probe: {forwards} forwards have run and no step has ended: {how}; "
+                      "until one does, nothing is analysed", RuntimeWarning, stacklevel=4)
+
+    def collectives_seen(self) -> int:
+        """Collectives and p2p ops this rank has recorded so far (every layer numbers them)."""
+        return 0 if self.collectives is None else self.collectives.groups.ops_numbered()
 
     def manual_step(self) -> None:
         if self.optimizer is not None and self.optimizer.on_step_end is not None:
@@ -222,6 +292,9 @@ class Probe:
         out["pipeline"] = self.core.pipeline_status()
         if self.gc is not None:
             out["gc_short_pauses"] = self.gc.short_pauses
+        if self.process_groups is not None:
+            out["process_groups"] = self.process_groups.stats()
+        out["sight_problems"] = list(self.sight.problems)
         if isinstance(self.timer, CudaEventTimer):
             out["cuda_regions_dropped"] = self.timer.dropped
         from . import _profiler_guard

@@ -12,6 +12,12 @@ import warnings
 from typing import Any, Callable
 
 from . import _native as N
+from ._timing import HostTimer
+
+
+# Forwards in one step without a step boundary before the probe says it sees no steps: more
+# micro-batches than any gradient accumulation we know of, and far fewer than a job runs.
+NO_STEP_FORWARDS = 256
 
 
 class Recorder:
@@ -25,18 +31,20 @@ class Recorder:
         self.in_backward = False     # activation-checkpoint recomputation is not a new forward
         self._bwd_engine_end: Any = None  # stamp from the final callback (hooks/autograd.py)
         self._bwd_end_queued = False
+        self._bwd_start: Any = None  # start of the backward's current piece (split_at_wait)
         self._fwd: list[Any] | None = None  # open forward: [start, end, mb]
         self._fwd_depth = 0
         self._names: dict[str, int] = {}
         self._failed = False
         self._last_compute = 0       # FORWARD or BACKWARD: which micro-batch a send follows
-        self._pending_recv: list[tuple] = []  # receives wait for the compute they feed
+        self._pending_recv: list[dict] = []  # receives wait for the compute they feed
         self.p2p_tags: Any = None    # hooks/pipelining.P2pTags: micro-batches named by a schedule
         self._training = False       # set at the first data wait / forward / backward / optimizer
         self.gpu: Any = None         # _timing.GpuRegionTags when the GPU capture tags regions
         self.on_first_forward: Callable[[], None] | None = None  # optimizer hooks learn from it
         self.on_training_start: Callable[[], None] | None = None  # the probe picks its timer
         self.on_step_marked: Callable[[], None] | None = None
+        self.on_no_steps: Callable[[int], None] | None = None  # called once, with the forwards
         self.on_fail: Callable[[str], None] | None = None
 
     # ---- plumbing ------------------------------------------------------------------------
@@ -94,6 +102,8 @@ class Recorder:
             self._flush_recv(self.fwd_mb)
             self._fwd = [self.timer.stamp(), None, self.fwd_mb]
             self.fwd_mb += 1
+            if self.fwd_mb == NO_STEP_FORWARDS and self.step == 0 and self.on_no_steps:
+                self.on_no_steps(self.fwd_mb)
         if self.gpu is not None:
             self.gpu.push(N.FORWARD, self._fwd[2])
         return True
@@ -128,7 +138,7 @@ class Recorder:
         self._bwd_engine_end = None
         self._bwd_end_queued = False
         self.in_backward = True
-        start = self.timer.stamp()
+        start = self._bwd_start = self.timer.stamp()
         if self.gpu is not None:
             self.gpu.pop(N.BACKWARD)  # left open by a backward that raised
             self.gpu.push(N.BACKWARD, self.bwd_mb)
@@ -151,11 +161,37 @@ class Recorder:
         if self.gpu is not None:
             self.gpu.pop(N.BACKWARD)
         end = self._bwd_engine_end if self._bwd_engine_end is not None else self.timer.stamp()
+        if self._bwd_start is not None:
+            start = self._bwd_start  # after a wait inside it: the last piece
+        self._bwd_start = None
         self.in_backward = False
         mb = self.bwd_mb
         self.bwd_mb += 1
         self._last_compute = N.BACKWARD
         self.timer.submit(N.BACKWARD, start, end, mb, 0, N.STREAM_MAIN, self.step)
+
+    @property
+    def in_region(self) -> bool:
+        """A forward or backward is running on the training thread right now."""
+        return self.in_backward or (self._fwd is not None and self._fwd[1] is None)
+
+    def split_at_wait(self, wait_start: int, wait_end: int) -> None:
+        """The training thread waited for a collective (Work.wait()) inside a forward or
+        backward (FSDP waits for each layer's all-gather in its forward): the region so far is
+        one piece, and the next starts when the wait ended, so the wait is a gap that the
+        analysis ties to the collective instead of compute of this rank. Host-timed regions
+        only: on CUDA a wait blocks the stream, not this thread."""
+        if not isinstance(self.timer, HostTimer):
+            return
+        fwd = self._fwd
+        if self.in_backward and self._bwd_start is not None:
+            mb = self.bwd_mb
+            self.timer.submit(N.BACKWARD, self._bwd_start, wait_start, mb, 0, N.STREAM_MAIN,
+                              self.step)
+            self._bwd_start = wait_end
+        elif fwd is not None and fwd[1] is None and self._fwd_depth > 0:
+            self.timer.submit(N.FORWARD, fwd[0], wait_start, fwd[2], 0, N.STREAM_MAIN, self.step)
+            fwd[0] = wait_end
 
     # ---- optimizer and steps --------------------------------------------------------------
     def optimizer_begin(self) -> Any:
@@ -165,6 +201,12 @@ class Recorder:
         if self.gpu is not None:
             self.gpu.push(N.OPTIMIZER, -1)
         return start
+
+    def optimizer_suspend(self) -> None:
+        """An optimizer region begun but not recorded: its step called the closure (forward and
+        backward) before doing its own work."""
+        if self.gpu is not None:
+            self.gpu.pop(N.OPTIMIZER)
 
     def optimizer_end(self, start: Any) -> None:
         if self.gpu is not None:
@@ -188,25 +230,29 @@ class Recorder:
     # ---- host-only and communication events ---------------------------------------------------
     def record_host(self, kind: int, start_ns: int, end_ns: int, stream: int, name_id: int = 0,
                     mb: int = -1) -> None:
-        self.core.record(kind, start_ns, end_ns, mb, name_id, stream, N.COLL_NONE, 0, 0, 0, -1, 0,
-                         N.TIME_HOST, 0)
+        self.core.record(kind=kind, start_ns=start_ns, end_ns=end_ns, microbatch=mb,
+                         name_id=name_id, stream=stream)
 
     def record_comm(self, kind: int, coll: int, start_ns: int, end_ns: int, stream: int,
                     group_id: int, seq: int, nbytes: int, peer: int, group_size: int,
                     name_id: int = 0, mb: int | None = None) -> None:
-        """mb: the micro-batch a send/recv carries, as p2p_boundary() said when it was issued."""
-        args = (kind, start_ns, end_ns, -1 if mb is None else mb, name_id, stream, coll, group_id,
-                seq, nbytes, peer, group_size, N.TIME_HOST, 0)
+        """mb: the micro-batch a send/recv carries, as p2p_boundary() said when it was issued
+        (None from a caller that did not ask it: a send then carries the compute that just ran)."""
+        event = dict(kind=kind, start_ns=start_ns, end_ns=end_ns, name_id=name_id, stream=stream,
+                     coll=coll, group_id=group_id, seq=seq, bytes=nbytes, peer=peer,
+                     group_size=group_size)
+        if mb is None and kind == N.SEND:
+            mb = max(self.fwd_mb - 1 if self._last_compute == N.FORWARD else self.bwd_mb - 1, -1)
         if kind == N.RECV and mb is None and threading.get_ident() == self.train_thread:
             # A receive feeds the next compute, which is not known yet (forward or backward).
-            self._pending_recv.append(args)
+            self._pending_recv.append(event)
         else:
-            self.core.record(*args)
+            self.core.record(microbatch=-1 if mb is None else mb, **event)
 
     def _flush_recv(self, mb: int) -> None:
         if self._pending_recv:
-            for args in self._pending_recv:
-                self.core.record(*(args[:3] + (mb,) + args[4:]))
+            for event in self._pending_recv:
+                self.core.record(microbatch=mb, **event)
             self._pending_recv.clear()
 
     def annotate(self, mb: int, key: str, value: str) -> None:

@@ -8,9 +8,17 @@ it while waiting on the network). A single-rank job needs no store at all.
 Either way the same store also carries the clock-offset estimation (rank_pipeline/src/clock_sync.h):
 each rank's offset to rank 0, at start and every clock_sync_period seconds, applied to the
 rank's summaries (sp_set_clock_offset) and reported by rank 0.
+
+Over the store, the ranks of each host send through one of them, the host's leader, one message
+per host and step (rank_pipeline/README.md); each rank's host name, local rank and device go to
+rank 0 once, for verdicts that name a host and a GPU. Environment only (tests and odd clusters):
+STRAGGLER_PROBE_HOSTNAME replaces the host name ranks are grouped and named by;
+STRAGGLER_PROBE_TRANSPORT_PROTOCOL=rank forces the per-rank protocol (the fallback for a store
+without append / compare_set), host the host-aggregated one (default auto).
 """
 from __future__ import annotations
 
+import os
 import warnings
 from typing import Any
 
@@ -45,6 +53,33 @@ def make_store(cfg: Config, dist: Any) -> tuple[Any, str]:
     return store, "python"
 
 
+def _int_env(name: str) -> int:
+    try:
+        return int(os.environ.get(name, "-1"))
+    except ValueError:
+        return -1
+
+
+def identity() -> dict:
+    """This rank's row of the rank table (host name override, local rank, CUDA device), the
+    ranks on its host (LOCAL_WORLD_SIZE, as torchrun sets it) and the protocol override."""
+    device = -1
+    try:
+        import torch  # noqa: PLC0415 - only to ask which device this process trains on
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            device = int(torch.cuda.current_device())
+    except Exception:  # noqa: BLE001 - no CUDA, or a broken one: no device
+        device = -1
+    protocol = os.environ.get("STRAGGLER_PROBE_TRANSPORT_PROTOCOL", "auto")
+    if protocol not in ("auto", "host", "rank"):
+        warnings.warn(f"straggler_probe: STRAGGLER_PROBE_TRANSPORT_PROTOCOL={protocol!r} is not "
+                      "auto, host or rank; auto is used", RuntimeWarning, stacklevel=3)
+        protocol = "auto"
+    return dict(hostname=os.environ.get("STRAGGLER_PROBE_HOSTNAME", ""),
+                local_rank=_int_env("LOCAL_RANK"), local_world_size=_int_env("LOCAL_WORLD_SIZE"),
+                device=device, protocol=protocol)
+
+
 def start(core: Any, cfg: Config, rank: int, world: int, dist: Any, session: int) -> str:
     """Starts the pipeline; returns a word saying how the summaries travel."""
     if cfg.transport == "none":
@@ -64,5 +99,5 @@ def start(core: Any, cfg: Config, rank: int, world: int, dist: Any, session: int
                         out_dir=cfg.out_dir, log_lines=cfg.log_lines, fault=cfg.fault_inject,
                         clock_sync=cfg.clock_sync, clock_sync_period_s=cfg.clock_sync_period,
                         slowdown_threshold=cfg.slowdown_threshold, window_steps=cfg.window_steps,
-                        summary_interval=cfg.summary_interval)
+                        summary_interval=cfg.summary_interval, **identity())
     return how

@@ -122,23 +122,30 @@ struct AnalysisWorker::Impl {
   }
 
   void analyze(StepBatch&& batch) {
+    if (batch.rank_table) {  // where each rank runs: sent once, with the first batches
+      online::RankTable table;
+      for (const RankInfo& r : *batch.rank_table) table.push_back({r.host, r.local_rank, r.device});
+      host->set_rank_table(std::move(table));
+    }
     if (o.fault == FaultInjection::kSlow) {
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
     } else if (o.fault != FaultInjection::kNone &&
         counters->steps_analyzed.load() >= static_cast<uint64_t>(o.fault_after_steps)) {
       inject_fault();
     }
-    // The collector's StepAssembler decided; given-up and unreadable steps are reported (one
-    // line, JSONL, counted in report.json), the others analysed.
+    // The collector decided; given-up and unreadable steps are reported (one line, JSONL,
+    // counted in report.json), the others analysed.
     if (!batch.complete) {
       counters->steps_incomplete++;
-      host->skip_steps(batch.step, batch.step, "incomplete", batch.why_incomplete);
+      host->skip_steps(batch.step, batch.step, "incomplete",
+                      batch.why_incomplete.empty() ? "no summary from rank(s) " + batch.missing
+                                                   : batch.why_incomplete);
       return;
     }
     std::vector<runtime::StepSummary> summaries(batch.by_rank.size());
     for (size_t r = 0; r < batch.by_rank.size(); ++r) {
       std::string error;
-      if (!runtime::decode_summary(*batch.by_rank[r], &summaries[r], &error)) {
+      if (!runtime::decode_summary(batch.by_rank[r], &summaries[r], &error)) {
         host->skip_steps(batch.step, batch.step, "malformed",
                          "summary of rank " + std::to_string(r) + " is malformed: " + error);
         return;

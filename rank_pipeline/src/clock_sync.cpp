@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -17,6 +18,25 @@ std::string request_key(const ClockSyncOptions& o, int64_t ticket, int i) {
 }
 std::string answer_key(const ClockSyncOptions& o, int64_t ticket, int i) {
   return o.prefix + "clk/a/" + std::to_string(ticket) + "/" + std::to_string(i);
+}
+std::string serving_key(const ClockSyncOptions& o) { return o.prefix + "clk/serving"; }
+
+// How long a client waits before looking again for its first answer: in proportion to the
+// tickets ahead of it (rank 0 serves one at a time, a few ms each), so that thousands of waiting
+// ranks do not poll the job's store every few milliseconds.
+std::chrono::microseconds first_answer_backoff(KvClient& store, const ClockSyncOptions& o,
+                                               int64_t ticket, std::chrono::microseconds last) {
+  constexpr auto kPerTicketAhead = std::chrono::microseconds(2000);
+  std::string error;
+  const auto serving = store.try_get(serving_key(o), &error);
+  const std::optional<int64_t> now_serving = serving ? parse_store_int(*serving) : std::nullopt;
+  if (!now_serving) {  // rank 0 has served nobody yet: back off as before
+    return std::min<std::chrono::microseconds>(std::max(last * 2, std::chrono::microseconds(500)),
+                                               std::chrono::milliseconds(50));
+  }
+  const int64_t ahead = std::max<int64_t>(0, ticket - *now_serving);
+  return std::clamp<std::chrono::microseconds>(kPerTicketAhead * ahead, std::chrono::microseconds(500),
+                                               std::chrono::milliseconds(1000));
 }
 
 std::string us(int64_t ns) {
@@ -148,8 +168,7 @@ void ClockSync::client_round(SkewTracker* skew) {
         }
         // The first answer may be queued behind other ranks: back off. Later ones come within
         // a few store round trips, as rank 0 is now polling for this client.
-        if (i == 0) backoff = std::min<std::chrono::microseconds>(
-            std::max(backoff * 2, std::chrono::microseconds(500)), std::chrono::milliseconds(50));
+        if (i == 0) backoff = first_answer_backoff(*store_, o_, *ticket, backoff);
         if (!sleep_for(backoff)) {
           *err = "stopping";
           return std::nullopt;
@@ -239,6 +258,7 @@ void ClockSync::run_server() {
   auto waiting_since = Steady::now();
   auto idle = std::chrono::milliseconds(1);
   int64_t unused_ticket = 0;
+  int64_t announced = 0;
   auto next_report = Steady::now();
   while (true) {
     if (index == 0 && Steady::now() >= next_report) {
@@ -246,6 +266,10 @@ void ClockSync::run_server() {
       next_report = Steady::now() + std::chrono::milliseconds(200);
     }
     std::string error;
+    if (index == 0 && ticket != announced) {  // the waiting clients pace their polls by it
+      announced = ticket;
+      store_->set(serving_key(o_), std::to_string(ticket), &error);
+    }
     const std::optional<std::string> value = store_->try_get(request_key(o_, ticket, index), &error);
     if (value) {
       if (serve_request(ticket, index, *value, &client)) {

@@ -7,6 +7,8 @@
 //   q/<n>/<i>  the client's i-th request ("req <rank>"), or, after its last one, its result
 //              ("res <rank> <ok> <offset_ns> <uncertainty_ns> <rtt_ns> <skew_ppm|nan>")
 //   a/<n>/<i>  rank 0's answer: its clock when it saw request i
+//   serving    the ticket rank 0 serves now: a waiting client looks again in proportion to the
+//              tickets ahead of it (thousands of ranks would otherwise poll every 50 ms)
 // Rank 0 deletes the q keys it read, the client the a keys. The ranks poll (never block in the
 // store: the job shares the store client); rank 0 polls fast only while serving a ticket.
 #pragma once

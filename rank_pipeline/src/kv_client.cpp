@@ -8,8 +8,18 @@ namespace {
 
 constexpr size_t kErrCap = 512;
 
-void append_sink(void* ctx, const void* data, size_t size) {
+void assign_sink(void* ctx, const void* data, size_t size) {
   static_cast<std::string*>(ctx)->assign(static_cast<const char*>(data), size);
+}
+
+// The vtable entry is there when the vtable is long enough to hold it and it is set.
+template <class Fn>
+bool has_entry(const sp_kv_store_vtable* v, size_t offset, Fn fn) {
+  return v->struct_size >= offset + sizeof(fn) && fn != nullptr;
+}
+
+std::string message(const std::array<char, kErrCap>& err, const char* fallback) {
+  return err[0] != '\0' ? std::string(err.data()) : std::string(fallback);
 }
 
 }  // namespace
@@ -29,45 +39,112 @@ KvClient::~KvClient() {
   if (store_ != nullptr && store_->vtable->destroy != nullptr) store_->vtable->destroy(store_->self);
 }
 
+const char* kv_op_name(KvOp op) {
+  switch (op) {
+    case KvOp::kSet: return "set";
+    case KvOp::kGet: return "get";
+    case KvOp::kRemove: return "delete";
+    case KvOp::kAdd: return "add";
+    case KvOp::kCompareSet: return "compare_set";
+    case KvOp::kAppend: return "append";
+    case KvOp::kCount: break;
+  }
+  return "?";
+}
+
+void KvClient::count(KvOp op, const std::string& key, size_t out, size_t in) {
+  counters_.by_op[static_cast<int>(op)].fetch_add(1, std::memory_order_relaxed);
+  counters_.bytes_out.fetch_add(key.size() + out, std::memory_order_relaxed);
+  if (in != 0) counters_.bytes_in.fetch_add(in, std::memory_order_relaxed);
+}
+
+bool KvClient::has_add() const {
+  return has_entry(store_->vtable, offsetof(sp_kv_store_vtable, add), store_->vtable->add);
+}
+bool KvClient::has_compare_set() const {
+  return has_entry(store_->vtable, offsetof(sp_kv_store_vtable, compare_set),
+                   store_->vtable->compare_set);
+}
+bool KvClient::has_append() const {
+  return has_entry(store_->vtable, offsetof(sp_kv_store_vtable, append), store_->vtable->append);
+}
+
 bool KvClient::set(const std::string& key, std::string_view value, std::string* error) {
   std::array<char, kErrCap> err{};
+  count(KvOp::kSet, key, value.size());
   if (store_->vtable->set(store_->self, key.c_str(), value.data(), value.size(), err.data(),
                           err.size()) == 0) {
     return true;
   }
-  *error = err.data();
+  *error = message(err, "store set failed");
   return false;
 }
 
 std::optional<std::string> KvClient::try_get(const std::string& key, std::string* error) {
   std::array<char, kErrCap> err{};
   std::string value;
-  const int rc = store_->vtable->try_get(store_->self, key.c_str(), append_sink, &value,
+  const int rc = store_->vtable->try_get(store_->self, key.c_str(), assign_sink, &value,
                                          err.data(), err.size());
+  count(KvOp::kGet, key, 0, value.size());
   error->clear();
   if (rc == 1) return value;
-  if (rc < 0) *error = err[0] != '\0' ? err.data() : "store read failed";
+  if (rc < 0) *error = message(err, "store read failed");
   return std::nullopt;
 }
 
 bool KvClient::remove(const std::string& key, std::string* error) {
   std::array<char, kErrCap> err{};
+  count(KvOp::kRemove, key, 0);
   if (store_->vtable->remove(store_->self, key.c_str(), err.data(), err.size()) == 0) return true;
-  *error = err.data();
+  *error = message(err, "store remove failed");
   return false;
 }
 
 std::optional<int64_t> KvClient::add(const std::string& key, int64_t delta, std::string* error) {
-  const sp_kv_store_vtable* v = store_->vtable;
-  if (v->struct_size < offsetof(sp_kv_store_vtable, add) + sizeof(v->add) || v->add == nullptr) {
+  if (!has_add()) {
     *error = "the store has no counter (add)";
     return std::nullopt;
   }
   std::array<char, kErrCap> err{};
   int64_t result = 0;
-  if (v->add(store_->self, key.c_str(), delta, &result, err.data(), err.size()) == 0) return result;
-  *error = err[0] != '\0' ? err.data() : "store add failed";
+  count(KvOp::kAdd, key, sizeof(delta));
+  if (store_->vtable->add(store_->self, key.c_str(), delta, &result, err.data(), err.size()) == 0) {
+    return result;
+  }
+  *error = message(err, "store add failed");
   return std::nullopt;
+}
+
+std::optional<std::string> KvClient::compare_set(const std::string& key, std::string_view expected,
+                                                 std::string_view desired, std::string* error) {
+  if (!has_compare_set()) {
+    *error = "the store has no compare_set";
+    return std::nullopt;
+  }
+  std::array<char, kErrCap> err{};
+  std::string value;
+  const int rc = store_->vtable->compare_set(store_->self, key.c_str(), expected.data(),
+                                             expected.size(), desired.data(), desired.size(),
+                                             assign_sink, &value, err.data(), err.size());
+  count(KvOp::kCompareSet, key, expected.size() + desired.size(), value.size());
+  if (rc == 0) return value;
+  *error = message(err, "store compare_set failed");
+  return std::nullopt;
+}
+
+bool KvClient::append(const std::string& key, std::string_view value, std::string* error) {
+  if (!has_append()) {
+    *error = "the store has no append";
+    return false;
+  }
+  std::array<char, kErrCap> err{};
+  count(KvOp::kAppend, key, value.size());
+  if (store_->vtable->append(store_->self, key.c_str(), value.data(), value.size(), err.data(),
+                             err.size()) == 0) {
+    return true;
+  }
+  *error = message(err, "store append failed");
+  return false;
 }
 
 }  // namespace sp::rank_pipeline

@@ -1,7 +1,9 @@
 // C++ face of an sp_kv_store for the transport threads: owns the store, turns the C vtable's
-// status codes into values and one-line errors.
+// status codes into values and one-line errors, and counts the operations and bytes it sends
+// (what this process costs the job's store; bench/scale and stats() report them).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -14,6 +16,21 @@ namespace sp::rank_pipeline {
 // A decimal integer as the transport and clock sync store them; nullopt unless the whole value
 // is one integer.
 std::optional<int64_t> parse_store_int(const std::string& text);
+
+enum class KvOp : int { kSet, kGet, kRemove, kAdd, kCompareSet, kAppend, kCount };
+const char* kv_op_name(KvOp op);
+
+struct KvCounters {
+  std::atomic<uint64_t> by_op[static_cast<int>(KvOp::kCount)] = {};  // calls, each a round trip
+  std::atomic<uint64_t> bytes_out{0};  // keys and values sent
+  std::atomic<uint64_t> bytes_in{0};   // values received
+  uint64_t ops() const {
+    uint64_t n = 0;
+    for (const auto& c : by_op) n += c.load(std::memory_order_relaxed);
+    return n;
+  }
+  uint64_t ops(KvOp op) const { return by_op[static_cast<int>(op)].load(std::memory_order_relaxed); }
+};
 
 class KvClient {
  public:
@@ -29,9 +46,24 @@ class KvClient {
   // The store's atomic counter (c10d Store::add); nullopt with error set when it failed or the
   // store has no counter.
   std::optional<int64_t> add(const std::string& key, int64_t delta, std::string* error);
+  // c10d compareSet: the key's value afterwards (== desired when it was set); nullopt with error
+  // set when it failed or the store lacks it.
+  std::optional<std::string> compare_set(const std::string& key, std::string_view expected,
+                                         std::string_view desired, std::string* error);
+  bool append(const std::string& key, std::string_view value, std::string* error);
+
+  // What the store behind this client can do beyond set/get/remove.
+  bool has_add() const;
+  bool has_compare_set() const;
+  bool has_append() const;
+
+  const KvCounters& counters() const { return counters_; }
 
  private:
+  void count(KvOp op, const std::string& key, size_t out, size_t in = 0);
+
   sp_kv_store* store_;
+  KvCounters counters_;
 };
 
 }  // namespace sp::rank_pipeline

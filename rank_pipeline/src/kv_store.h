@@ -21,10 +21,21 @@ typedef struct sp_kv_store_vtable {
   // 0: removed or absent. -1: failed.
   int (*remove)(void* self, const char* key, char* err, size_t err_cap);
   void (*destroy)(void* self);
-  // Appended later (present when struct_size covers it): adds delta to the integer counter at
-  // key (created at 0) and stores the new value in *result. 0: done. -1: failed.
+  // Appended later (present when struct_size covers them; each may also be NULL when the store
+  // behind it lacks the operation, e.g. an older torch):
+  // adds delta to the integer counter at key (created at 0) and stores the new value in *result.
+  // 0: done. -1: failed.
   int (*add)(void* self, const char* key, int64_t delta, int64_t* result, char* err,
              size_t err_cap);
+  // c10d's compareSet: stores `desired` when the key holds `expected` (or is absent and
+  // `expected` is empty); the sink gets the value the key holds afterwards. 0: done. -1: failed.
+  int (*compare_set)(void* self, const char* key, const void* expected, size_t expected_size,
+                     const void* desired, size_t desired_size, sp_kv_sink sink, void* ctx,
+                     char* err, size_t err_cap);
+  // c10d's append: adds the bytes at the end of the key's value (created when absent).
+  // 0: done. -1: failed.
+  int (*append)(void* self, const char* key, const void* data, size_t size, char* err,
+                size_t err_cap);
 } sp_kv_store_vtable;
 
 typedef struct sp_kv_store {

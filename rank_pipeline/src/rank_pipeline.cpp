@@ -154,6 +154,14 @@ std::map<std::string, double> RankPipeline::stats() const {
   put("store_errors", counters_->store_errors);
   put("held_back_ms", counters_->held_back_ms);
   put("summaries_discarded", counters_->summaries_discarded);
+  put("summaries_late", counters_->summaries_late);
+  put("host_messages_sent", counters_->host_messages_sent);
+  put("host_members", counters_->host_members);
+  put("bad_host_messages", counters_->bad_host_messages);
+  out["transport_protocol"] = counters_->protocol.load();  // 1 host-aggregated, 2 per-rank
+  out["store_ops"] = static_cast<double>(store_->counters().ops());
+  out["store_bytes_out"] = static_cast<double>(store_->counters().bytes_out.load());
+  out["store_bytes_in"] = static_cast<double>(store_->counters().bytes_in.load());
   if (clock_) {
     const std::vector<RankClock> rows = clock_->table();
     if (options_.transport.rank != 0 && !rows.empty()) {

@@ -35,6 +35,7 @@ bool bind_all(void* handle, RuntimeApi* api) {
       bind(handle, &api->mark_step, "sp_mark_step") &&
       bind(handle, &api->annotate, "sp_annotate") && bind(handle, &api->flush, "sp_flush") &&
       bind(handle, &api->set_topology, "sp_set_topology") &&
+      bind(handle, &api->set_rank, "sp_set_rank") &&
       bind(handle, &api->set_clock_offset, "sp_set_clock_offset") &&
       bind(handle, &api->pop_summary, "sp_pop_summary") &&
       bind(handle, &api->get_stats, "sp_get_stats") &&
@@ -79,6 +80,7 @@ RuntimeApi built_in(std::string warning) {
   api.annotate = &sp_annotate;
   api.flush = &sp_flush;
   api.set_topology = &sp_set_topology;
+  api.set_rank = &sp_set_rank;
   api.set_clock_offset = &sp_set_clock_offset;
   api.pop_summary = &sp_pop_summary;
   api.get_stats = &sp_get_stats;

@@ -35,6 +35,7 @@ struct RuntimeApi {
   int (*annotate)(int32_t, const char*, const char*);
   int (*flush)();
   int (*set_topology)(int32_t, int32_t);
+  int (*set_rank)(int32_t, int32_t);
   int (*set_clock_offset)(int64_t);
   int (*pop_summary)(void*, size_t, size_t*, int32_t);
   int (*get_stats)(sp_stats*);

@@ -6,7 +6,7 @@
 
 namespace sp::rank_pipeline {
 
-SummarySource::Status SummarySource::pop(int timeout_ms, EncodedSummary* out, std::string* error) {
+SummarySource::Status RuntimeSummarySource::pop(int timeout_ms, EncodedSummary* out, std::string* error) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     size_t size = 0;
     const int rc = runtime().pop_summary(buffer_.data(), buffer_.size(), &size, timeout_ms);
@@ -34,6 +34,10 @@ SummarySource::Status SummarySource::pop(int timeout_ms, EncodedSummary* out, st
   }
   *error = "sp_pop_summary kept asking for a larger buffer";
   return Status::kBad;
+}
+
+std::shared_ptr<SummarySource> runtime_summary_source() {
+  return std::make_shared<RuntimeSummarySource>();
 }
 
 }  // namespace sp::rank_pipeline

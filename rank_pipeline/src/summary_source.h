@@ -1,9 +1,10 @@
-// This rank's finished step summaries, popped from the runtime's bounded queue (sp_pop_summary),
-// with the step label read from each. Only transport threads use it, never the training thread.
+// Where a rank's finished step summaries come from. In a training rank: the runtime's bounded
+// queue (sp_pop_summary), with the step label read from each; in bench/scale and the tests: a
+// synthetic job. Only transport threads use it, never the training thread.
 #pragma once
 
 #include <cstdint>
-#include <optional>
+#include <memory>
 #include <string>
 
 namespace sp::rank_pipeline {
@@ -17,13 +18,21 @@ struct EncodedSummary {
 class SummarySource {
  public:
   enum class Status { kOk, kEmpty, kClosed, kBad };
-
-  // Waits up to timeout_ms. kClosed: the runtime is off and nothing is queued any more.
+  virtual ~SummarySource() = default;
+  // Waits up to timeout_ms. kClosed: the source is off and nothing is queued any more.
   // kBad: a summary that does not decode (one line in error; it is dropped).
-  Status pop(int timeout_ms, EncodedSummary* out, std::string* error);
+  virtual Status pop(int timeout_ms, EncodedSummary* out, std::string* error) = 0;
+};
+
+// This process's runtime (runtime_api.h).
+class RuntimeSummarySource final : public SummarySource {
+ public:
+  Status pop(int timeout_ms, EncodedSummary* out, std::string* error) override;
 
  private:
   std::string buffer_ = std::string(64 * 1024, '\0');
 };
+
+std::shared_ptr<SummarySource> runtime_summary_source();
 
 }  // namespace sp::rank_pipeline

@@ -1,13 +1,30 @@
-// Summaries from every rank to rank 0 over the job's store, on background threads.
+// Summaries from every rank to rank 0 over the job's store, on background threads. Two
+// protocols (rank_pipeline/README.md says why and what each costs):
 //
-// Keys (all under <prefix>, one prefix per probe session):
+// Host-aggregated (the default; needs the store's append and compare_set, c10d since torch 2.1):
+// the ranks of one host elect a leader (store key host/<host>, compare_set: first come), send it
+// their summaries over a Unix socket (local_channel.h), and the leader posts one message per step
+// for the whole host (host_message.h). Keys under <prefix>:
+//   host/<host>      "<leader rank> <socket name>": the host's leader;  host/<host>/n: its ranks
+//   ranks            every rank's row (rank_table.h), appended once at start
+//   d/<step>         the step's host messages, appended by the leaders
+//   n/<step>         ranks the step's messages cover (add): rank 0 reads d/<step> once this
+//                    reaches the world size (or the step times out), then deletes both
+//   ctl              rank 0's ack (the last step dealt with), or "stop <why>" from any rank
+// Per step: two store operations per host (append, add) plus a ctl read every max_lag/2 steps;
+// rank 0 a few counter polls, one get, two deletes and one compare_set, whatever the world size.
+//
+// Per-rank (the fallback for a store without append or compare_set): every rank writes its own
+// summary and rank 0 reads each. Keys under <prefix>:
 //   s/<step>/<rank>  one rank's encoded summary of one step; rank 0 deletes it once read
 //   h/<rank>         the last step that rank wrote: tells rank 0 a missing step was skipped
 //   ack              the last step rank 0 has dealt with (analysed or given up)
 //   stop             rank 0's analysis stepped aside: the others stop sending
-// A rank writes step s only while s <= ack + max_lag, so the store holds at most max_lag steps
-// per rank however far rank 0 falls behind; meanwhile the runtime's own bounded queue skips
-// whole old steps. Rank 0 never blocks on a missing key (check before get).
+//   r/<rank>         the rank's row of the rank table, set once
+//
+// Either way a rank (or host) sends step s only while s <= ack + max_lag, so the store holds at
+// most max_lag steps however far rank 0 falls behind; meanwhile the runtime's own bounded queue
+// skips whole old steps. Rank 0 never blocks on a missing key.
 #pragma once
 
 #include <atomic>
@@ -22,10 +39,16 @@
 #include <vector>
 
 #include "kv_client.h"
-#include "straggler_probe/online/step_assembly.h"
+#include "rank_table.h"
 #include "summary_source.h"
 
 namespace sp::rank_pipeline {
+
+enum class TransportProtocol {
+  kAuto,            // host-aggregated when the store has append and compare_set, else per-rank
+  kHostAggregated,
+  kPerRank,
+};
 
 struct TransportOptions {
   int rank = 0;
@@ -34,6 +57,20 @@ struct TransportOptions {
   int max_lag = 8;
   int64_t first_step = 0;  // steps before it (warm-up, and the set-up step -1) are not sent
   std::chrono::milliseconds step_timeout{60000};
+  TransportProtocol protocol = TransportProtocol::kAuto;
+  // This rank's row of the rank table (rank and leader are filled in by the transport); its
+  // host name is also the host the ranks are grouped by (host_identity.h).
+  RankInfo identity;
+  // Ranks on this host (LOCAL_WORLD_SIZE, as torchrun sets it; -1: unknown): the host's leader
+  // waits for that many members before its first post (else for those counted in the store).
+  int local_world_size = -1;
+  // A host's leader posts a step without the ranks that have not sent it after this long (0:
+  // half the step timeout, so that rank 0 hears which rank is missing before it gives up).
+  std::chrono::milliseconds host_timeout{0};
+  // A rank that cannot reach its host's leader for this long sends as a host of its own.
+  std::chrono::milliseconds connect_timeout{10000};
+  // Where this rank's summaries come from; null: this process's runtime.
+  std::shared_ptr<SummarySource> source;
   // Rank 0 polls the store for the others' summaries: every `poll` while they arrive, backing off
   // to `max_poll` while nothing comes, so that an idle collector costs the job's cores (and the
   // store server) next to nothing. Steps last far longer than max_poll.
@@ -52,6 +89,12 @@ struct TransportCounters {
   std::atomic<uint64_t> store_errors{0};
   std::atomic<uint64_t> held_back_ms{0};       // time a sender waited for rank 0's ack
   std::atomic<uint64_t> summaries_discarded{0};  // transport=none
+  // Host-aggregated protocol.
+  std::atomic<uint64_t> summaries_late{0};      // reached the host's leader after it posted the step
+  std::atomic<uint64_t> host_messages_sent{0};  // posted by this rank as its host's leader
+  std::atomic<uint64_t> host_members{0};        // ranks this leader aggregates (itself included)
+  std::atomic<uint64_t> bad_host_messages{0};   // rank 0: messages or rank rows that did not parse
+  std::atomic<int> protocol{0};                 // 1 host-aggregated, 2 per-rank (once decided)
 };
 
 // A request to make every rank's probe step aside, raised on any rank (rank 0's analysis failed,
@@ -73,11 +116,16 @@ struct StopRequest {
   }
 };
 
-// One step with every rank's encoded summary (index = rank), or given up with the ranks that
-// never sent theirs (online/include/straggler_probe/online/step_assembly.h decides which).
-using StepBatch = online::ClosedStep<std::string>;
-
-std::string data_key(const TransportOptions& o, int64_t step, int rank);
+// One step with every rank's summary (index = rank), or the ranks that never sent theirs.
+struct StepBatch {
+  int64_t step = 0;
+  std::vector<std::string> by_rank;  // empty string: missing
+  bool complete = false;
+  std::string missing;               // "1,3" when incomplete
+  std::string why_incomplete;        // more than the missing ranks, when the collector knows it
+  // The rank table (index = rank), when it changed since the previous batch; null otherwise.
+  std::shared_ptr<const std::vector<RankInfo>> rank_table;
+};
 
 class TransportThread {
  public:

@@ -12,6 +12,7 @@
 #include "lifecycle.h"
 #include "straggler_probe/log.h"
 #include "probe_state.h"
+#include "consumer.h"
 #include "recorder.h"
 #include "straggler_probe/c_abi_guard.h"
 
@@ -188,6 +189,24 @@ SP_API int sp_set_topology(int32_t dp_rank, int32_t pp_stage) {
   p->dp_rank.store(dp_rank, std::memory_order_relaxed);
   p->pp_stage.store(pp_stage, std::memory_order_relaxed);
   return SP_OK;
+}
+
+SP_API int sp_set_rank(int32_t rank, int32_t world_size) {
+  return guarded("sp_set_rank", static_cast<int>(SP_ERR_INTERNAL), [&]() -> int {
+    Probe* p = probe_instance();
+    if (p == nullptr || sp::runtime::in_forked_child()) return SP_ERR_DISABLED;
+    if (world_size < 1 || rank < 0 || rank >= world_size) return SP_ERR_INVALID;
+    const int32_t was_rank = p->rank.exchange(rank, std::memory_order_relaxed);
+    const int32_t was_world = p->world_size.exchange(world_size, std::memory_order_relaxed);
+    if (was_rank == rank && was_world == world_size) return SP_OK;
+    // Summaries the consumer made before now carry the old rank: re-stamp them (a handful at
+    // most, bounded by the queue), so that rank 0 never files one under the wrong rank.
+    sp::runtime::restamp_queued_summaries(*p);
+    sp::runtime::log::set_context(fmt::format("rank={}", rank));
+    sp::runtime::log::info(fmt::format("rank {} of {} (was {} of {} at sp_init)", rank,
+                                       world_size, was_rank, was_world));
+    return SP_OK;
+  });
 }
 
 SP_API int sp_set_clock_offset(int64_t offset_ns) {

@@ -183,10 +183,21 @@ void Consumer::pass(bool final_pass) {
                                              std::memory_order_relaxed);
 }
 
+void restamp_queued_summaries(Probe& probe) {
+  const int32_t rank = probe.rank.load(std::memory_order_relaxed);
+  const int32_t world = probe.world_size.load(std::memory_order_relaxed);
+  probe.summaries.update_all([rank, world](QueuedSummary& item) {
+    if (item.summary.rank == rank && item.summary.world_size == world) return;
+    item.summary.rank = rank;
+    item.summary.world_size = world;
+    item.encoded = encode_summary(item.summary);
+  });
+}
+
 void Consumer::emit(StepSummary&& summary, size_t extra_room) {
   if (abandoned_.load(std::memory_order_acquire)) return;
-  summary.rank = config_.rank;
-  summary.world_size = config_.world_size;
+  summary.rank = probe_.rank.load(std::memory_order_relaxed);
+  summary.world_size = probe_.world_size.load(std::memory_order_relaxed);
   summary.dp_rank = probe_.dp_rank.load(std::memory_order_relaxed);
   summary.pp_stage = probe_.pp_stage.load(std::memory_order_relaxed);
   summary.clock_offset_ns = probe_.clock_offset_ns.load(std::memory_order_relaxed);
@@ -208,10 +219,17 @@ void Consumer::emit(StepSummary&& summary, size_t extra_room) {
   }
   item.summary = std::move(summary);
   probe_.steps_completed.fetch_add(1, std::memory_order_relaxed);
+  const int32_t stamped_rank = item.summary.rank;
+  const int32_t stamped_world = item.summary.world_size;
   if (!probe_.summaries.push(std::move(item), extra_room)) {
     log::warn_once("steps_skipped",
                    "the transport is not keeping up: the oldest queued step summaries are skipped "
                    "(counted in steps_skipped; raise STRAGGLER_PROBE_QUEUE_STEPS)");
+  }
+  // sp_set_rank may have re-stamped the queue between our stamp and our push
+  if (stamped_rank != probe_.rank.load(std::memory_order_relaxed) ||
+      stamped_world != probe_.world_size.load(std::memory_order_relaxed)) {
+    restamp_queued_summaries(probe_);
   }
 }
 

@@ -58,4 +58,8 @@ class Consumer {
   std::condition_variable finished_cv_;
 };
 
+// Stamps the probe's current rank and world size on every queued summary that carries others
+// (sp_set_rank; and the consumer, when sp_set_rank ran while it was stamping one).
+void restamp_queued_summaries(Probe& probe);
+
 }  // namespace sp::runtime

@@ -147,6 +147,8 @@ int init_probe(const sp_config* cfg) {
 
   // A fresh session: counters from zero, earlier leftovers discarded.
   p->config = c;
+  p->rank.store(c.rank, std::memory_order_relaxed);
+  p->world_size.store(c.world_size, std::memory_order_relaxed);
   p->ring_capacity.store(c.ring_capacity, std::memory_order_relaxed);
   p->max_threads.store(c.max_threads, std::memory_order_relaxed);
   p->rejected_thread_drops.store(0, std::memory_order_relaxed);

@@ -64,6 +64,8 @@ struct Probe {
   std::atomic<int64_t> last_marked_step{-1};
 
   // --- stamped on summaries --------------------------------------------------------------------
+  std::atomic<int32_t> rank{0};        // sp_init's, until sp_set_rank says otherwise
+  std::atomic<int32_t> world_size{1};
   std::atomic<int32_t> dp_rank{-1};
   std::atomic<int32_t> pp_stage{-1};
   std::atomic<int64_t> clock_offset_ns{0};

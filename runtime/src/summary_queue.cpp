@@ -70,6 +70,11 @@ SummaryQueue::PopStatus SummaryQueue::pop_encoded(void* buf, size_t capacity, si
   return PopStatus::kOk;
 }
 
+void SummaryQueue::update_all(const std::function<void(QueuedSummary&)>& fn) {
+  std::lock_guard lock(mutex_);
+  for (QueuedSummary& item : items_) fn(item);
+}
+
 uint64_t SummaryQueue::skipped() const {
   std::lock_guard lock(mutex_);
   return skipped_;

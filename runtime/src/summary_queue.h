@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <string>
 
@@ -39,6 +40,10 @@ class SummaryQueue {
   // The encoded bytes of the next summary into buf; kTooSmall leaves it queued, *size = needed.
   PopStatus pop_encoded(void* buf, size_t capacity, size_t* size,
                         std::chrono::milliseconds timeout);
+
+  // Calls fn on every queued item, oldest first, under the queue's lock (off the hot path: it
+  // re-stamps the few queued summaries when a rank learns who it is).
+  void update_all(const std::function<void(QueuedSummary&)>& fn);
 
   uint64_t skipped() const;
   size_t size() const;

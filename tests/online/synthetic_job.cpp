@@ -25,6 +25,11 @@ sp_event event(uint32_t kind, double start, double end, int mb) {
   return e;
 }
 
+// A duration through the job's duration hook, if it has one.
+double hooked(const SyntheticJob& job, const DurationSite& site, double d) {
+  return job.duration_hook ? job.duration_hook(site, d) : d;
+}
+
 // One p2p op of a batch: issued with the others, done when its peer has issued its side.
 struct P2p {
   bool send = false;
@@ -138,9 +143,9 @@ void one_f_one_b(const StageProgram& p) {
 // latest launch + allreduce_s.
 class StepExecutor {
  public:
-  StepExecutor(const SyntheticJob& job, std::vector<std::vector<Instr>> prog,
+  StepExecutor(const SyntheticJob& job, int64_t step, std::vector<std::vector<Instr>> prog,
                std::vector<runtime::StepSummary>* out, std::vector<double>* t)
-      : job_(job), prog_(std::move(prog)), out_(*out), t_(*t), world_(job.dp * job.pp) {
+      : job_(job), step_(step), prog_(std::move(prog)), out_(*out), t_(*t), world_(job.dp * job.pp) {
     pc_.assign(static_cast<size_t>(world_), 0);
     phase_.assign(static_cast<size_t>(world_), 0);
     cur_start_.assign(static_cast<size_t>(world_), 0);
@@ -213,7 +218,7 @@ class StepExecutor {
       if (++c.registered == job_.dp) {
         double latest = 0;
         for (const auto& st : c.start) latest = std::max(latest, *st);
-        c.end = latest + job_.allreduce_s;
+        c.end = latest + hooked(job_, {SP_OP_COLLECTIVE, step_, stage * job_.dp, -1, b}, job_.allreduce_s);
       }
     }
   }
@@ -241,7 +246,8 @@ class StepExecutor {
     for (size_t i = 0; i < mine.size(); ++i) {
       const P2p& op = in.p2p[i];
       const Slot& slot = p2p_[mine[i]];
-      const double end = std::max(*slot.send, *slot.recv) + job_.p2p_s;
+      const auto& [from, to, index] = mine[i];
+      const double end = std::max(*slot.send, *slot.recv) + hooked(job_, {SP_OP_SEND, step_, from, to, index}, job_.p2p_s);
       sp_event e = event(op.send ? SP_OP_SEND : SP_OP_RECV, *(op.send ? slot.send : slot.recv), end, op.mb);
       e.peer = op.peer;
       e.coll = op.send ? SP_COLL_SEND : SP_COLL_RECV;
@@ -274,6 +280,7 @@ class StepExecutor {
     std::optional<double> send, recv;  // issue times
   };
   const SyntheticJob& job_;
+  int64_t step_;
   std::vector<std::vector<Instr>> prog_;
   std::vector<runtime::StepSummary>& out_;
   std::vector<double>& t_;
@@ -345,7 +352,8 @@ SyntheticRun run_synthetic(const SyntheticJob& job, int num_steps) {
         if (ss == step) sp *= mult;
       }
       std::vector<Instr>& p = prog[static_cast<size_t>(r)];
-      p.push_back({Instr::kHost, SP_OP_DATA_WAIT, -1, job.data_wait_s, 0, false, {}});
+      p.push_back({Instr::kHost, SP_OP_DATA_WAIT, -1, hooked(job, {SP_OP_DATA_WAIT, step, r, -1, -1}, job.data_wait_s),
+                   0, false, {}});
       StageProgram stage{job, r, r / job.dp, {}, {}, 0.0, &p};
       for (int mb = 0; mb < job.microbatches; ++mb) {
         double factor = 1.0;
@@ -359,6 +367,12 @@ SyntheticRun run_synthetic(const SyntheticJob& job, int num_steps) {
       }
       for (double& d : stage.fwd) d = jittered(d);
       for (double& d : stage.bwd) d = jittered(d);
+      for (int mb = 0; mb < job.microbatches; ++mb) {
+        double& f = stage.fwd[static_cast<size_t>(mb)];
+        double& b = stage.bwd[static_cast<size_t>(mb)];
+        f = hooked(job, {SP_OP_FORWARD, step, r, -1, mb}, f);
+        b = hooked(job, {SP_OP_BACKWARD, step, r, -1, mb}, b);
+      }
       for (const auto& [gs, gr, pause] : job.gc) {
         if (gs == step && gr == r) stage.gc_pause += pause;
       }
@@ -367,9 +381,10 @@ SyntheticRun run_synthetic(const SyntheticJob& job, int num_steps) {
       } else {
         gpipe(stage);
       }
-      p.push_back({Instr::kHost, SP_OP_OPTIMIZER, -1, job.optimizer_s, 0, false, {}});
+      p.push_back({Instr::kHost, SP_OP_OPTIMIZER, -1, hooked(job, {SP_OP_OPTIMIZER, step, r, -1, -1}, job.optimizer_s),
+                   0, false, {}});
     }
-    StepExecutor(job, std::move(prog), &out, &t).run(seq);
+    StepExecutor(job, step, std::move(prog), &out, &t).run(seq);
     seq += static_cast<uint64_t>(job.buckets);
     double longest = 0;
     for (int r = 0; r < world; ++r) {

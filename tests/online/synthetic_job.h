@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -13,6 +14,15 @@
 
 namespace sp::online::testing {
 
+// Where the job uses a duration (SyntheticJob::duration_hook).
+struct DurationSite {
+  uint32_t kind = 0;  // SP_OP_DATA_WAIT, _FORWARD, _BACKWARD, _OPTIMIZER: that op's duration;
+                      // SP_OP_COLLECTIVE: a bucket all-reduce's transfer; SP_OP_SEND: a p2p transfer
+  int64_t step = 0;
+  int rank = -1;      // the op's rank; a collective: its group's first rank; p2p: the sender
+  int peer = -1;      // p2p: the receiver
+  int index = -1;     // the micro-batch; a collective: its bucket; p2p: the channel's message number
+};
 // The pipeline schedule: GPipe (all forwards, then all backwards, each transfer alone) or 1F1B
 // (torch.distributed.pipelining's order, with a send and a receive batched together).
 enum class Schedule { kGPipe, k1F1B };
@@ -43,6 +53,10 @@ struct SyntheticJob {
   int seqs_per_microbatch = 4;
   double jitter = 0.0;          // relative Gaussian noise on compute durations
   uint32_t seed = 1;
+  // Noise and faults from outside (tests/online/noisy_job.h): when set, every duration above
+  // goes through it, (where, the duration this job would use) -> the duration to use. It may be
+  // called more than once for one site, so it must be a function of the site.
+  std::function<double(const DurationSite&, double)> duration_hook;
 };
 
 struct SyntheticRun {

@@ -55,7 +55,10 @@ class JobResult:
 
 
 def run_job(spec: dict, out_dir: Path, world: int = 4, env: dict | None = None,
-            timeout: float = 240.0) -> JobResult:
+            timeout: float = 240.0, per_rank=None, script: Path | None = None) -> JobResult:
+    """per_rank(rank) -> (command prefix, extra environment), e.g. to start a rank in another
+    network namespace (test_two_hosts.py). `script` (default workload.py) runs in every rank; it
+    takes the spec as its argument and writes <out>/rank<r>.json."""
     out_dir.mkdir(parents=True, exist_ok=True)
     spec = dict(spec, out=str(out_dir))
     spec.setdefault("probe", {}).setdefault("out_dir", str(out_dir / "report"))
@@ -68,7 +71,9 @@ def run_job(spec: dict, out_dir: Path, world: int = 4, env: dict | None = None,
     procs = []
     for rank in range(world):
         penv = dict(base, RANK=str(rank), LOCAL_RANK=str(rank))
-        procs.append(subprocess.Popen([sys.executable, str(HERE / "workload.py"), json.dumps(spec)],
+        prefix, extra = per_rank(rank) if per_rank else ([], {})
+        penv.update(extra)
+        procs.append(subprocess.Popen(prefix + [sys.executable, str(script or HERE / "workload.py"), json.dumps(spec)],
                                       env=penv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       text=True, cwd=str(out_dir)))
     outs, errs, codes = [], [], []
@@ -83,6 +88,12 @@ def run_job(spec: dict, out_dir: Path, world: int = 4, env: dict | None = None,
         outs.append(o)
         errs.append(e)
         codes.append(p.returncode)
+    ranks, steps = collect(out_dir, world)
+    return JobResult(codes, outs, errs, ranks, steps, out_dir)
+
+
+def collect(out_dir: Path, world: int) -> tuple[list[dict], list[dict]]:
+    """Every rank's result file (empty for a rank that wrote none) and rank 0's JSONL."""
     ranks = []
     for rank in range(world):
         f = out_dir / f"rank{rank}.json"
@@ -91,4 +102,4 @@ def run_job(spec: dict, out_dir: Path, world: int = 4, env: dict | None = None,
     jsonl = out_dir / "report" / "straggler_probe_steps.jsonl"
     if jsonl.exists():
         steps = [json.loads(l) for l in jsonl.read_text().splitlines() if l.strip()]
-    return JobResult(codes, outs, errs, ranks, steps, out_dir)
+    return ranks, steps

@@ -75,11 +75,11 @@ TEST(AnalysisWorker, GivenUpAndUnreadableStepsAreOneLineEachAndCountedInTheRepor
     StepBatch b = batch_of(run.steps[i]);
     if (i == 2) {  // the collector gave up: rank 3 skipped it
       b.complete = false;
-      b.by_rank[3].reset();
-      b.missing = {3};
+      b.by_rank[3].clear();
+      b.missing = "3";
       b.why_incomplete = "no summary from rank(s) 3 (those ranks skipped it)";
     } else if (i == 5) {
-      *b.by_rank[1] = "not a summary";
+      b.by_rank[1] = "not a summary";
     }
     worker.submit(std::move(b));
   }

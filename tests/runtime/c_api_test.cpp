@@ -317,6 +317,37 @@ TEST_F(CApi, AnnotationsTopologyAndClockOffsetReachTheSummary) {
   EXPECT_EQ(s.annotations[1].value, "64");
 }
 
+// A launcher that sets WORLD_SIZE but not RANK: the rank is learnt from the process group
+// later. Summaries queued before that must not reach rank 0 under the rank first given.
+TEST_F(CApi, SetRankRestampsQueuedSummariesAndLaterOnes) {
+  start([](sp_config& c) {
+    c.rank = 0;
+    c.world_size = 4;
+    c.step_grace_ms = 1;
+  });
+  sp_event e = event_now();
+  ASSERT_EQ(sp_record(&e), SP_OK);
+  ASSERT_EQ(sp_mark_step(0), SP_OK);
+  for (int i = 0; i < 10000 && stats().steps_completed < 1; ++i) std::this_thread::sleep_for(1ms);
+  ASSERT_EQ(stats().steps_completed, 1u);  // step 0 is queued, stamped rank 0
+
+  EXPECT_EQ(sp_set_rank(4, 4), SP_ERR_INVALID);
+  EXPECT_EQ(sp_set_rank(-1, 4), SP_ERR_INVALID);
+  EXPECT_EQ(sp_set_rank(0, 0), SP_ERR_INVALID);
+  ASSERT_EQ(sp_set_rank(3, 4), SP_OK);
+  sp_event later = event_now();
+  ASSERT_EQ(sp_record(&later), SP_OK);
+  ASSERT_EQ(sp_mark_step(1), SP_OK);
+  ASSERT_EQ(sp_shutdown(), SP_OK);
+  const std::vector<StepSummary> got = pop_all();
+  ASSERT_EQ(got.size(), 2u);
+  for (const StepSummary& s : got) {
+    EXPECT_EQ(s.rank, 3) << "step " << s.step;
+    EXPECT_EQ(s.world_size, 4) << "step " << s.step;
+  }
+  EXPECT_EQ(got[0].ops.size(), 1u);  // re-stamping kept the content
+}
+
 TEST_F(CApi, EncodedPopForOtherSharedObjects) {
   start();
   sp_event e = event_now(SP_OP_GC, 100);

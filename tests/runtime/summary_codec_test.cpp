@@ -1,13 +1,17 @@
 // The step summary wire format: exact round trips, and one clear error for every way a payload
-// can be truncated, corrupted or forged.
+// can be truncated, corrupted or forged; payloads of the older version 1 (persisted in .spsum
+// files) still read.
 #include <gtest/gtest.h>
 #include <zlib.h>
 
 #include <cstring>
+#include <fstream>
+#include <algorithm>
 #include <string>
 
 #include "crc32.h"
 #include "straggler_probe/step_summary.h"
+#include "straggler_probe/wire_io.h"
 
 namespace sp::runtime {
 namespace {
@@ -39,6 +43,7 @@ StepSummary sample() {
     e.stream = 7;
     e.name_id = i % 3;
     e.time_source = SP_TIME_CUDA_EVENT;
+    e.step_plus_one = i == 4 ? 0 : static_cast<uint64_t>(-4);  // another step's label, or none
     s.ops.push_back(e);
   }
   s.annotations = {{0, "seq_lens", "512,1024,77"}, {-1, "note", std::string("a\0b", 3)}};
@@ -68,14 +73,14 @@ void expect_equal(const StepSummary& a, const StepSummary& b) {
   }
 }
 
-// Rewrites the header checksum so that a deliberately forged body gets past it.
-void fix_crc(std::string* bytes) {
-  const uint32_t crc = crc32(bytes->data() + 16, bytes->size() - 16);
-  for (int i = 0; i < 4; ++i) (*bytes)[12 + i] = static_cast<char>((crc >> (8 * i)) & 0xFF);
-}
-
-void put_u32(std::string* bytes, size_t at, uint32_t v) {
-  for (int i = 0; i < 4; ++i) (*bytes)[at + i] = static_cast<char>((v >> (8 * i)) & 0xFF);
+// tests/data/summary_v1/sample.bin: sample() as the version-1 encoder wrote it (.spsum files).
+std::string v1_sample() {
+  std::ifstream in(SP_SUMMARY_V1_SAMPLE, std::ios::binary | std::ios::ate);
+  EXPECT_TRUE(in) << SP_SUMMARY_V1_SAMPLE;
+  std::string bytes(static_cast<size_t>(std::max<std::streamoff>(in.tellg(), 0)), '\0');
+  in.seekg(0);
+  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  return bytes;
 }
 
 TEST(SummaryCodec, RoundTripIsExact) {
@@ -97,13 +102,72 @@ TEST(SummaryCodec, EmptySummaryRoundTrips) {
   EXPECT_TRUE(out.ops.empty());
 }
 
-TEST(SummaryCodec, IsLittleEndianWithMagicAndVersion) {
+TEST(SummaryCodec, WritesVersion2WithMagicLittleEndianHeader) {
   const std::string bytes = encode_summary(sample());
   EXPECT_EQ(bytes.substr(0, 4), "SPSM");
-  EXPECT_EQ(bytes[4], 1);
+  EXPECT_EQ(bytes[4], 2);
   EXPECT_EQ(bytes[5], 0);
-  // Body starts with rank 3 as a little-endian i32.
-  EXPECT_EQ(bytes.substr(16, 4), std::string("\x03\x00\x00\x00", 4));
+  // The body size, little-endian, then the body: rank 3 as a zigzag varint.
+  const uint32_t body = static_cast<uint8_t>(bytes[8]) | (static_cast<uint8_t>(bytes[9]) << 8);
+  EXPECT_EQ(body, bytes.size() - 16);
+  EXPECT_EQ(bytes[16], 6);
+}
+
+TEST(SummaryCodec, Version1PayloadsStillDecode) {
+  const std::string v1 = v1_sample();
+  ASSERT_GT(v1.size(), 16u);
+  ASSERT_EQ(v1[4], 1);
+  StepSummary out;
+  std::string error;
+  ASSERT_TRUE(decode_summary(v1, &out, &error)) << error;
+  expect_equal(sample(), out);
+  // and every truncation of it is still rejected with a message
+  for (size_t n = 0; n < v1.size(); ++n) {
+    EXPECT_FALSE(decode_summary(std::string_view(v1).substr(0, n), &out, &error)) << n;
+    EXPECT_EQ(error.rfind("step summary: ", 0), 0u) << error;
+  }
+}
+
+TEST(SummaryCodec, Version2IsAtLeastTwiceSmallerThanVersion1) {
+  const std::string v1 = v1_sample();
+  const std::string v2 = encode_summary(sample());
+  // This sample's strings and 8 GiB payloads weigh more than a real step's; the bytes per rank
+  // and step of real and synthetic jobs are measured in bench/scale (rank_pipeline/README.md).
+  EXPECT_LT(v2.size() * 2, v1.size()) << v2.size() << " vs " << v1.size();
+}
+
+TEST(SummaryCodec, UnusualFieldsRoundTrip) {
+  StepSummary s = sample();
+  s.step = 41;
+  s.step_end_ns = s.step_start_ns - 5;  // a mark before the previous one: kept as it is
+  sp_event e{};
+  e.start_ns = s.step_start_ns - 1'000'000;  // before the step start (a late GPU span)
+  e.end_ns = UINT64_MAX;
+  e.kind = SP_OP_KERNEL;
+  e.time_source = SP_TIME_CUPTI;
+  e.step_plus_one = 42;  // this step's own label
+  e.microbatch = INT32_MIN;
+  e.peer = INT32_MAX;
+  e.group_id = 0xDEADBEEFCAFEF00Dull;  // the same group as the others, another size
+  e.group_size = -3;
+  e.seq = 0;  // going backwards within its group
+  e.bytes = UINT64_MAX;
+  e.stream = UINT32_MAX;
+  e.name_id = 2;
+  s.ops.push_back(e);
+  e.kind = 77;  // out of the head's range: written wide (and then rejected, as in version 1)
+  e.time_source = 9;
+  StepSummary wide = s;
+  wide.ops.push_back(e);
+  StepSummary out;
+  std::string error;
+  ASSERT_TRUE(decode_summary(encode_summary(s), &out, &error)) << error;
+  expect_equal(s, out);
+  EXPECT_FALSE(decode_summary(encode_summary(wide), &out, &error));
+  EXPECT_NE(error.find("unknown kind 77"), std::string::npos) << error;
+  wide.ops.back().kind = SP_OP_OTHER;
+  ASSERT_TRUE(decode_summary(encode_summary(wide), &out, &error)) << error;
+  EXPECT_EQ(out.ops.back().time_source, 9u);
 }
 
 TEST(SummaryCodec, ChecksumIsTheStandardCrc32) {
@@ -148,9 +212,9 @@ TEST(SummaryCodec, SpecificErrorsNameTheProblem) {
   EXPECT_NE(error.find("bad magic"), std::string::npos) << error;
 
   bad = good;
-  bad[4] = 2;
+  bad[4] = 3;
   EXPECT_FALSE(decode_summary(bad, &out, &error));
-  EXPECT_NE(error.find("version 2 is not supported"), std::string::npos) << error;
+  EXPECT_NE(error.find("version 3 is not supported"), std::string::npos) << error;
 
   bad = good + "xx";
   EXPECT_FALSE(decode_summary(bad, &out, &error));
@@ -162,37 +226,82 @@ TEST(SummaryCodec, SpecificErrorsNameTheProblem) {
   EXPECT_NE(error.find("checksum"), std::string::npos) << error;
 }
 
-TEST(SummaryCodec, ForgedCountsAndFieldsBehindAValidChecksumAreRejected) {
-  const std::string good = encode_summary(sample());
-  constexpr size_t kNameCount = 16 + 56;
+// A version-2 body written by hand, framed with a valid header and checksum: what a forger (or
+// a buggy peer) could send.
+struct ForgedBody {
+  std::string body;
+  wire::Writer w() { return wire::Writer(&body); }
+  ForgedBody() {
+    wire::Writer h = w();
+    for (int v : {3, 8, 1, 2, -7}) h.svarint(v);  // rank, world, dp, pp, step
+    h.u64(1000);                                  // step start
+    h.svarint(500);                               // end - start
+    h.svarint(0);                                 // clock offset
+    h.varint(0);                                  // dropped
+  }
+  std::string framed() const {
+    std::string out = "SPSM";
+    wire::Writer h(&out);
+    h.u16(2);
+    h.u16(0);
+    h.u32(static_cast<uint32_t>(body.size()));
+    h.u32(crc32(body.data(), body.size()));
+    return out + body;
+  }
+};
+
+std::string decode_error(const ForgedBody& f) {
   StepSummary out;
   std::string error;
+  EXPECT_FALSE(decode_summary(f.framed(), &out, &error));
+  return error;
+}
 
-  std::string bad = good;
-  put_u32(&bad, kNameCount, 0xFFFFFFFFu);  // a huge count must not allocate
-  fix_crc(&bad);
-  EXPECT_FALSE(decode_summary(bad, &out, &error));
-  EXPECT_NE(error.find("bad name count"), std::string::npos) << error;
-
-  // Find the first op: after 3 names ("", "forward", "all_reduce:dp") and the op count.
-  const size_t first_op = kNameCount + 4 + (4 + 0) + (4 + 7) + (4 + 13) + 4;
-  bad = good;
-  put_u32(&bad, first_op + 40, 0);  // kind 0
-  fix_crc(&bad);
-  EXPECT_FALSE(decode_summary(bad, &out, &error));
-  EXPECT_NE(error.find("unknown kind 0"), std::string::npos) << error;
-
-  bad = good;
-  put_u32(&bad, first_op + 64, 3);  // name_id past the 3-entry table
-  fix_crc(&bad);
-  EXPECT_FALSE(decode_summary(bad, &out, &error));
-  EXPECT_NE(error.find("names entry 3"), std::string::npos) << error;
-
-  bad = good;
-  for (int i = 0; i < 8; ++i) bad[first_op + 8 + static_cast<size_t>(i)] = 0;  // end 0 < start
-  fix_crc(&bad);
-  EXPECT_FALSE(decode_summary(bad, &out, &error));
-  EXPECT_NE(error.find("ends before it starts"), std::string::npos) << error;
+TEST(SummaryCodec, ForgedCountsAndFieldsBehindAValidChecksumAreRejected) {
+  {
+    ForgedBody f;
+    f.w().varint(UINT64_MAX / 2);  // a huge name count must not allocate
+    EXPECT_NE(decode_error(f).find("bad name count"), std::string::npos) << decode_error(f);
+  }
+  auto one_op = [](uint8_t head, uint8_t presence, auto&& fields) {
+    ForgedBody f;
+    wire::Writer w = f.w();
+    w.varint(1);  // names: "", "x"
+    w.str("x");
+    w.varint(1);  // one group
+    w.u64(77);
+    w.svarint(4);
+    w.varint(1);  // one op
+    w.u8(head);
+    w.u8(presence);
+    fields(w);
+    w.varint(0);  // no annotation keys
+    w.varint(0);  // no annotations
+    return f;
+  };
+  const auto times = [](wire::Writer& w) {
+    w.svarint(0);
+    w.varint(10);
+  };
+  ForgedBody f = one_op(0, 0, times);  // kind 0
+  EXPECT_NE(decode_error(f).find("unknown kind 0"), std::string::npos) << decode_error(f);
+  f = one_op(SP_OP_FORWARD, 1u << 6, [&](wire::Writer& w) { times(w); w.varint(2); });
+  EXPECT_NE(decode_error(f).find("names entry 2 of a 2-entry table"), std::string::npos)
+      << decode_error(f);
+  f = one_op(SP_OP_COLLECTIVE, 1u << 3, [&](wire::Writer& w) { times(w); w.varint(1); w.svarint(0); });
+  EXPECT_NE(decode_error(f).find("group 1 of a 1-entry table"), std::string::npos)
+      << decode_error(f);
+  f = one_op(SP_OP_FORWARD, 0, [](wire::Writer& w) { w.svarint(0); w.varint(UINT64_MAX); });
+  EXPECT_NE(decode_error(f).find("overflows"), std::string::npos) << decode_error(f);
+  f = one_op(SP_OP_FORWARD | (3u << 6), 0, times);
+  EXPECT_NE(decode_error(f).find("step tag 3"), std::string::npos) << decode_error(f);
+  f = one_op(SP_OP_FORWARD, 1u << 1, [&](wire::Writer& w) { times(w); w.svarint(int64_t{1} << 40); });
+  EXPECT_NE(decode_error(f).find("out-of-range"), std::string::npos) << decode_error(f);
+  f = one_op(SP_OP_FORWARD, 0, [](wire::Writer& w) {  // an 11-byte varint
+    w.bytes(std::string(10, '\xff'));
+    w.u8(1);
+  });
+  EXPECT_NE(decode_error(f).find("op 0 of 1"), std::string::npos) << decode_error(f);
 }
 
 TEST(SummaryCodec, NamesWithoutTheEmptyFirstEntryAreShifted) {

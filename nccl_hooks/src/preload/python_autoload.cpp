@@ -1,7 +1,7 @@
 // Python autoload under LD_PRELOAD (see python_autoload/sitecustomize.py).
 //
-// The one thing the library does at load time, and only in a Python process that is a training
-// rank: put <library dir>/straggler_probe_autoload first on PYTHONPATH (and a build tree's python/
+// The one thing the library does at load time, and only in a Python process started with the
+// library preloaded: put <library dir>/straggler_probe_autoload first on PYTHONPATH (and a build tree's python/
 // last), which the interpreter reads after this constructor and before the script. No CUDA, no
 // threads, no allocation beyond the environment string: nothing that could disturb the process.
 #include <dlfcn.h>
@@ -28,7 +28,9 @@ std::string own_directory() {
 __attribute__((constructor)) void straggler_probe_python_autoload() {
   const char* opt = std::getenv("STRAGGLER_PROBE_PYTHON_AUTOLOAD");
   if (opt != nullptr && std::strcmp(opt, "0") == 0) return;
-  if (std::getenv("RANK") == nullptr || std::getenv("WORLD_SIZE") == nullptr) return;
+  // No RANK / WORLD_SIZE test: launchers differ (Lightning's sets LOCAL_RANK in its children and
+  // nothing in its first process). sitecustomize.py starts the probe only in a process that
+  // initialises torch.distributed, whose process group then says who it is.
   if (!sp::nccl::python_in_process()) return;
   // Loaded into a running interpreter (the package's _core dlopens the library): too late for
   // PYTHONPATH, and setenv would race with other threads' getenv.

@@ -69,6 +69,11 @@ class GroupTable:
             name = "ranks:" + ",".join(map(str, sorted(ranks)))
         return GroupInfo(group, name, ranks)
 
+    def ops_numbered(self) -> int:
+        """Collectives and sends/receives numbered so far, in every group (all recorded)."""
+        with self._lock:
+            return sum(i.coll_seq + sum(i.p2p_seq.values()) for i in self._by_id.values())
+
     def next_coll(self, info: GroupInfo) -> int:
         with self._lock:
             seq = info.coll_seq

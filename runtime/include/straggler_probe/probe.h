@@ -156,6 +156,11 @@ SP_API int sp_flush(void);
 
 /* Where this rank sits in the job, stamped on every summary from now on (-1: unknown). */
 SP_API int sp_set_topology(int32_t dp_rank, int32_t pp_stage);
+/* Who this rank really is, when it was not known at sp_init (a launcher that sets LOCAL_RANK and
+ * WORLD_SIZE but not RANK; the process group told later): stamped on every later summary and
+ * re-stamped on the summaries still queued, so that none reaches the analysis under the rank
+ * it was first given. SP_ERR_INVALID unless 0 <= rank < world_size. */
+SP_API int sp_set_rank(int32_t rank, int32_t world_size);
 /* Estimated offset of this rank's clock to rank 0's, stamped on every summary from now on. */
 SP_API int sp_set_clock_offset(int64_t offset_ns);
 

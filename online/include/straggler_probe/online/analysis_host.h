@@ -59,6 +59,9 @@ class AnalysisHost {
   // "straggler_probe report: not written: <why>".
   Status write_report(ReportOptions options);
 
+  // Where each rank runs (OnlineAnalyzer::set_rank_table): verdicts then name hosts.
+  void set_rank_table(RankTable table);
+
   const OnlineAnalyzer& analyzer() const;
   const AnalysisSettings& settings() const;
 

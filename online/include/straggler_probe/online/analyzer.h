@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "straggler_probe/online/config.h"
+#include "straggler_probe/online/rank_table.h"
 #include "straggler_probe/online/verdict.h"
 #include "straggler_probe/step_summary.h"
 
@@ -76,6 +77,9 @@ class OnlineAnalyzer {
   std::vector<StepVerdict> add(runtime::StepSummary summary);
   // Closes all pending steps (end of training): complete ones are analysed, the rest skipped.
   std::vector<StepVerdict> finish();
+  // Where each rank runs (the rank pipeline sends it once): later verdicts name the worst rank's
+  // host and GPU; the JSONL gets one {"rank_table": [...]} record, report.json a "ranks" table.
+  void set_rank_table(RankTable table);
 
   // For a caller that assembles steps itself (rank 0's collector, analyze-dir: one StepAssembler
   // each): a whole step, by_rank[r] being rank r's summary. A summary that is not rank r's of
@@ -101,7 +105,8 @@ class OnlineAnalyzer {
 };
 
 // `straggler_probe step=120 time=2.213s ideal=1.843s S=1.20 cause=stage-imbalance worst=stage:3
-//  S_w=1.23 top_op=forward-compute host=1.2% evidence="..."`; a skipped step:
+//  S_w=1.23 top_op=forward-compute host_gaps=1.2% evidence="..."` (a worst rank with a known place:
+//  `worst=rank:1234 host=node-157 gpu=3`); a skipped step:
 // `straggler_probe step=121 skipped reason="..."`.
 std::string format_log_line(const StepVerdict& v);
 // `straggler_probe step=12 skipped reason="..."` or, for a range, `step=12-15`; the reason

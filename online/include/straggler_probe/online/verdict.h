@@ -62,6 +62,8 @@ struct StepVerdict {
 
   Cause cause = Cause::kNone;
   std::string worst;          // "rank:N", "stage:N" or "" (cause none)
+  std::string worst_host;     // the worst rank's host, when worst is a rank and the host is known
+  int worst_device = -1;      // ... and its GPU (-1: none or not known)
   double worst_S = 1.0;       // S_w of the worst rank, or the stage score for a stage
   std::string top_op;         // op type with the largest S_t
   std::string evidence;       // one line: the numbers behind the cause

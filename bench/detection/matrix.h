@@ -1,0 +1,43 @@
+// The detection benchmark's scenario matrix on the noisy synthetic job: job sizes x shapes
+// (data-parallel, data x pipeline parallel) x scenarios, each a NoisyScenario with a name.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "noisy_job.h"
+
+namespace sp::bench::detection {
+
+struct MatrixOptions {
+  std::vector<int> sizes = {4, 64, 512, 4096};
+  std::vector<int> steps = {200, 120, 80, 40};  // per size (the last one repeats)
+  double jitter = 0.03;                       // compute sigma of the fault scenarios
+  std::vector<double> clean_jitters = {0.01, 0.03, 0.05};
+  std::vector<std::string> scenarios;         // empty: all of them
+  std::vector<std::string> shapes = {"dp", "pp"};
+  uint64_t seed = 1;
+  int warmup = 5;                             // first steps not scored
+  int onset = 8;                              // first step of every fault
+  bool full = false;                          // clean runs of 1000 steps, nothing else
+  int full_steps = 1000;
+};
+
+struct Cell {
+  std::string name;       // e.g. "dp512/slow-10"
+  std::string shape;      // "dp512" or "dp128xpp4"
+  std::string scenario;   // e.g. "slow-10", "clean-j3"
+  std::string twin;       // the clean cell with the same seed and noise ("" for a clean cell)
+  int ranks = 0;
+  double jitter = 0;
+  online::testing::NoisyScenario job;
+};
+
+// Every scenario name, in table order.
+const std::vector<std::string>& scenario_names();
+// The cells the options select, clean cells first within each shape (their verdicts are the
+// twins of the fault cells). Throws std::invalid_argument naming an unknown scenario or shape.
+std::vector<Cell> build_matrix(const MatrixOptions& options);
+
+}  // namespace sp::bench::detection

@@ -1,0 +1,347 @@
+"""Collectives at the process-group layer, the one every torch.distributed entry point goes through.
+
+hooks/collectives.py wraps torch.distributed's functions by name; torch keeps adding names
+(all_gather_single, reduce_scatter_single, gather_into_tensor in 2.15, which FSDP2 uses) and
+some callers skip them (functional collectives: DTensor, FSDP2 under compile; C++ callers). Below
+those names every collective is a call on a ProcessGroup, so this layer records whatever did not
+go through a wrapper (the wrappers' own calls are counted here, not recorded twice):
+
+- torch with ProcessGroup.register_pre_hook / register_post_hook (2.15): torch calls our hooks
+  before and after it issues each collective, whoever asked for it, functional collectives and
+  C++ callers included. Each group gets the hooks when the probe first sees it (at init() and at
+  every step boundary: groups made by FSDP or a DeviceMesh after init() are found there).
+- older torch: the ProcessGroup methods whose names say they are collectives are wrapped on the
+  class; callers that reach the group from C++ bypass that, and the check below says so.
+
+An op is recorded from issue to the completion of its Work's future (the backend's thread runs
+the callback): on the training thread's stream when the caller waits for it (async_op=False),
+else on the async-comm stream. Work.wait() is wrapped on the class: when the training thread
+waits in it inside a forward or backward (FSDP waits for each layer's all-gather there), the
+region is cut around the wait (Recorder.split_at_wait), so that a fast rank waiting for a slow
+one does not look like a rank computing slowly. It is cut at every such wait, also one that
+returns at once (the slow rank's), so that all ranks record the same pieces.
+
+Unseen collectives: each group counts the collectives it issued (_get_sequence_number_for_group);
+at each step boundary the probe compares that count with what it saw on the group, and the first
+time they differ it says once how many went by unseen and what follows for the analysis.
+"""
+from __future__ import annotations
+
+import re
+import threading
+import warnings
+from typing import Any, Callable
+
+from .. import _native as N
+from .._timing import now_ns
+from .collectives import payload_bytes
+
+HOOK_ID = 0x5350_5052  # "SPPR": our pre/post hook id on every group
+
+# Collective kinds by name, for any spelling torch uses (ALLGATHER_BASE, all_gather_single,
+# _reduce_scatter_base, allgather_into_tensor_coalesced...): order matters (all-reduce before reduce).
+_PATTERNS: list[tuple[str, int, int]] = [
+    ("reducescatter", N.COLLECTIVE, N.COLL_REDUCE_SCATTER),
+    ("allreduce", N.COLLECTIVE, N.COLL_ALL_REDUCE),
+    ("allgather", N.COLLECTIVE, N.COLL_ALL_GATHER),
+    ("alltoall", N.COLLECTIVE, N.COLL_ALL_TO_ALL),
+    ("broadcast", N.COLLECTIVE, N.COLL_BROADCAST),
+    ("barrier", N.COLLECTIVE, N.COLL_BARRIER),
+    ("send", N.SEND, N.COLL_SEND),
+    ("recv", N.RECV, N.COLL_RECV),
+    ("gather", N.COLLECTIVE, N.COLL_GATHER),
+    ("scatter", N.COLLECTIVE, N.COLL_SCATTER),
+    ("reduce", N.COLLECTIVE, N.COLL_REDUCE),
+]
+_METHOD_NAME = re.compile(r"^_?(all_?reduce|all_?gather|reduce_scatter|all_?to_?all|alltoall|"
+                          r"broadcast|barrier|monitored_barrier|gather|scatter|reduce|send|recv)")
+
+
+def classify(name: str) -> tuple[int, int] | None:
+    """(kind, coll) of a collective named any way torch names one; None if it is not one."""
+    flat = name.lower().replace("_", "").replace("monitored", "")
+    for pattern, kind, coll in _PATTERNS:
+        if pattern in flat:
+            return kind, coll
+    return None
+
+
+class ProcessGroupHooks:
+    def __init__(self, recorder: Any, dist: Any, collectives: Any):
+        self.rec = recorder
+        self.dist = dist
+        self.coll = collectives          # its tls.depth > 0: inside a by-name wrapper
+        self.groups = collectives.groups
+        self.mode = "off"
+        self.recorded = 0                # ops recorded here (nobody else saw them)
+        self._seen: dict[int, list] = {}  # id(pg) -> [pg, seen since baseline, baseline seq]
+        self._tls = threading.local()    # .pending: ops issued by this thread, awaiting post
+        self._names: dict[str, int] = {}
+        self._patched: list[tuple[Any, str, Any]] = []
+        self._warned = False
+        self.unseen = 0
+        # Works issued here and not finished yet: id -> (work, finish). Whichever comes first,
+        # the future's callback or the training thread's wait() returning, ends the op: the
+        # backend may run callbacks after it has woken the waiter, and an op that ends after
+        # the code waiting for it resumed would not be seen as what that code waited for.
+        self._open_works: dict[int, tuple[Any, Callable[[int], None]]] = {}
+
+    # -- installation ------------------------------------------------------------------------------
+    def install(self) -> Callable[[], None]:
+        pg_cls = self.dist.distributed_c10d.ProcessGroup
+        if hasattr(pg_cls, "register_pre_hook") and hasattr(pg_cls, "register_post_hook"):
+            self.mode = "hooks"
+        else:
+            self._patch_methods(pg_cls)
+            self.mode = "methods"
+        self._patch_wait()
+        self.find_groups()
+        return self.uninstall
+
+    def uninstall(self) -> None:
+        for pg, *_ in self._seen.values():
+            if self.mode == "hooks":
+                for name in ("unregister_pre_hook", "unregister_post_hook"):
+                    try:
+                        getattr(pg, name)(HOOK_ID)
+                    except Exception:  # noqa: BLE001 - the group is gone already
+                        pass
+        for cls, name, orig in reversed(self._patched):
+            setattr(cls, name, orig)
+        self._patched.clear()
+        self._seen.clear()
+
+    def find_groups(self) -> None:
+        """Hooks the groups made since the last look (the default group and every new_group)."""
+        world = getattr(self.dist.distributed_c10d, "_world", None)
+        pg_map = getattr(world, "pg_map", None) or {}
+        for pg in list(pg_map):
+            if id(pg) not in self._seen:
+                self._adopt(pg)
+
+    def _adopt(self, pg: Any) -> None:
+        entry = [pg, 0, _sequence_number(pg)]
+        if self.mode == "hooks":
+            key = id(pg)  # the hook arguments do not name the group: each group gets its own
+            try:
+                pg.register_pre_hook(HOOK_ID, lambda args: self._pre_hook(key, args))
+                pg.register_post_hook(HOOK_ID, lambda args: self._post_hook(args))
+            except Exception:  # noqa: BLE001 - e.g. a fake group: its ops stay unseen, counted
+                entry[2] = None
+        self._seen[id(pg)] = entry
+
+    def _patch_wait(self) -> None:
+        work_cls = getattr(self.dist.distributed_c10d, "Work", None)
+        orig = getattr(work_cls, "wait", None)
+        if orig is None or getattr(orig, "_straggler_probe", False):
+            return
+        rec = self.rec
+        owner = self
+
+        def wait(work: Any, *args: Any, **kwargs: Any) -> Any:
+            if rec.failed or threading.get_ident() != rec.train_thread or not rec.in_region:
+                return orig(work, *args, **kwargs)
+            # Cut even when the work is done already (an empty wait): every rank then records
+            # the same pieces, and the analysis compares like with like across ranks
+            start = now_ns()
+            result = orig(work, *args, **kwargs)
+            try:
+                end = now_ns()
+                owner.finish_work(work, end)
+                rec.split_at_wait(start, end)
+            except Exception as err:  # noqa: BLE001
+                rec.fail(f"Work.wait: {type(err).__name__}: {err}")
+            return result
+
+        wait._straggler_probe = True  # type: ignore[attr-defined]
+        wait.__doc__ = getattr(orig, "__doc__", None)
+        self._patched.append((work_cls, "wait", orig))
+        work_cls.wait = wait
+
+    def _patch_methods(self, pg_cls: Any) -> None:
+        for name in dir(pg_cls):
+            if not _METHOD_NAME.match(name) or classify(name) is None:
+                continue
+            orig = getattr(pg_cls, name)
+            if not callable(orig) or getattr(orig, "_straggler_probe", False):
+                continue
+            wrapper = self._method_wrapper(name, orig)
+            self._patched.append((pg_cls, name, orig))
+            setattr(pg_cls, name, wrapper)
+
+    # -- what torch calls ----------------------------------------------------------------------------
+    def _count(self, pg: Any) -> bool:
+        """Counts one op seen on pg; True when a by-name wrapper on this thread records it."""
+        entry = self._seen.get(id(pg))
+        if entry is None:
+            self._adopt(pg)
+            entry = self._seen[id(pg)]
+            entry[2] = None if entry[2] is None else entry[2] - 1  # this op is after the baseline
+        entry[1] += 1
+        return bool(getattr(self.coll.tls, "depth", 0))
+
+    def _pre_hook(self, key: int, args: Any) -> None:
+        try:
+            entry = self._seen.get(key)
+            pg = entry[0] if entry is not None else None
+            inside_wrapper = self._count(pg) if pg is not None else True
+            pending = getattr(self._tls, "pending", None)
+            if pending is None:
+                pending = self._tls.pending = []
+            if inside_wrapper or self.rec.failed:
+                pending.append(None)
+                return
+            name = str(getattr(args.name, "name", args.name))
+            pending.append((pg, name, now_ns(), bool(args.async_op),
+                            payload_bytes(list(args.input_tensors)), int(args.root)))
+        except Exception as err:  # noqa: BLE001 - never raise into torch's collective call
+            self.rec.fail(f"process-group pre-hook: {type(err).__name__}: {err}")
+
+    def _post_hook(self, args: Any) -> None:
+        pending = getattr(self._tls, "pending", None)
+        op = pending.pop() if pending else None
+        if op is None:
+            return
+        try:
+            pg, name, start, is_async, nbytes, root = op
+            self._record(pg, name, start, is_async, nbytes, root, args.work)
+        except Exception as err:  # noqa: BLE001
+            self.rec.fail(f"process-group post-hook: {type(err).__name__}: {err}")
+
+    def _method_wrapper(self, name: str, orig: Callable[..., Any]) -> Callable[..., Any]:
+        owner = self
+        peer_at = 1 if classify(name)[0] != N.COLLECTIVE else None
+
+        def method(pg: Any, *args: Any, **kwargs: Any) -> Any:
+            if owner.rec.failed or owner._count(pg):
+                return orig(pg, *args, **kwargs)
+            start = now_ns()
+            owner.coll.tls.depth = 1  # what it calls in turn is this one op
+            try:
+                work = orig(pg, *args, **kwargs)
+            finally:
+                owner.coll.tls.depth = 0
+            try:
+                root = args[peer_at] if peer_at is not None and len(args) > peer_at else -1
+                owner._record(pg, name, start, True, payload_bytes(args[0] if args else None),
+                              int(root) if isinstance(root, int) else -1, work)
+            except Exception as err:  # noqa: BLE001
+                owner.rec.fail(f"process group {name}: {type(err).__name__}: {err}")
+            return work
+
+        method._straggler_probe = True  # type: ignore[attr-defined]
+        method.__name__ = name
+        method.__doc__ = getattr(orig, "__doc__", None)
+        return method
+
+    # -- recording -----------------------------------------------------------------------------------
+    def _record(self, pg: Any, name: str, start: int, is_async: bool, nbytes: int, root: int,
+                work: Any) -> None:
+        kind_coll = classify(name)
+        info = self.groups.info(pg)
+        if kind_coll is None or info is None:
+            return
+        kind, coll = kind_coll
+        rec = self.rec
+        on_train = threading.get_ident() == rec.train_thread
+        if kind == N.COLLECTIVE:
+            seq = self.groups.next_coll(info)
+            stream = N.STREAM_MAIN if (on_train and not is_async) else N.STREAM_ASYNC_COMM
+            peer = -1
+        else:
+            peer = self.groups.to_global(info, root)
+            if peer < 0:
+                return  # a receive from any source: the pair cannot be matched
+            me = self.coll.rank
+            src, dst = (me, peer) if kind == N.SEND else (peer, me)
+            seq = self.groups.next_p2p(info, src, dst)
+            stream = N.STREAM_MAIN if (on_train and not is_async) else (
+                N.STREAM_P2P_SEND if kind == N.SEND else N.STREAM_P2P_RECV)
+            if on_train:
+                rec.p2p_boundary()
+        name_id = self._names.get(name)
+        if name_id is None:
+            name_id = self._names[name] = rec.intern("pg:" + name.lower())
+        self.recorded += 1
+
+        def done(end_ns: int) -> None:
+            try:  # maybe on the backend's thread: nothing may reach torch's callback
+                rec.record_comm(kind, coll, start, max(start, end_ns), stream, info.group_id,
+                                seq, nbytes, peer, info.size, name_id)
+            except Exception as err:  # noqa: BLE001
+                rec.fail(f"recording a completed {name}: {type(err).__name__}: {err}")
+
+        fut = None
+        if work is not None:
+            try:
+                fut = work.get_future()
+            except Exception:  # noqa: BLE001 - gloo p2p work has no future
+                fut = None
+        if fut is None:
+            done(now_ns())  # issued: the best end we can know without holding the caller's Work
+            return
+        key = id(work)
+        self._open_works[key] = (work, done)
+        # the callback holds the key, not the Work: Work -> future -> callback -> Work would be
+        # a cycle through C++ that Python's collector cannot see
+        fut.add_done_callback(lambda _f: self._finish(key, None, now_ns()))
+
+    def finish_work(self, work: Any, end_ns: int) -> None:
+        """A wait on `work` returned: if it is ours and still open, it ended by now."""
+        self._finish(id(work), work, end_ns)
+
+    def _finish(self, key: int, work: Any, end_ns: int) -> None:
+        entry = self._open_works.get(key)
+        if entry is None or (work is not None and entry[0] is not work):
+            return
+        if self._open_works.pop(key, None) is not None:  # atomic: only the first one records
+            entry[1](end_ns)
+
+    # -- what went by unseen -------------------------------------------------------------------------
+    def at_step(self, step: int) -> None:
+        """At a step boundary: new groups get hooks; collectives nobody saw are said once."""
+        self.find_groups()
+        if self._warned:
+            return
+        for pg, seen, baseline in self._seen.values():
+            if baseline is None:
+                continue
+            now = _sequence_number(pg)
+            if now is None:
+                continue
+            missed = now - baseline - seen
+            if missed > 0:
+                self._warned = True
+                self.unseen = missed
+                warnings.warn(
+                    f"straggler_probe: {missed} collective(s) on process group "
+                    f"{_group_name(pg)} went by without the probe seeing them (by step {step}; "
+                    f"a path below its {self.mode} layer, such as a C++ caller); their time "
+                    "counts as the compute around them, so waiting ranks may look slow",
+                    RuntimeWarning, stacklevel=2)
+                return
+
+    def stats(self) -> dict[str, Any]:
+        return {"mode": self.mode, "groups": len(self._seen), "recorded": self.recorded,
+                "seen": sum(e[1] for e in self._seen.values()), "unseen": self.unseen}
+
+
+def _sequence_number(pg: Any) -> int | None:
+    getter = getattr(pg, "_get_sequence_number_for_group", None)
+    if getter is None:
+        return None
+    try:
+        return int(getter())
+    except Exception:  # noqa: BLE001 - a backend that does not count
+        return None
+
+
+def _group_name(pg: Any) -> str:
+    for attr in ("group_name", "group_desc"):
+        try:
+            value = getattr(pg, attr)
+            if value:
+                return repr(str(value))
+        except Exception:  # noqa: BLE001
+            continue
+    return "(unnamed)"

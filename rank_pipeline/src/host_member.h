@@ -1,0 +1,54 @@
+// A rank that is not its host's leader (host-aggregated protocol, transport.h): hands its
+// summaries to the leader over the host's Unix socket (local_channel.h) and hears the leader's
+// stop. It never waits on the leader: it has at most max_lag + 1 summaries out that the leader
+// has not posted yet (the leader says which step it posted last), and leaves the rest in the
+// runtime's bounded queue, which skips whole old steps when rank 0 falls behind. A leader it cannot reach within
+// connect_timeout makes it alone(), and its thread then leads a host of its own.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+
+#include "host_role.h"
+#include "local_channel.h"
+#include "transport_loop.h"
+
+namespace sp::rank_pipeline {
+
+class HostMember final : public HostRole {
+ public:
+  HostMember(const TransportContext& c, std::string leader_socket, int leader_rank,
+             std::string host_key, TransportWarning* warning);
+
+  bool wants_own() const override;
+  void offer_own(EncodedSummary&& summary) override;
+  void own_done() override { own_done_ = true; }
+  bool pump(Clock::time_point now, bool stopping) override;
+  bool finished() const override;
+  void give_up_all() override;
+  std::optional<std::string> remote_stop() const override { return remote_stop_; }
+  void broadcast_stop(const std::string&) override {}  // the leader relays; members do not
+  void fds(std::vector<int>* out) const override;
+  bool leads() const override { return false; }
+  bool alone() const override { return unreachable_; }
+
+ private:
+  void connect(Clock::time_point now);
+  void read_leader(bool stopping);
+  void lose_leader(const std::string& why, bool stopping);
+
+  const TransportContext& c_;
+  std::string leader_socket_;
+  int leader_rank_;
+  std::string host_key_;
+  TransportWarning* warning_;
+  std::unique_ptr<FrameSocket> socket_;
+  bool gone_ = false, unreachable_ = false, own_done_ = false, bye_queued_ = false;
+  Clock::time_point started_, next_connect_;
+  std::optional<std::string> remote_stop_;
+  std::deque<int64_t> in_flight_;  // steps sent that the leader has not posted yet
+};
+
+}  // namespace sp::rank_pipeline

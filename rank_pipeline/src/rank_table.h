@@ -1,0 +1,35 @@
+// Where each rank runs: its host, its local rank on that host and its device. Every rank sends
+// its own row once, at start (not in every summary); rank 0 collects the table and hands it to
+// the analysis, so that a verdict names a host and a GPU, not only a rank number.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sp::rank_pipeline {
+
+struct RankInfo {
+  int rank = -1;
+  int leader = -1;      // the rank that aggregates this host's summaries (host protocol), or -1
+  int local_rank = -1;  // LOCAL_RANK, -1: unknown
+  int device = -1;      // the CUDA device it trains on, -1: none or unknown
+  std::string host;     // host name as the rank saw it ("" in the table: not reported yet)
+};
+
+// One row: "<rank> <leader> <local_rank> <device> <host>\n".
+std::string encode_rank_row(const RankInfo& info);
+
+// Parses concatenated rows into table[rank] (table sized to world_size by the caller). Returns
+// how many rows were rejected (they do not parse, name a rank outside the world, or contradict
+// an earlier row for the same rank); *first_error says what was wrong with the first of them.
+// The other rows are taken.
+size_t parse_rank_rows(std::string_view text, std::vector<RankInfo>* table,
+                       std::string* first_error);
+
+// A host name as it may travel and be printed: letters, digits, '.', '-' and '_', at most 64
+// characters; anything else becomes '_' (an empty name becomes "unknown").
+std::string clean_host_name(std::string_view name);
+
+}  // namespace sp::rank_pipeline
