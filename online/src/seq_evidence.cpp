@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 namespace sp::online {
@@ -50,11 +51,13 @@ void SeqWindow::push(const StepModel& m) {
   }
   for (const auto& [key, c] : costs) {
     double compute = 0;
-    for (const auto& [fk, fwd_bwd] : fb) {
+    // The rank's entries only (fb is ordered by rank, then micro-batch): the same sum in the
+    // same order as a scan of all of fb, without its cost of ranks x micro-batches per cost.
+    for (auto it = fb.lower_bound({c.rank, std::numeric_limits<int>::min()});
+         it != fb.end() && it->first.first == c.rank; ++it) {
+      const auto& [fk, fwd_bwd] = *it;
       // A step-wide annotation (micro-batch -1) covers all of the rank's compute.
-      if (fk.first == c.rank && (c.microbatch < 0 || fk.second == c.microbatch)) {
-        compute += fwd_bwd.first + fwd_bwd.second;
-      }
+      if (c.microbatch < 0 || fk.second == c.microbatch) compute += fwd_bwd.first + fwd_bwd.second;
     }
     if (compute > 0) {
       step.seq.push_back({m.rank_stage[static_cast<size_t>(c.rank)], c.sum_len_sq, compute, c.sum_len});
@@ -69,18 +72,25 @@ SeqEvidence SeqWindow::evidence() const {
   // Stages do different work, so samples are only compared within a stage; the stages'
   // correlations are then averaged, weighted by their number of samples.
   auto pooled = [this](bool seq, double* r, double* r_linear, double* cv, int* samples) {
-    std::map<int, std::vector<const Sample*>> by_stage;
+    // One pass over the window into each stage's columns (stages in ascending order, samples
+    // in window order, as before), no per-sample pointers.
+    struct Columns {
+      std::vector<double> x, y, xl;
+    };
+    std::map<int, Columns> by_stage;
     for (const Step& st : steps_) {
-      for (const Sample& s : seq ? st.seq : st.fb) by_stage[s.stage].push_back(&s);
+      for (const Sample& s : seq ? st.seq : st.fb) {
+        Columns& c = by_stage[s.stage];
+        c.x.push_back(s.x);
+        c.y.push_back(s.y);
+        c.xl.push_back(s.x_linear);
+      }
     }
     double wr = 0, wl = 0, wcv = 0, w = 0;
-    for (const auto& [stage, ss] : by_stage) {
-      std::vector<double> x, y, xl;
-      for (const Sample* s : ss) {
-        x.push_back(s->x);
-        y.push_back(s->y);
-        xl.push_back(s->x_linear);
-      }
+    for (const auto& [stage, columns] : by_stage) {
+      const std::vector<double>& x = columns.x;
+      const std::vector<double>& y = columns.y;
+      const std::vector<double>& xl = columns.xl;
       if (x.size() < 4) continue;
       double mean = 0, var = 0;
       for (double v : x) mean += v;

@@ -175,10 +175,16 @@ class OpReader {
     RankOps out;
     out.host.resize(static_cast<size_t>(m_.world));
     out.comm.resize(static_cast<size_t>(m_.world));
+    size_t total = 0;
+    for (const runtime::StepSummary* s : by_rank_) total += s->ops.size();
+    m_.ops.reserve(total);
+    out.records.reserve(total);
     std::vector<size_t> order;
     for (int r = 0; r < m_.world; ++r) {
       const runtime::StepSummary& s = *by_rank_[r];
       start_rank();
+      out.host[r].reserve(s.ops.size());
+      out.comm[r].reserve(s.ops.size());
       order.resize(s.ops.size());
       for (size_t i = 0; i < order.size(); ++i) order[i] = i;
       std::stable_sort(order.begin(), order.end(),
@@ -306,6 +312,9 @@ class OpReader {
 // Each rank's chain between its step start and its step mark; the step time is the longest
 // rank's (step mark - step start).
 void build_chains(StepModel* m, const Summaries& by_rank, const RankOps& ops, double eps) {
+  // Nodes: about one per op, plus each rank's start and mark (host ops cut at launches and
+  // nested ops add a few); reserved so that the nodes are not moved as they are added.
+  m->nodes.reserve(m->ops.size() + m->ops.size() / 4 + 2 * static_cast<size_t>(m->world));
   m->markers.assign(m->world, -1);
   m->starts.assign(m->world, -1);
   m->marker_delay_key = static_cast<int>(m->delay_keys.size());
