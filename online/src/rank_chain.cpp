@@ -62,8 +62,9 @@ std::vector<Piece> flatten(const std::vector<Span>& spans, const std::vector<int
     size_t next_child;
     double pos;
   };
+  std::vector<Frame> stack;  // one for all roots
   for (int root : roots) {
-    std::vector<Frame> stack{{root, 0, spans[root].s}};
+    stack.assign(1, Frame{root, 0, spans[root].s});
     while (!stack.empty()) {
       Frame& f = stack.back();
       const Span& sp = spans[f.span];

@@ -272,9 +272,13 @@ class OpReader {
     const int ordinal = key_count_[static_cast<size_t>(key)]++;
     if (ordinal == 0) keys_counted_.push_back(key);
     const uint64_t code = (uint64_t{static_cast<uint32_t>(key)} << 32) | static_cast<uint32_t>(ordinal);
-    const auto [it, inserted] = delay_index_.emplace(code, static_cast<int>(m_.delay_keys.size()));
-    if (inserted) m_.delay_keys.push_back(m_.ideal_keys[static_cast<size_t>(key)] + "@" + std::to_string(ordinal));
-    return it->second;
+    // find first: emplace would allocate a node for every op and free it for the seen ones.
+    const auto found = delay_index_.find(code);
+    if (found != delay_index_.end()) return found->second;
+    const int id = static_cast<int>(m_.delay_keys.size());
+    delay_index_.emplace(code, id);
+    m_.delay_keys.push_back(m_.ideal_keys[static_cast<size_t>(key)] + "@" + std::to_string(ordinal));
+    return id;
   }
 
 // Sequence-length annotations: the cost of each micro-batch (seq_evidence.h).
