@@ -33,6 +33,9 @@ std::string op_type_name(const sp_event& ev, int my_stage, int peer_stage);
 // on pipeline stage `stage`).
 std::string ideal_key(const sp_event& ev, std::string_view type, std::string_view name,
                       int ordinal, int stage);
+// The same key written into *out (its capacity reused: no allocation per op in the model).
+void ideal_key_into(std::string* out, const sp_event& ev, std::string_view type,
+                    std::string_view name, int ordinal, int stage);
 
 inline constexpr std::string_view kLaunchDelayType = "launch-delay";
 
