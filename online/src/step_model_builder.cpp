@@ -208,7 +208,9 @@ class OpReader {
             : -1;
     const std::string type = op_type_name(ev, s.pp_stage, peer_stage);
     const std::string name = ev.name_id ? s.names[ev.name_id] : std::string();
-    const std::string key = ideal_key(ev, type, name, (*type_ordinal)[type]++, m_.rank_stage[r]);
+    const int piece = (*type_ordinal)[type + "@mb" + std::to_string(ev.microbatch)]++;
+    const std::string key =
+        ideal_key(ev, type, name, (*type_ordinal)[type]++, m_.rank_stage[r], piece);
     LogicalOp op;
     op.rank = r;
     op.kind = ev.kind;
