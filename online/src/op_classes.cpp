@@ -78,12 +78,22 @@ void append_number(std::string* out, Int v) {
 }  // namespace
 
 void ideal_key_into(std::string* out, const sp_event& ev, std::string_view type,
-                    std::string_view name, int ordinal, int stage) {
+                    std::string_view name, int ordinal, int stage, int piece) {
   std::string& key = *out;
   key.assign(type);
   if (ev.kind == SP_OP_OTHER && !name.empty()) {
     key += ':';
     key += name;
+  } else if (op_role(ev.kind) == OpRole::kHost) {
+    // The k-th piece of a micro-batch's forward is compared with the k-th piece on the other
+    // ranks: under FSDP a forward is a sliver before the first all-gather and a layer's work
+    // after each one, and one mean for all pieces would give the sliver a layer's time (an
+    // ideal whose work sits before the all-gathers, where no rank does it). The first piece
+    // keeps the plain key: ops never cut compare as before.
+    if (piece > 0) {
+      key += '~';
+      append_number(&key, piece);
+    }
   } else if (ev.kind == SP_OP_SEND || ev.kind == SP_OP_RECV) {
     // A pipeline transfer is compared with the same transfer of the schedule (the stage's
     // ordinal-th send or receive of its direction) on the other pipelines and steps: where it
@@ -113,9 +123,9 @@ void ideal_key_into(std::string* out, const sp_event& ev, std::string_view type,
 }
 
 std::string ideal_key(const sp_event& ev, std::string_view type, std::string_view name,
-                      int ordinal, int stage) {
+                      int ordinal, int stage, int piece) {
   std::string key;
-  ideal_key_into(&key, ev, type, name, ordinal, stage);
+  ideal_key_into(&key, ev, type, name, ordinal, stage, piece);
   return key;
 }
 

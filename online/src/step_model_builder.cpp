@@ -218,6 +218,7 @@ class OpReader {
   // The ordinals count per rank: an op's place among the rank's ops of its type / key.
   void start_rank() {
     type_count_.assign(m_.type_names.size(), 0);
+    piece_count_.clear();
     for (int k : keys_counted_) key_count_[static_cast<size_t>(k)] = 0;
     keys_counted_.clear();
   }
@@ -248,8 +249,12 @@ class OpReader {
     const int type = type_of(ev, s.pp_stage, peer_stage);
     const std::string_view name =
         ev.name_id ? std::string_view(s.names[ev.name_id]) : std::string_view();
+    // The op's index among the rank's ops of its type and micro-batch (a cut forward's pieces).
+    const uint64_t piece_code = (static_cast<uint64_t>(static_cast<uint32_t>(type)) << 32) |
+                                static_cast<uint32_t>(ev.microbatch);
+    const int piece = piece_count_[piece_code]++;
     ideal_key_into(&key_, ev, m_.type_names[static_cast<size_t>(type)], name,
-                   type_count_[static_cast<size_t>(type)]++, m_.rank_stage[r]);
+                   type_count_[static_cast<size_t>(type)]++, m_.rank_stage[r], piece);
     LogicalOp op;
     op.rank = r;
     op.kind = ev.kind;
@@ -310,6 +315,7 @@ class OpReader {
   std::unordered_map<uint64_t, int> delay_index_;  // (key, ordinal) -> delay key
   std::vector<int> type_count_, key_count_;        // this rank's ops so far per type / key
   std::vector<int> keys_counted_;                  // keys with a non-zero count on this rank
+  std::unordered_map<uint64_t, int> piece_count_;  // this rank's ops so far per (type, micro-batch)
   std::string key_;                                // the op's ideal key, its buffer reused
 };
 
