@@ -7,7 +7,7 @@
 // sp_bench_online_memory, the same source with the counting allocator (bench/heap_counter.cpp):
 // allocations per step (all, and those of the op model and of the metrics), the heap's
 // high-water mark during the step, and what the analyzer keeps between steps. Two binaries,
-// because counting costs time in allocation-heavy code (the op model allocates ~10 blocks per
+// because counting costs time in allocation-heavy code (the op model allocates ~4 blocks per
 // node), which would inflate the times.
 //
 // --callgrind: run under `valgrind --tool=callgrind --instr-atstart=no`; only the measured

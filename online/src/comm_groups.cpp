@@ -91,31 +91,41 @@ bool match_collectives(StepModel* m, const std::vector<CommRecord>& comm, std::s
 
 bool match_p2p(StepModel* m, const std::vector<CommRecord>& comm, std::string* error,
                std::vector<char>* is_symmetric) {
-  // (sender, receiver) -> ops in start order, for each side.
-  std::map<std::pair<int, int>, std::vector<const CommRecord*>> sends, recvs;
+  // Each side's ops by (sender, receiver), then start (ties in record order): one sorted
+  // array per side, not a map of vectors per pair.
+  struct Side {
+    std::pair<int, int> pair;  // (sender, receiver)
+    double start;
+    int logical;
+  };
+  std::vector<Side> sends, recvs;
   for (const CommRecord& c : comm) {
     const int r = m->ops[c.logical].rank;
-    if (c.ev->kind == SP_OP_SEND) sends[{r, c.ev->peer}].push_back(&c);
-    if (c.ev->kind == SP_OP_RECV) recvs[{c.ev->peer, r}].push_back(&c);
+    const double start = m->ops[c.logical].start;
+    if (c.ev->kind == SP_OP_SEND) sends.push_back({{r, c.ev->peer}, start, c.logical});
+    if (c.ev->kind == SP_OP_RECV) recvs.push_back({{c.ev->peer, r}, start, c.logical});
   }
-  auto by_start = [m](const CommRecord* a, const CommRecord* b) {
-    return m->ops[a->logical].start < m->ops[b->logical].start;
+  const auto order = [](const Side& a, const Side& b) {
+    return a.pair != b.pair ? a.pair < b.pair : a.start < b.start;
   };
-  std::set<std::pair<int, int>> pairs;
-  for (const auto& [k, v] : sends) pairs.insert(k);
-  for (const auto& [k, v] : recvs) pairs.insert(k);
-  for (const auto& pair : pairs) {
-    auto& s = sends[pair];
-    auto& r = recvs[pair];
-    if (s.size() != r.size()) {
+  std::stable_sort(sends.begin(), sends.end(), order);
+  std::stable_sort(recvs.begin(), recvs.end(), order);
+  // Pairs in ascending order, as both sides have them.
+  size_t i = 0, j = 0;
+  while (i < sends.size() || j < recvs.size()) {
+    const std::pair<int, int> pair =
+        j >= recvs.size() || (i < sends.size() && sends[i].pair < recvs[j].pair) ? sends[i].pair
+                                                                                  : recvs[j].pair;
+    size_t s_end = i, r_end = j;
+    while (s_end < sends.size() && sends[s_end].pair == pair) ++s_end;
+    while (r_end < recvs.size() && recvs[r_end].pair == pair) ++r_end;
+    if (s_end - i != r_end - j) {
       *error = "p2p " + std::to_string(pair.first) + "->" + std::to_string(pair.second) + ": " +
-               std::to_string(s.size()) + " sends but " + std::to_string(r.size()) + " recvs";
+               std::to_string(s_end - i) + " sends but " + std::to_string(r_end - j) + " recvs";
       return false;
     }
-    std::stable_sort(s.begin(), s.end(), by_start);
-    std::stable_sort(r.begin(), r.end(), by_start);
-    for (size_t i = 0; i < s.size(); ++i) {
-      m->groups.push_back({m->ops[s[i]->logical].first_node, m->ops[r[i]->logical].first_node});
+    for (; i < s_end; ++i, ++j) {
+      m->groups.push_back({m->ops[sends[i].logical].first_node, m->ops[recvs[j].logical].first_node});
       is_symmetric->push_back(1);
     }
   }

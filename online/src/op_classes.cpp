@@ -1,5 +1,7 @@
 #include "op_classes.h"
 
+#include <charconv>
+
 #include "straggler_probe/op_kinds.h"
 
 namespace sp::online {
@@ -63,12 +65,35 @@ std::string op_type_name(const sp_event& ev, int my_stage, int peer_stage) {
   }
 }
 
-std::string ideal_key(const sp_event& ev, std::string_view type, std::string_view name,
-                      int ordinal, int stage) {
-  std::string key(type);
+namespace {
+
+// std::to_string's digits without its temporary.
+template <typename Int>
+void append_number(std::string* out, Int v) {
+  char buf[24];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  out->append(buf, end);
+}
+
+}  // namespace
+
+void ideal_key_into(std::string* out, const sp_event& ev, std::string_view type,
+                    std::string_view name, int ordinal, int stage, int piece) {
+  std::string& key = *out;
+  key.assign(type);
   if (ev.kind == SP_OP_OTHER && !name.empty()) {
     key += ':';
     key += name;
+  } else if (op_role(ev.kind) == OpRole::kHost) {
+    // The k-th piece of a micro-batch's forward is compared with the k-th piece on the other
+    // ranks: under FSDP a forward is a sliver before the first all-gather and a layer's work
+    // after each one, and one mean for all pieces would give the sliver a layer's time (an
+    // ideal whose work sits before the all-gathers, where no rank does it). The first piece
+    // keeps the plain key: ops never cut compare as before.
+    if (piece > 0) {
+      key += '~';
+      append_number(&key, piece);
+    }
   } else if (ev.kind == SP_OP_SEND || ev.kind == SP_OP_RECV) {
     // A pipeline transfer is compared with the same transfer of the schedule (the stage's
     // ordinal-th send or receive of its direction) on the other pipelines and steps: where it
@@ -76,17 +101,31 @@ std::string ideal_key(const sp_event& ev, std::string_view type, std::string_vie
     // to a peer behind the receive from that peer posted before it; in an interleaved schedule
     // some transfers then always take tens of ms and others none, and one median for all would
     // give every transfer the long time (an ideal 20% longer than the real step).
-    key += ":s" + std::to_string(stage) + "#" + std::to_string(ordinal);
-    if (ev.bytes > 0) key += ":b" + std::to_string(ev.bytes);
+    key += ":s";
+    append_number(&key, stage);
+    key += '#';
+    append_number(&key, ordinal);
+    if (ev.bytes > 0) {
+      key += ":b";
+      append_number(&key, ev.bytes);
+    }
   } else if (op_role(ev.kind) == OpRole::kComm) {
     // Transfers are only comparable for equal payloads (DDP's first bucket is smaller than the
     // rest). Without a size, the op's position among the rank's ops of this type stands in.
     if (ev.bytes > 0) {
-      key += ":b" + std::to_string(ev.bytes);
+      key += ":b";
+      append_number(&key, ev.bytes);
     } else {
-      key += ":#" + std::to_string(ordinal);
+      key += ":#";
+      append_number(&key, ordinal);
     }
   }
+}
+
+std::string ideal_key(const sp_event& ev, std::string_view type, std::string_view name,
+                      int ordinal, int stage, int piece) {
+  std::string key;
+  ideal_key_into(&key, ev, type, name, ordinal, stage, piece);
   return key;
 }
 

@@ -30,9 +30,14 @@ std::string op_type_name(const sp_event& ev, int my_stage, int peer_stage);
 // The key under which durations are compared: the type, refined where ops of one type do
 // different amounts of work: user regions by name, communication by payload size, pipeline
 // transfers also by their place in the schedule (`ordinal` among the rank's ops of this type,
-// on pipeline stage `stage`).
+// on pipeline stage `stage`), and compute by `piece`: the op's index among the rank's ops of
+// this type and micro-batch in the step (a forward the probe cut at the collectives it waited
+// for, as FSDP's per-layer all-gathers, is several ops of very different sizes).
 std::string ideal_key(const sp_event& ev, std::string_view type, std::string_view name,
-                      int ordinal, int stage);
+                      int ordinal, int stage, int piece = 0);
+// The same key written into *out (its capacity reused: no allocation per op in the model).
+void ideal_key_into(std::string* out, const sp_event& ev, std::string_view type,
+                    std::string_view name, int ordinal, int stage, int piece = 0);
 
 inline constexpr std::string_view kLaunchDelayType = "launch-delay";
 

@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <limits>
-#include <map>
+#include <unordered_map>
+#include <utility>
 
 namespace sp::online {
 namespace {
@@ -61,8 +62,9 @@ std::vector<Piece> flatten(const std::vector<Span>& spans, const std::vector<int
     size_t next_child;
     double pos;
   };
+  std::vector<Frame> stack;  // one for all roots
   for (int root : roots) {
-    std::vector<Frame> stack{{root, 0, spans[root].s}};
+    stack.assign(1, Frame{root, 0, spans[root].s});
     while (!stack.empty()) {
       Frame& f = stack.back();
       const Span& sp = spans[f.span];
@@ -79,13 +81,21 @@ std::vector<Piece> flatten(const std::vector<Span>& spans, const std::vector<int
     }
   }
   // Drop empty pieces of ops that have a non-empty one; keep one piece per op in any case.
-  std::map<int, int> positive;
-  for (const Piece& p : pieces) positive[p.owner] += p.e > p.s ? 1 : 0;
+  // (Per owner, indexed from the lowest logical: a rank's ops are consecutive in the model.)
+  int base = std::numeric_limits<int>::max(), top = -1;
+  for (const Piece& p : pieces) {
+    base = std::min(base, p.owner);
+    top = std::max(top, p.owner);
+  }
+  std::vector<int> positive(pieces.empty() ? 0 : static_cast<size_t>(top - base + 1), 0);
+  for (const Piece& p : pieces) positive[static_cast<size_t>(p.owner - base)] += p.e > p.s ? 1 : 0;
   std::vector<Piece> kept;
-  std::map<int, bool> has_piece;
+  kept.reserve(pieces.size());
+  std::vector<char> has_piece(positive.size(), 0);
   for (Piece& p : pieces) {
-    if (p.e > p.s || (positive[p.owner] == 0 && !has_piece[p.owner])) {
-      has_piece[p.owner] = true;
+    const auto o = static_cast<size_t>(p.owner - base);
+    if (p.e > p.s || (positive[o] == 0 && !has_piece[o])) {
+      has_piece[o] = 1;
       kept.push_back(std::move(p));
     }
   }
@@ -131,18 +141,32 @@ int piece_ending_by(const std::vector<Piece>& pieces, double t, double eps) {
 void split_waits(const StepModel& m, const std::vector<Span>& spans,
                  const std::vector<CommStreamOp>& comm_ops, double eps,
                  std::vector<Piece>* pieces, std::vector<char>* consumed) {
-  std::map<int, double> op_end;  // host logical -> (clipped) end
-  for (const Span& s : spans) op_end[s.logical] = s.e;
-  std::map<int, std::vector<int>> launched;  // host logical -> comm positions
+  if (spans.empty()) return;
+  // host logical -> (clipped) end, indexed from the lowest (a rank's ops are consecutive)
+  int base = std::numeric_limits<int>::max(), top = -1;
+  for (const Span& s : spans) {
+    base = std::min(base, s.logical);
+    top = std::max(top, s.logical);
+  }
+  std::vector<double> op_end(static_cast<size_t>(top - base + 1), 0.0);
+  for (const Span& s : spans) op_end[static_cast<size_t>(s.logical - base)] = s.e;
+  // (host logical, comm position) for each launch, then grouped by host op in logical order
+  std::vector<std::pair<int, int>> launches;
   for (int c = 0; c < static_cast<int>(comm_ops.size()); ++c) {
     const LogicalOp& op = m.ops[comm_ops[c].logical];
     const int pi = piece_ending_by(*pieces, op.start, eps);
     if (pi < 0) continue;
     const int owner = (*pieces)[pi].owner;
-    if (op.start <= op_end[owner] + eps) launched[owner].push_back(c);
+    if (op.start <= op_end[static_cast<size_t>(owner - base)] + eps) launches.emplace_back(owner, c);
   }
-  for (auto& [owner, cs] : launched) {
-    const double a_end = op_end[owner];
+  std::stable_sort(launches.begin(), launches.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<int> cs;
+  for (size_t from = 0; from < launches.size();) {
+    const int owner = launches[from].first;
+    cs.clear();
+    for (; from < launches.size() && launches[from].first == owner; ++from) cs.push_back(launches[from].second);
+    const double a_end = op_end[static_cast<size_t>(owner - base)];
     double last_launch = -std::numeric_limits<double>::infinity();
     for (int c : cs) last_launch = std::max(last_launch, m.ops[comm_ops[c].logical].start);
     std::vector<int> waited;
@@ -184,7 +208,15 @@ void split_waits(const StepModel& m, const std::vector<Span>& spans,
 class ChainBuilder {
  public:
   ChainBuilder(StepModel* m, int rank, const std::vector<CommStreamOp>& comm_ops, double eps)
-      : m_(*m), rank_(rank), comm_ops_(comm_ops), eps_(eps), consumed_(comm_ops.size(), 0) {}
+      : m_(*m), rank_(rank), comm_ops_(comm_ops), eps_(eps), consumed_(comm_ops.size(), 0) {
+    // A rank's ops are consecutive in the model: its comm nodes are indexed from the lowest.
+    int top = -1;
+    for (const CommStreamOp& c : comm_ops) {
+      comm_base_ = std::min(comm_base_, c.logical);
+      top = std::max(top, c.logical);
+    }
+    if (top >= 0) comm_node_.assign(static_cast<size_t>(top - comm_base_ + 1), -1);
+  }
 
   // The rank's step start: everything of the rank that waits for nothing else waits for it.
   void add_start(double step_start_s) {
@@ -235,7 +267,7 @@ class ChainBuilder {
     for (int c : order) add_comm_node(comm_ops_[static_cast<size_t>(c)]);
     for (size_t i = 0; i < pieces_.size(); ++i) {
       if (piece_node_[i] < 0) continue;
-      for (int logical : pieces_[i].waits_for) m_.nodes[piece_node_[i]].deps.push_back(comm_node_.at(logical));
+      for (int logical : pieces_[i].waits_for) m_.nodes[piece_node_[i]].deps.push_back(comm_node_of(logical));
     }
   }
 
@@ -256,7 +288,7 @@ class ChainBuilder {
         const double end = m_.ops[comm_ops_[c].logical].end;
         if (end > start + eps_) break;
         if (!consumed_[c] && end >= prev_end - eps_) {
-          m_.nodes[node].deps.push_back(comm_node_.at(comm_ops_[c].logical));
+          m_.nodes[node].deps.push_back(comm_node_of(comm_ops_[c].logical));
           consumed_[c] = 1;
         }
       }
@@ -272,7 +304,7 @@ class ChainBuilder {
     if (!host_nodes_.empty()) dep_end = m_.nodes[host_nodes_.back()].end;
     for (size_t c = 0; c < comm_ops_.size(); ++c) {
       if (consumed_[c]) continue;
-      marker.deps.push_back(comm_node_.at(comm_ops_[c].logical));
+      marker.deps.push_back(comm_node_of(comm_ops_[c].logical));
       dep_end = std::max(dep_end, m_.ops[comm_ops_[c].logical].end);
     }
     marker.start = marker.end = std::max(dep_end, step_end_s);
@@ -283,6 +315,7 @@ class ChainBuilder {
  private:
   Node node(int logical, NodeRole role, double start, double end) const {
     Node n;
+    n.deps.reserve(4);  // one allocation for nearly every node, not one per dependency added
     n.logical = logical;
     n.rank = rank_;
     n.role = role;
@@ -300,21 +333,26 @@ class ChainBuilder {
     // Stream order only where the recorded times show it held (gloo may run two ops of one
     // group at once); otherwise the edge would force a serialisation that never happened.
     if (it != stream_last_.end() && m_.ops[it->second].end <= op.start + eps_) {
-      n.deps.push_back(comm_node_.at(it->second));
+      n.deps.push_back(comm_node_of(it->second));
     }
     // An op issued while the rank's thread had nothing else to do, right after other
     // communication ended, waited for it: a blocking send before the next receive. (Without
     // the edge the receive's launch delay would hold the send, and the ideal would spread that
     // over every rank that has the same op.)
     const double idle_from = pi >= 0 ? pieces_[static_cast<size_t>(pi)].e : step_start_;
-    for (auto e = ended_.lower_bound(idle_from - eps_); e != ended_.end() && e->first <= op.start + eps_; ++e) {
-      if (std::find(n.deps.begin(), n.deps.end(), e->second) == n.deps.end()) n.deps.push_back(e->second);
+    const auto by_end = [](const Ended& e, double t) { return e.end < t; };
+    for (auto e = std::lower_bound(ended_.begin(), ended_.end(), idle_from - eps_, by_end);
+         e != ended_.end() && e->end <= op.start + eps_; ++e) {
+      if (std::find(n.deps.begin(), n.deps.end(), e->node) == n.deps.end()) n.deps.push_back(e->node);
     }
     if (n.deps.empty()) n.deps.push_back(start_node_);
     stream_last_[c.stream] = c.logical;
     const int node = static_cast<int>(m_.nodes.size());
-    comm_node_[c.logical] = node;
-    ended_.emplace(op.end, node);
+    comm_node_[static_cast<size_t>(c.logical - comm_base_)] = node;
+    // After those that ended at the same time, as a multimap keeps them.
+    const auto at = std::upper_bound(ended_.begin(), ended_.end(), op.end,
+                                     [](double t, const Ended& e) { return t < e.end; });
+    ended_.insert(at, Ended{op.end, node});
     op.first_node = node;
     m_.nodes.push_back(std::move(n));
   }
@@ -329,9 +367,17 @@ class ChainBuilder {
   std::vector<char> consumed_;       // per comm op: a host piece or the pieces' waits depend on it
   std::vector<int> piece_node_;      // node per piece, -1 for removed pieces
   std::vector<int> host_nodes_;      // the host chain, in time order
-  std::map<int, int> comm_node_;     // logical -> node
-  std::map<uint64_t, int> stream_last_;  // stream -> logical of its latest op so far
-  std::multimap<double, int> ended_;     // comm nodes so far, by recorded end
+  int comm_node_of(int logical) const { return comm_node_[static_cast<size_t>(logical - comm_base_)]; }
+
+  struct Ended {
+    double end;  // recorded
+    int node;
+  };
+
+  int comm_base_ = std::numeric_limits<int>::max();  // the rank's lowest comm logical
+  std::vector<int> comm_node_;       // logical - comm_base_ -> node (-1 before it is added)
+  std::unordered_map<uint64_t, int> stream_last_;  // stream -> logical of its latest op so far
+  std::vector<Ended> ended_;         // comm nodes so far, by recorded end (ties: in added order)
 };
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 namespace sp::online {
@@ -50,47 +51,94 @@ void SeqWindow::push(const StepModel& m) {
   }
   for (const auto& [key, c] : costs) {
     double compute = 0;
-    for (const auto& [fk, fwd_bwd] : fb) {
+    // The rank's entries only (fb is ordered by rank, then micro-batch): the same sum in the
+    // same order as a scan of all of fb, without its cost of ranks x micro-batches per cost.
+    for (auto it = fb.lower_bound({c.rank, std::numeric_limits<int>::min()});
+         it != fb.end() && it->first.first == c.rank; ++it) {
+      const auto& [fk, fwd_bwd] = *it;
       // A step-wide annotation (micro-batch -1) covers all of the rank's compute.
-      if (fk.first == c.rank && (c.microbatch < 0 || fk.second == c.microbatch)) {
-        compute += fwd_bwd.first + fwd_bwd.second;
-      }
+      if (c.microbatch < 0 || fk.second == c.microbatch) compute += fwd_bwd.first + fwd_bwd.second;
     }
     if (compute > 0) {
       step.seq.push_back({m.rank_stage[static_cast<size_t>(c.rank)], c.sum_len_sq, compute, c.sum_len});
     }
   }
+  // By stage (stable: window order within a stage), as evidence() reads them.
+  const auto by_stage = [](const Sample& a, const Sample& b) { return a.stage < b.stage; };
+  std::stable_sort(step.seq.begin(), step.seq.end(), by_stage);
+  std::stable_sort(step.fb.begin(), step.fb.end(), by_stage);
   steps_.push_back(std::move(step));
   while (static_cast<int>(steps_.size()) > std::max(1, window_)) steps_.pop_front();
 }
 
+namespace {
+
+// pearson() over the samples visit() yields, in the same order and with the same arithmetic as
+// pearson() over their values copied into two vectors (so the same result to the bit).
+template <typename Visit, typename X, typename Y>
+double pearson_over(const Visit& visit, size_t n, X x, Y y) {
+  if (n < 3) return 0;
+  double mx = 0, my = 0;
+  visit([&](const auto& s) {
+    mx += x(s);
+    my += y(s);
+  });
+  mx /= static_cast<double>(n);
+  my /= static_cast<double>(n);
+  double sxy = 0, sxx = 0, syy = 0;
+  visit([&](const auto& s) {
+    sxy += (x(s) - mx) * (y(s) - my);
+    sxx += (x(s) - mx) * (x(s) - mx);
+    syy += (y(s) - my) * (y(s) - my);
+  });
+  if (sxx <= 0 || syy <= 0) return 0;
+  return sxy / std::sqrt(sxx * syy);
+}
+
+}  // namespace
+
 SeqEvidence SeqWindow::evidence() const {
   SeqEvidence e;
   // Stages do different work, so samples are only compared within a stage; the stages'
-  // correlations are then averaged, weighted by their number of samples.
+  // correlations are then averaged, weighted by their number of samples. Each step keeps its
+  // samples ordered by stage (push), so a stage's samples are read in place, step by step, in
+  // window order: no copy of the window per step.
   auto pooled = [this](bool seq, double* r, double* r_linear, double* cv, int* samples) {
-    std::map<int, std::vector<const Sample*>> by_stage;
+    std::vector<int> stages;
     for (const Step& st : steps_) {
-      for (const Sample& s : seq ? st.seq : st.fb) by_stage[s.stage].push_back(&s);
-    }
-    double wr = 0, wl = 0, wcv = 0, w = 0;
-    for (const auto& [stage, ss] : by_stage) {
-      std::vector<double> x, y, xl;
-      for (const Sample* s : ss) {
-        x.push_back(s->x);
-        y.push_back(s->y);
-        xl.push_back(s->x_linear);
+      for (const Sample& s : seq ? st.seq : st.fb) {
+        if (stages.empty() || stages.back() != s.stage) stages.push_back(s.stage);
       }
-      if (x.size() < 4) continue;
-      double mean = 0, var = 0;
-      for (double v : x) mean += v;
-      mean /= static_cast<double>(x.size());
-      for (double v : x) var += (v - mean) * (v - mean);
-      var /= static_cast<double>(x.size());
-      const double n = static_cast<double>(x.size());
-      wr += n * pearson(x, y);
-      wl += n * pearson(xl, y);
-      wcv += n * (mean > 0 ? std::sqrt(var) / mean : 0);
+    }
+    std::sort(stages.begin(), stages.end());
+    stages.erase(std::unique(stages.begin(), stages.end()), stages.end());
+    const auto by_stage = [](const Sample& a, const Sample& b) { return a.stage < b.stage; };
+    double wr = 0, wl = 0, wcv = 0, w = 0;
+    for (const int stage : stages) {
+      const Sample key{stage, 0, 0};
+      const auto visit = [&](const auto& f) {
+        for (const Step& st : steps_) {
+          const std::vector<Sample>& v = seq ? st.seq : st.fb;
+          const auto [from, to] = std::equal_range(v.begin(), v.end(), key, by_stage);
+          for (auto it = from; it != to; ++it) f(*it);
+        }
+      };
+      size_t count = 0;
+      visit([&count](const Sample&) { ++count; });
+      if (count < 4) continue;
+      const double n = static_cast<double>(count);
+      const auto x = [](const Sample& s) { return s.x; };
+      const auto y = [](const Sample& s) { return s.y; };
+      wr += n * pearson_over(visit, count, x, y);
+      if (r_linear) wl += n * pearson_over(visit, count, [](const Sample& s) { return s.x_linear; }, y);
+      if (cv) {
+        double mean = 0, var = 0;
+        visit([&mean](const Sample& s) { mean += s.x; });
+        mean /= n;
+        visit([&var, mean](const Sample& s) { var += (s.x - mean) * (s.x - mean); });
+        var /= n;
+        wcv += n * (mean > 0 ? std::sqrt(var) / mean : 0);
+      }
       w += n;
     }
     if (w > 0) {

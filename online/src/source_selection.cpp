@@ -48,14 +48,21 @@ void select_compute(const runtime::StepSummary& s, int rank, SourceSelection* ou
   for (uint32_t kind : {SP_OP_FORWARD, SP_OP_BACKWARD, SP_OP_OPTIMIZER, SP_OP_OTHER}) {
     int best = 0;
     uint32_t best_source = 0;
+    bool seen = false, several = false;  // ops of this kind; from more than one source
+    uint32_t first_source = 0;
     for (const sp_event& ev : s.ops) {
-      const int p = ev.kind == kind ? preference(SourceClass::kCompute, ev.time_source) : 0;
+      if (ev.kind != kind) continue;
+      if (!seen) first_source = ev.time_source;
+      seen = true;
+      several = several || ev.time_source != first_source;
+      const int p = preference(SourceClass::kCompute, ev.time_source);
       if (p > best) {
         best = p;
         best_source = ev.time_source;
       }
     }
-    if (best == 0) continue;
+    // One source only: every op is of the best source, nothing to choose (and no set to build).
+    if (best == 0 || !several) continue;
     std::set<std::pair<int32_t, uint32_t>> covered;
     for (const sp_event& ev : s.ops) {
       if (ev.kind == kind && ev.time_source == best_source) covered.emplace(ev.microbatch, ev.name_id);
@@ -74,22 +81,26 @@ void select_compute(const runtime::StepSummary& s, int rank, SourceSelection* ou
 
 // Communication of the whole step: the best source that every communicating rank has.
 void select_comm(const std::vector<const runtime::StepSummary*>& by_rank, SourceSelection* out) {
-  std::set<uint32_t> common;
+  // Sorted, distinct sources (a rank has one to three): vectors, reused from rank to rank.
+  std::vector<uint32_t> common, mine, both;
   bool any = false;
   for (const runtime::StepSummary* s : by_rank) {
-    std::set<uint32_t> mine;
+    mine.clear();
     for (const sp_event& ev : s->ops) {
-      if (is_comm(ev.kind)) mine.insert(ev.time_source);
+      if (is_comm(ev.kind) && std::find(mine.begin(), mine.end(), ev.time_source) == mine.end()) {
+        mine.push_back(ev.time_source);
+      }
     }
     if (mine.empty()) continue;
+    std::sort(mine.begin(), mine.end());
     if (!any) {
-      common = std::move(mine);
+      common = mine;
       any = true;
     } else {
-      std::set<uint32_t> both;
+      both.clear();
       std::set_intersection(common.begin(), common.end(), mine.begin(), mine.end(),
-                            std::inserter(both, both.begin()));
-      common = std::move(both);
+                            std::back_inserter(both));
+      std::swap(common, both);
     }
   }
   int best = 0;

@@ -5,6 +5,9 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <string_view>
+#include <tuple>
+#include <unordered_map>
 
 #include "comm_groups.h"
 #include "rank_chain.h"
@@ -13,37 +16,38 @@
 namespace sp::online {
 namespace {
 
-// Checks what one summary can be checked for on its own.
+// Checks what one summary can be checked for on its own. (The error texts are built only when
+// there is an error: this runs for every op of every rank each step.)
 bool check_summary(const runtime::StepSummary& s, int index, int world, std::string* error) {
-  const std::string who = "rank " + std::to_string(index);
+  const auto who = [index] { return "rank " + std::to_string(index); };
   if (s.rank != index) {
-    *error = who + ": summary says rank " + std::to_string(s.rank);
+    *error = who() + ": summary says rank " + std::to_string(s.rank);
     return false;
   }
   if (s.world_size != world) {
-    *error = who + ": summary says world size " + std::to_string(s.world_size) + ", expected " +
+    *error = who() + ": summary says world size " + std::to_string(s.world_size) + ", expected " +
              std::to_string(world);
     return false;
   }
   for (size_t i = 0; i < s.ops.size(); ++i) {
     const sp_event& ev = s.ops[i];
-    const std::string op = who + ": op " + std::to_string(i);
+    const auto op = [&who, i] { return who() + ": op " + std::to_string(i); };
     if (op_role(ev.kind) == OpRole::kInvalid) {
-      *error = op + " has unknown kind " + std::to_string(ev.kind);
+      *error = op() + " has unknown kind " + std::to_string(ev.kind);
       return false;
     }
     if (ev.end_ns < ev.start_ns) {
-      *error = op + " ends before it starts";
+      *error = op() + " ends before it starts";
       return false;
     }
     if (ev.name_id != 0 && ev.name_id >= s.names.size()) {
-      *error = op + " names entry " + std::to_string(ev.name_id) + " but the summary has " +
+      *error = op() + " names entry " + std::to_string(ev.name_id) + " but the summary has " +
                std::to_string(s.names.size()) + " names";
       return false;
     }
     if ((ev.kind == SP_OP_SEND || ev.kind == SP_OP_RECV) &&
         (ev.peer < 0 || ev.peer >= world || ev.peer == index)) {
-      *error = op + " is a p2p op with peer " + std::to_string(ev.peer);
+      *error = op() + " is a p2p op with peer " + std::to_string(ev.peer);
       return false;
     }
   }
@@ -82,11 +86,16 @@ bool parse_seq_lens(const std::string& value, double* sum, double* sum_sq) {
   return count > 0;
 }
 
-int intern(std::vector<std::string>* table, std::map<std::string, int>* index,
+// Index of s in table, appended at its first appearance (so indices follow the order ops are
+// read in, whatever the index's own order). Looks up without copying s.
+int intern(std::vector<std::string>* table, std::unordered_map<std::string, int>* index,
            const std::string& s) {
-  auto [it, inserted] = index->emplace(s, static_cast<int>(table->size()));
-  if (inserted) table->push_back(s);
-  return it->second;
+  const auto found = index->find(s);
+  if (found != index->end()) return found->second;
+  const int id = static_cast<int>(table->size());
+  index->emplace(s, id);
+  table->push_back(s);
+  return id;
 }
 
 using Summaries = std::vector<const runtime::StepSummary*>;
@@ -166,10 +175,17 @@ class OpReader {
     RankOps out;
     out.host.resize(static_cast<size_t>(m_.world));
     out.comm.resize(static_cast<size_t>(m_.world));
+    size_t total = 0;
+    for (const runtime::StepSummary* s : by_rank_) total += s->ops.size();
+    m_.ops.reserve(total);
+    out.records.reserve(total);
+    std::vector<size_t> order;
     for (int r = 0; r < m_.world; ++r) {
       const runtime::StepSummary& s = *by_rank_[r];
-      std::map<std::string, int> type_ordinal, key_ordinal;
-      std::vector<size_t> order(s.ops.size());
+      start_rank();
+      out.host[r].reserve(s.ops.size());
+      out.comm[r].reserve(s.ops.size());
+      order.resize(s.ops.size());
       for (size_t i = 0; i < order.size(); ++i) order[i] = i;
       std::stable_sort(order.begin(), order.end(),
                        [&s](size_t a, size_t b) { return s.ops[a].start_ns < s.ops[b].start_ns; });
@@ -181,7 +197,7 @@ class OpReader {
           ++m_.ignored;
           continue;
         }
-        const int logical = add_op(r, ev, &type_ordinal, &key_ordinal);
+        const int logical = add_op(r, ev);
         if (role == OpRole::kHost) {
           out.host[r].push_back(logical);
         } else {
@@ -199,22 +215,52 @@ class OpReader {
   }
 
  private:
-  int add_op(int r, const sp_event& ev, std::map<std::string, int>* type_ordinal,
-             std::map<std::string, int>* key_ordinal) {
+  // The ordinals count per rank: an op's place among the rank's ops of its type / key.
+  void start_rank() {
+    type_count_.assign(m_.type_names.size(), 0);
+    piece_count_.clear();
+    for (int k : keys_counted_) key_count_[static_cast<size_t>(k)] = 0;
+    keys_counted_.clear();
+  }
+
+  // The op's type (an index into m_.type_names), op_type_name's string computed once per
+  // distinct (kind, collective, p2p direction): all that op_type_name reads of an op.
+  int type_of(const sp_event& ev, int my_stage, int peer_stage) {
+    int direction = 0;
+    if ((ev.kind == SP_OP_SEND || ev.kind == SP_OP_RECV) && my_stage >= 0 && peer_stage >= 0 &&
+        my_stage != peer_stage) {
+      direction = peer_stage > my_stage ? 1 : 2;
+    }
+    const TypeCode code{ev.kind, ev.kind == SP_OP_COLLECTIVE ? ev.coll : 0u, direction};
+    const auto found = type_of_code_.find(code);
+    if (found != type_of_code_.end()) return found->second;
+    const int type = intern(&m_.type_names, &type_index_, op_type_name(ev, my_stage, peer_stage));
+    type_of_code_.emplace(code, type);
+    if (type_count_.size() < m_.type_names.size()) type_count_.resize(m_.type_names.size(), 0);
+    return type;
+  }
+
+  int add_op(int r, const sp_event& ev) {
     const runtime::StepSummary& s = *by_rank_[r];
     const int peer_stage =
         (ev.kind == SP_OP_SEND || ev.kind == SP_OP_RECV) && by_rank_[ev.peer]->pp_stage >= 0
             ? by_rank_[ev.peer]->pp_stage
             : -1;
-    const std::string type = op_type_name(ev, s.pp_stage, peer_stage);
-    const std::string name = ev.name_id ? s.names[ev.name_id] : std::string();
-    const std::string key = ideal_key(ev, type, name, (*type_ordinal)[type]++, m_.rank_stage[r]);
+    const int type = type_of(ev, s.pp_stage, peer_stage);
+    const std::string_view name =
+        ev.name_id ? std::string_view(s.names[ev.name_id]) : std::string_view();
+    // The op's index among the rank's ops of its type and micro-batch (a cut forward's pieces).
+    const uint64_t piece_code = (static_cast<uint64_t>(static_cast<uint32_t>(type)) << 32) |
+                                static_cast<uint32_t>(ev.microbatch);
+    const int piece = piece_count_[piece_code]++;
+    ideal_key_into(&key_, ev, m_.type_names[static_cast<size_t>(type)], name,
+                   type_count_[static_cast<size_t>(type)]++, m_.rank_stage[r], piece);
     LogicalOp op;
     op.rank = r;
     op.kind = ev.kind;
-    op.type = intern(&m_.type_names, &type_index_, type);
-    op.key = intern(&m_.ideal_keys, &key_index_, key);
-    op.delay_key = intern(&m_.delay_keys, &delay_index_, key + "@" + std::to_string((*key_ordinal)[key]++));
+    op.type = type;
+    op.key = intern(&m_.ideal_keys, &key_index_, key_);
+    op.delay_key = delay_key(op.key);
     op.rule = ideal_rule(ev.kind);
     op.microbatch = ev.microbatch;
     op.start = since_t0(m_, ev.start_ns, s.clock_offset_ns);
@@ -223,7 +269,24 @@ class OpReader {
     return static_cast<int>(m_.ops.size()) - 1;
   }
 
-  // Sequence-length annotations: the cost of each micro-batch (seq_evidence.h).
+  // "key@ordinal", the ordinal-th op of this key on the rank. Looked up by (key, ordinal):
+  // the text is unique to the pair (the ordinal after the last '@'), so the indices are the
+  // ones interning the text would give.
+  int delay_key(int key) {
+    if (static_cast<size_t>(key) >= key_count_.size()) key_count_.resize(static_cast<size_t>(key) + 1, 0);
+    const int ordinal = key_count_[static_cast<size_t>(key)]++;
+    if (ordinal == 0) keys_counted_.push_back(key);
+    const uint64_t code = (uint64_t{static_cast<uint32_t>(key)} << 32) | static_cast<uint32_t>(ordinal);
+    // find first: emplace would allocate a node for every op and free it for the seen ones.
+    const auto found = delay_index_.find(code);
+    if (found != delay_index_.end()) return found->second;
+    const int id = static_cast<int>(m_.delay_keys.size());
+    delay_index_.emplace(code, id);
+    m_.delay_keys.push_back(m_.ideal_keys[static_cast<size_t>(key)] + "@" + std::to_string(ordinal));
+    return id;
+  }
+
+// Sequence-length annotations: the cost of each micro-batch (seq_evidence.h).
   void read_costs(int r, const runtime::StepSummary& s) {
     for (const runtime::Annotation& a : s.annotations) {
       if (a.key != "seq_lens" && a.key != "seq_len") continue;
@@ -237,14 +300,31 @@ class OpReader {
     }
   }
 
+  struct TypeCode {
+    uint32_t kind, coll;
+    int direction;
+    bool operator<(const TypeCode& o) const {
+      return std::tie(kind, coll, direction) < std::tie(o.kind, o.coll, o.direction);
+    }
+  };
+
   StepModel& m_;
   const Summaries& by_rank_;
-  std::map<std::string, int> type_index_, key_index_, delay_index_;
+  std::unordered_map<std::string, int> type_index_, key_index_;
+  std::map<TypeCode, int> type_of_code_;
+  std::unordered_map<uint64_t, int> delay_index_;  // (key, ordinal) -> delay key
+  std::vector<int> type_count_, key_count_;        // this rank's ops so far per type / key
+  std::vector<int> keys_counted_;                  // keys with a non-zero count on this rank
+  std::unordered_map<uint64_t, int> piece_count_;  // this rank's ops so far per (type, micro-batch)
+  std::string key_;                                // the op's ideal key, its buffer reused
 };
 
 // Each rank's chain between its step start and its step mark; the step time is the longest
 // rank's (step mark - step start).
 void build_chains(StepModel* m, const Summaries& by_rank, const RankOps& ops, double eps) {
+  // Nodes: about one per op, plus each rank's start and mark (host ops cut at launches and
+  // nested ops add a few); reserved so that the nodes are not moved as they are added.
+  m->nodes.reserve(m->ops.size() + m->ops.size() / 4 + 2 * static_cast<size_t>(m->world));
   m->markers.assign(m->world, -1);
   m->starts.assign(m->world, -1);
   m->marker_delay_key = static_cast<int>(m->delay_keys.size());

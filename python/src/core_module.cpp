@@ -67,16 +67,9 @@ py::dict stats() {
   sp_stats s{};
   py::dict out;
   if (runtime().get_stats(&s) != SP_OK) return out;
-  out["events_recorded"] = s.events_recorded;
-  out["events_dropped"] = s.events_dropped;
-  out["steps_completed"] = s.steps_completed;
-  out["steps_skipped"] = s.steps_skipped;
-  out["threads_registered"] = s.threads_registered;
-  out["threads_rejected"] = s.threads_rejected;
-  out["events_discarded"] = s.events_discarded;
-  out["regions_unbalanced"] = s.regions_unbalanced;
-  out["annotations_dropped"] = s.annotations_dropped;
-  out["marks_dropped"] = s.marks_dropped;
+#define SP_FIELD(type, name) out[#name] = s.name;
+  SP_STATS_FIELDS(SP_FIELD)  // one list with the C struct (probe.h)
+#undef SP_FIELD
   return out;
 }
 

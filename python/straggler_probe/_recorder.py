@@ -242,12 +242,16 @@ class Recorder:
                      coll=coll, group_id=group_id, seq=seq, bytes=nbytes, peer=peer,
                      group_size=group_size)
         if mb is None and kind == N.SEND:
-            mb = max(self.fwd_mb - 1 if self._last_compute == N.FORWARD else self.bwd_mb - 1, -1)
+            mb = self._last_output_mb()
         if kind == N.RECV and mb is None and threading.get_ident() == self.train_thread:
             # A receive feeds the next compute, which is not known yet (forward or backward).
             self._pending_recv.append(event)
         else:
             self.core.record(microbatch=-1 if mb is None else mb, **event)
+
+    def _last_output_mb(self) -> int:
+        """The micro-batch whose output a send carries: that of the compute that just ran."""
+        return max(self.fwd_mb - 1 if self._last_compute == N.FORWARD else self.bwd_mb - 1, -1)
 
     def _flush_recv(self, mb: int) -> None:
         if self._pending_recv:
@@ -268,5 +272,5 @@ class Recorder:
         tags = self.p2p_tags
         mb = tags.take(kind, peer) if tags is not None else None
         if mb is None and kind == N.SEND:
-            mb = max(self.fwd_mb - 1 if self._last_compute == N.FORWARD else self.bwd_mb - 1, -1)
+            mb = self._last_output_mb()
         return mb

@@ -101,15 +101,17 @@ std::optional<std::string> HostTransport::remote_stop() const {
 }
 
 // This rank's probe failed (or rank 0's analysis did): every rank steps aside.
+// The reason names this rank on both paths (store and host socket): whichever reaches rank 0
+// first is the one its warning quotes.
 void HostTransport::stop_everyone(const std::string& why) {
+  const std::string named = "rank " + std::to_string(c_.o.rank) + ": " + why;
   if (collector_) {
-    collector_->publish_stop(why);
+    collector_->publish_stop(named);
   } else {
     std::string error;
-    c_.store->set(host::ctl_key(c_.o),
-                  host::stop_value("rank " + std::to_string(c_.o.rank) + ": " + why), &error);
+    c_.store->set(host::ctl_key(c_.o), host::stop_value(named), &error);
   }
-  role_->broadcast_stop(why);
+  role_->broadcast_stop(named);
 }
 
 namespace {

@@ -69,7 +69,7 @@ void StepCollector::publish_ack() {
 
 void StepCollector::publish_stop(const std::string& why) {
   std::string error;
-  c_.store->set(host::ctl_key(c_.o), host::stop_value("rank 0: " + why), &error);
+  c_.store->set(host::ctl_key(c_.o), host::stop_value(why), &error);
 }
 
 // While no step settles (no ack, whose answer would show it), a stop another rank wrote to ctl

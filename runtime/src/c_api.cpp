@@ -25,6 +25,13 @@ constexpr auto kShutdownTimeout = std::chrono::milliseconds(2000);
 
 using sp::runtime::guarded;
 
+// SP_STATS_FIELDS (probe.h) names every field of sp_stats: a field added to the struct alone
+// would be missing from what readers copy.
+#define SP_FIELD_SIZE(type, name) +sizeof(type)
+static_assert(sizeof(sp_stats) == 0 SP_STATS_FIELDS(SP_FIELD_SIZE),
+              "SP_STATS_FIELDS must list every field of sp_stats");
+#undef SP_FIELD_SIZE
+
 // The probe when it is recording, else nullptr.
 Probe* active_probe() noexcept {
   Probe* p = probe_instance();

@@ -37,6 +37,9 @@ from .._timing import now_ns
 from .collectives import payload_bytes
 
 HOOK_ID = 0x5350_5052  # "SPPR": our pre/post hook id on every group
+# A futureless work not waited for in Python within this many step boundaries is ended there
+# (its end is then only "by this boundary"): a job that never waits must not grow the table.
+UNWAITED_STEPS = 2
 
 # Collective kinds by name, for any spelling torch uses (ALLGATHER_BASE, all_gather_single,
 # _reduce_scatter_base, allgather_into_tensor_coalesced...): order matters (all-reduce before reduce).
@@ -85,6 +88,8 @@ class ProcessGroupHooks:
         # backend may run callbacks after it has woken the waiter, and an op that ends after
         # the code waiting for it resumed would not be seen as what that code waited for.
         self._open_works: dict[int, tuple[Any, Callable[[int], None]]] = {}
+        self._futureless: dict[int, int] = {}  # those of them without a future: id -> step issued
+        self.ended_unwaited = 0          # futureless works ended at a step boundary, not a wait
 
     # -- installation ------------------------------------------------------------------------------
     def install(self) -> Callable[[], None]:
@@ -139,7 +144,10 @@ class ProcessGroupHooks:
         owner = self
 
         def wait(work: Any, *args: Any, **kwargs: Any) -> Any:
-            if rec.failed or threading.get_ident() != rec.train_thread or not rec.in_region:
+            if rec.failed:
+                return orig(work, *args, **kwargs)
+            cut = threading.get_ident() == rec.train_thread and rec.in_region
+            if not cut and id(work) not in owner._open_works:
                 return orig(work, *args, **kwargs)
             # Cut even when the work is done already (an empty wait): every rank then records
             # the same pieces, and the analysis compares like with like across ranks
@@ -148,7 +156,8 @@ class ProcessGroupHooks:
             try:
                 end = now_ns()
                 owner.finish_work(work, end)
-                rec.split_at_wait(start, end)
+                if cut:
+                    rec.split_at_wait(start, end)
             except Exception as err:  # noqa: BLE001
                 rec.fail(f"Work.wait: {type(err).__name__}: {err}")
             return result
@@ -271,17 +280,21 @@ class ProcessGroupHooks:
             except Exception as err:  # noqa: BLE001
                 rec.fail(f"recording a completed {name}: {type(err).__name__}: {err}")
 
-        fut = None
-        if work is not None:
-            try:
-                fut = work.get_future()
-            except Exception:  # noqa: BLE001 - gloo p2p work has no future
-                fut = None
-        if fut is None:
-            done(now_ns())  # issued: the best end we can know without holding the caller's Work
+        if work is None:
+            done(now_ns())  # the backend finished it inside the call (synchronous at C++ level)
             return
+        try:
+            fut = work.get_future()
+        except Exception:  # noqa: BLE001 - gloo's p2p and reduce-scatter work have no future
+            fut = None
         key = id(work)
         self._open_works[key] = (work, done)
+        if fut is None:
+            # It ends when a wait() on it returns (FSDP waits for each reduce-scatter); ended at
+            # its issue it would leave that wait, the slow rank's lateness, as an unexplained
+            # gap on the waiting rank. Never waited in Python: settled at a step boundary.
+            self._futureless[key] = self.rec.step
+            return
         # the callback holds the key, not the Work: Work -> future -> callback -> Work would be
         # a cycle through C++ that Python's collector cannot see
         fut.add_done_callback(lambda _f: self._finish(key, None, now_ns()))
@@ -295,12 +308,32 @@ class ProcessGroupHooks:
         if entry is None or (work is not None and entry[0] is not work):
             return
         if self._open_works.pop(key, None) is not None:  # atomic: only the first one records
+            self._futureless.pop(key, None)
             entry[1](end_ns)
+
+    def _settle_unwaited(self, step: int) -> None:
+        """Futureless works nobody waited for in Python (a C++ caller's wait, or none): one that
+        is complete by this step boundary ended by now; one still open after UNWAITED_STEPS
+        steps is given up at now, so that the table stays bounded. Both are counted."""
+        for key, issued_step in list(self._futureless.items()):
+            entry = self._open_works.get(key)
+            if entry is None:
+                self._futureless.pop(key, None)
+                continue
+            try:
+                complete = bool(entry[0].is_completed())
+            except Exception:  # noqa: BLE001 - a work that cannot say: give it up below
+                complete = False
+            if complete or step - issued_step >= UNWAITED_STEPS:
+                self.ended_unwaited += 1
+                self._finish(key, entry[0], now_ns())
 
     # -- what went by unseen -------------------------------------------------------------------------
     def at_step(self, step: int) -> None:
         """At a step boundary: new groups get hooks; collectives nobody saw are said once."""
         self.find_groups()
+        if self._futureless:
+            self._settle_unwaited(step)
         if self._warned:
             return
         for pg, seen, baseline in self._seen.values():
@@ -323,7 +356,8 @@ class ProcessGroupHooks:
 
     def stats(self) -> dict[str, Any]:
         return {"mode": self.mode, "groups": len(self._seen), "recorded": self.recorded,
-                "seen": sum(e[1] for e in self._seen.values()), "unseen": self.unseen}
+                "seen": sum(e[1] for e in self._seen.values()), "unseen": self.unseen,
+                "ended_unwaited": self.ended_unwaited}
 
 
 def _sequence_number(pg: Any) -> int | None:

@@ -125,6 +125,15 @@ typedef struct sp_stats {
   uint64_t marks_dropped;      /* step marks lost because the consumer was stuck */
 } sp_stats;
 
+/* Every field of sp_stats, in order, as X(type, name): the one list that readers copy by (the
+ * Python package's stats(), python/src/core_module.cpp). A field added to the struct is added
+ * here, at the end, too (c_api.cpp checks that the list covers the struct). */
+#define SP_STATS_FIELDS(X)                                                                  \
+  X(uint64_t, events_recorded) X(uint64_t, events_dropped) X(uint64_t, steps_completed)     \
+  X(uint64_t, steps_skipped) X(uint64_t, threads_registered) X(uint64_t, threads_rejected)  \
+  X(uint64_t, events_discarded) X(uint64_t, regions_unbalanced)                             \
+  X(uint64_t, annotations_dropped) X(uint64_t, marks_dropped)
+
 SP_API uint32_t sp_abi_version(void);
 SP_API void sp_config_init(sp_config* cfg); /* fills defaults */
 SP_API int sp_init(const sp_config* cfg);   /* idempotent; SP_OK if already initialised */

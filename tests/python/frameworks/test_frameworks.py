@@ -97,13 +97,16 @@ def test_hf_callback_adds_to_the_trainers_logs(tmp_path: Path) -> None:
     assert len(shares) >= len(logs) - 1 and all(0.0 <= x <= 1.0 for x in shares), logs
 
 
-def test_fsdp2_collectives_are_seen_below_the_names(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["import", "preload"])
+def test_fsdp2_collectives_are_seen_below_the_names(mode: str, tmp_path: Path) -> None:
     # FSDP2 in torch 2.15 calls dist.all_gather_single / reduce_scatter_single, which no by-name
     # wrapper covers: the process-group layer must record them, on every rank, and see every
-    # collective the group issued. (Naming the slow rank under FSDP on this 2-core machine is
-    # not reached yet: bench/README.md, "Frameworks", has the numbers.)
-    result = launch.run("fsdp_job.py", dict(STRAGGLER, mode="import", fsdp=2), tmp_path)
-    assert set(result.returncodes) == {0}, result.explain()
+    # collective the group issued; and the slow rank is named (issue 8's bar). Gloo's
+    # reduce-scatter work has no future: it ends at its wait, not at its issue.
+    if mode == "preload" and launch.preload_library() is None:
+        pytest.skip("libstraggler_probe.so is not built next to the package")
+    result = launch.run("fsdp_job.py", dict(STRAGGLER, mode=mode, fsdp=2), tmp_path)
+    check_named(result)
     for rank in result.ranks:
         assert len(rank["step_times"]) == STEPS, result.explain()
         pg = rank["stats"]["process_groups"]
