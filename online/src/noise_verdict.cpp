@@ -46,7 +46,7 @@ NoiseVerdict::NoiseVerdict(const NoiseConfig& config, int window_steps)
     : cfg_(config), noise_(window_steps),
       dp_(window_steps, history_steps(config), window_clip(config), false),
       stages_(window_steps, history_steps(config), window_clip(config), true),
-      step_null_(window_steps), alarms_(config), pool_steps_(std::max(1, window_steps)) {}
+      step_null_(window_steps, config.calibration_steps), alarms_(config), pool_steps_(std::max(1, window_steps)) {}
 
 void NoiseVerdict::draw_null(const StepModel& m, SlowdownAnalysis* slowdown) {
   const NoiseSpread spread = noise_.spread(m);
@@ -148,6 +148,7 @@ void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, SlowdownAna
   v->null_ready = true;
   v->S_null = step_null_.mean_S();
   v->jitter = std::max(0.0, std::min(v->S, v->S_null) - 1.0);
+  step_null_.add_observed(v->S);
   v->p_S = step_null_.p(v->S);
 
   const double p = cause_p(m, seq, *v);

@@ -51,6 +51,13 @@ void UnitFamily::relative_logs(const std::vector<double>& scores, const std::vec
   }
 }
 
+double null_widening(double observed_sd, double dof, double null_sd) {
+  if (!(dof >= 1)) return 0;
+  constexpr double kZ95 = 1.6448536269514722;  // one-sided 95%
+  const double upper = observed_sd * std::exp(kZ95 * 1.1664 / std::sqrt(dof));
+  return null_sd > 0 ? std::max(1.0, upper / null_sd) : 1.0;
+}
+
 double sidak(double p, double n) {
   if (p >= 1) return 1;
   if (p <= 0) return 0;
@@ -93,6 +100,32 @@ void UnitFamily::add_observed(const std::vector<double>& scores, const std::vect
   raw_history_.emplace_back(scores.begin(), scores.end());
   while (raw_history_.size() > history_.size()) raw_history_.pop_front();
   while (static_cast<int>(history_.size()) > std::max(1, history_steps_)) history_.pop_front();
+  calibrate();
+}
+
+// The observed scores' spread around each unit's own median over the history, pooled over (at
+// most kCalibrationUnits) units, against the null pool's (q84 - q50, the same robust scale).
+void UnitFamily::calibrate() {
+  widening_ = 0;
+  if (history_.empty()) return;
+  const size_t units = history_.back().size();
+  const size_t stride = std::max<size_t>(1, units / kCalibrationUnits);
+  scratch_.clear();
+  double dof = 0;
+  for (size_t u = 0; u < units; u += stride) {
+    column_.clear();
+    for (const auto& step : history_) column_.push_back(static_cast<double>(step[u]));
+    const double med = median_of(&column_);
+    for (double x : column_) scratch_.push_back(std::fabs(x - med));
+    dof += static_cast<double>(column_.size()) - 1.0;
+  }
+  if (scratch_.empty()) return;
+  const double observed_sd = 1.4826 * median_of(&scratch_);
+  widening_ = null_widening(observed_sd, dof, std::max(summary_.q84 - summary_.q50, floor_));
+}
+
+double UnitFamily::calibrated(double x, size_t u) const {
+  return summary_.q50 + (x - offset_[u] - summary_.q50) / widening_;
 }
 
 void UnitFamily::summarise() {
@@ -144,8 +177,8 @@ void UnitFamily::summarise() {
 }
 
 double UnitFamily::step_z(size_t u) const {
-  if (u >= last_.size() || u >= offset_.size() || summary_.n == 0) return 0;
-  return (last_[u] - offset_[u] - summary_.q50) / std::max(summary_.q84 - summary_.q50, floor_);
+  if (u >= last_.size() || u >= offset_.size() || summary_.n == 0 || widening_ <= 0) return 0;
+  return (calibrated(last_[u], u) - summary_.q50) / std::max(summary_.q84 - summary_.q50, floor_);
 }
 
 // Where the pool has draws, their share at or above x; beyond its top decile, the tail of the
@@ -160,14 +193,17 @@ double UnitFamily::upper_tail(double x) const {
 }
 
 double UnitFamily::step_p(size_t u) const {
-  if (u >= last_.size() || u >= offset_.size() || summary_.n == 0) return 1;
-  return sidak(upper_tail(last_[u] - offset_[u]), static_cast<double>(last_.size()));
+  if (u >= last_.size() || u >= offset_.size() || summary_.n == 0 || widening_ <= 0) return 1;
+  return sidak(upper_tail(calibrated(last_[u], u)), static_cast<double>(last_.size()));
 }
 
 double UnitFamily::window_p1(size_t u, int k) const {
-  if (summary_.n == 0 || history_.empty() || u >= history_.back().size() || u >= offset_.size()) return 1;
+  if (summary_.n == 0 || history_.empty() || u >= history_.back().size() || u >= offset_.size() ||
+      widening_ <= 0) {
+    return 1;
+  }
   const size_t steps = std::min(history_.size(), static_cast<size_t>(std::max(1, k)));
-  const double sd = std::max(summary_.sd, floor_);
+  const double sd = std::max(summary_.sd, floor_) * widening_;
   double sum = 0;
   for (size_t i = history_.size() - steps; i < history_.size(); ++i) {
     const double z = (static_cast<double>(history_[i][u]) - offset_[u] - summary_.mean) / sd;
@@ -193,16 +229,36 @@ void StepNull::add_null(double S) {
   while (static_cast<int>(draws_.size()) > std::max(1, pool_steps_)) draws_.pop_front();
 }
 
-// Gumbel by moments: scale beta = sd * sqrt(6) / pi, location = mean - 0.5772 beta.
+void StepNull::add_observed(double S) {
+  observed_.push_back(std::log(std::max(S, 1e-300)));
+  while (static_cast<int>(observed_.size()) > std::max(2, calibration_steps_)) observed_.pop_front();
+}
+
+double StepNull::widening() const {
+  if (observed_.size() < 2 || draws_.size() < 2) return 0;
+  std::vector<double> v(observed_.begin(), observed_.end());
+  double med = median_of(&v);
+  for (double& x : v) x = std::fabs(x - med);
+  const double observed_sd = 1.4826 * median_of(&v);
+  std::vector<double> d(draws_.begin(), draws_.end());
+  med = median_of(&d);
+  for (double& x : d) x = std::fabs(x - med);
+  const double null_sd = std::max(1.4826 * median_of(&d), floor_);
+  return null_widening(observed_sd, static_cast<double>(observed_.size()) - 1.0, null_sd);
+}
+
+// Gumbel by moments: scale beta = sd * sqrt(6) / pi, location = mean - 0.5772 beta; the sd
+// widened to the observed dispersion.
 double StepNull::p(double S) const {
-  if (draws_.empty()) return 1;
+  const double widen = widening();
+  if (draws_.empty() || widen <= 0) return 1;
   double sum = 0, sq = 0;
   for (double x : draws_) sum += x;
   const double n = static_cast<double>(draws_.size());
   const double mean = sum / n;
   for (double x : draws_) sq += (x - mean) * (x - mean);
   const double sd = draws_.size() > 1 ? std::sqrt(sq / (n - 1)) : 0.0;
-  const double beta = std::max(sd, floor_) * std::sqrt(6.0) / 3.141592653589793;
+  const double beta = std::max(sd, floor_) * widen * std::sqrt(6.0) / 3.141592653589793;
   const double loc = mean - 0.5772156649015329 * beta;
   const double x = std::log(std::max(S, 1e-300));
   return -std::expm1(-std::exp(-(x - loc) / beta));

@@ -26,6 +26,21 @@
 
 namespace sp::online {
 
+// Calibration (every test): the null is a model of the jitter, and a real job's can be wider
+// or heavier-tailed (untraced gaps, the OS scheduling an oversubscribed core). So each test's
+// null is widened to the job's own step-to-step dispersion when that is wider: the robust sd
+// (1.4826 x MAD) of the observed scores around each unit's own median over the recent steps,
+// at the upper end of its one-sided 95% confidence band, over the null's robust sd. A unit
+// slow on every step (a straggler) is its own median and does not widen anything; a one-off
+// step far out (a gc pause) moves a median only by one order statistic. Until a unit has been
+// seen twice the dispersion is unknown and nothing is significant (the first analysed step
+// names no one).
+//
+// The widening factor (>= 1; 0 when the dispersion cannot be estimated yet, dof < 1): an
+// MAD-based sd from `dof` normal deviations has an asymptotic relative standard error of
+// 1.1664 / sqrt(dof) (variance 1.3605 sigma^2 / n), taken as a band on its log.
+double null_widening(double observed_sd, double dof, double null_sd);
+
 // 1 - (1 - p)^n, exact for small p: the chance that the smallest of n independent p-values is
 // at most p.
 double sidak(double p, double n);
@@ -50,6 +65,9 @@ class UnitFamily {
       : pool_steps_(pool_steps), history_steps_(history_steps), z_clip_(z_clip),
         per_unit_offset_(per_unit_offset) {}
 
+  // At most this many units (evenly spread) measure the observed dispersion: bounded cost.
+  static constexpr size_t kCalibrationUnits = 64;
+
   // One null draw (a score per unit), then this step's observed scores (S values, not logs).
   // groups: per unit, its peer group (ranks: their stage); nullptr: all units are peers.
   void add_null(const std::vector<double>& scores, const std::vector<int>* groups = nullptr);
@@ -71,9 +89,14 @@ class UnitFamily {
   // Mean observed score (as S, not log) of unit u over its last k steps.
   double window_mean_S(size_t u, int k) const;
   size_t observed_steps() const { return history_.size(); }
+  // The null's widening to the observed dispersion (see null_widening; 0: not known yet).
+  double widening() const { return widening_; }
 
  private:
   void summarise();
+  void calibrate();
+  // An observed log score, offset, brought to the null's scale around its median.
+  double calibrated(double x, size_t u) const;
   double upper_tail(double x) const;
   void relative_logs(const std::vector<double>& scores, const std::vector<int>* groups, std::vector<double>* out);
   int pool_steps_, history_steps_;
@@ -86,24 +109,30 @@ class UnitFamily {
   std::vector<double> last_;                // log scores of this step
   std::deque<std::vector<float>> history_;  // relative log scores of the recent steps, newest last
   std::deque<std::vector<float>> raw_history_;  // the scores themselves
-  std::vector<double> scratch_, last_draw_, sorted_;
+  std::vector<double> scratch_, last_draw_, sorted_, column_;
   std::vector<int> order_;
+  double widening_ = 0;
 };
 
-// The null of S itself.
+// The null of S itself, widened to the step-to-step dispersion of the job's observed S.
 class StepNull {
  public:
-  explicit StepNull(int pool_steps) : pool_steps_(pool_steps) {}
+  StepNull(int pool_steps, int calibration_steps)
+      : pool_steps_(pool_steps), calibration_steps_(calibration_steps) {}
   void add_null(double S);
+  // This step's observed S (before p(), so that a step counts in its own calibration).
+  void add_observed(double S);
   void set_floor(double f) { floor_ = f; }
   double p(double S) const;           // P(null S >= S)
   double mean_S() const;              // the null's mean S: what jitter alone costs the step
   size_t draws() const { return draws_.size(); }
+  double widening() const;            // see null_widening
 
  private:
-  int pool_steps_;
+  int pool_steps_, calibration_steps_;
   double floor_ = 1e-9;
-  std::deque<double> draws_;  // log S
+  std::deque<double> draws_;     // log S
+  std::deque<double> observed_;  // log S of the recent analysed steps
 };
 
 }  // namespace sp::online

@@ -128,11 +128,37 @@ TEST(NoiseModel, UnitFamilyTests) {
   };
   for (int i = 0; i < 20; ++i) f.add_null(draw(0));
   f.add_observed(draw(0.05));
+  EXPECT_EQ(f.step_p(7), 1.0);  // one step seen: the job's own dispersion is not known yet
+  for (int i = 0; i < 3; ++i) f.add_observed(draw(0));
+  EXPECT_NEAR(f.widening(), 1.0, 0.6);  // observed like the null: hardly widened
+  f.add_observed(draw(0.05));
   EXPECT_LT(f.step_p(7), 1e-3);
   EXPECT_GT(f.step_p(3), 1e-3);
-  for (int i = 0; i < 31; ++i) f.add_observed(draw(0.01));
+  for (int i = 0; i < 32; ++i) f.add_observed(draw(0.01));
   EXPECT_LT(sidak(f.window_p1(7, 32), 64), 1e-5);
   EXPECT_GT(sidak(f.window_p1(3, 32), 64), 1e-3);
+}
+
+// Calibration: a job whose scores scatter three times wider from step to step than the null's
+// model (untraced OS noise) widens the null; a unit 0.05 above, significant against the model
+// alone, is then within the job's noise. A unit 0.3 above every step is not.
+TEST(NoiseModel, AJobNoisierThanTheNullWidensIt) {
+  std::mt19937 rng(5);
+  std::normal_distribution<double> model(0.0, 0.01), real(0.0, 0.03);
+  UnitFamily f(20, 32, 3.09, false);
+  auto draw = [&](std::normal_distribution<double>& z, double shift_of_7) {
+    std::vector<double> s(64);
+    for (size_t u = 0; u < s.size(); ++u) s[u] = std::exp(z(rng) + (u == 7 ? shift_of_7 : 0.0));
+    return s;
+  };
+  for (int i = 0; i < 20; ++i) f.add_null(draw(model, 0));
+  for (int i = 0; i < 31; ++i) f.add_observed(draw(real, 0));
+  EXPECT_GT(f.widening(), 2.5);
+  EXPECT_LT(f.widening(), 4.0);
+  f.add_observed(draw(real, 0.05));
+  EXPECT_GT(f.step_p(7), 1e-3);
+  f.add_observed(draw(real, 0.3));
+  EXPECT_LT(f.step_p(7), 1e-3);
 }
 
 // The jitter estimate: a rank slow on every step is its own baseline and does not widen it.

@@ -10,11 +10,15 @@ from conftest import analyzed
 
 
 def test_clean_run_names_no_straggler(clean_run):
+    # issue 10: S keeps what jitter costs the step (a slowest-of-4 on 2 oversubscribed cores),
+    # so single steps may exceed 1.05; what must not happen is a culprit named for it (the
+    # issue's bar for a real clean job: at most 5% of steps) or a typical step far from 1
     steps = analyzed(clean_run)
     assert len(steps) >= 18, clean_run.explain()
-    bad = [(s["step"], s["S"], s["cause"], s["worst"]) for s in steps
-           if s["S"] > 1.05 or s["cause"] != "none"]
-    assert not bad, f"steps with S > 1.05 or a cause in a clean run: {bad}"
+    named = [(s["step"], s["S"], s["cause"], s["worst"], s.get("p")) for s in steps
+             if s["cause"] != "none"]
+    assert len(named) <= 0.05 * len(steps), f"steps naming a culprit in a clean run: {named}"
+    assert statistics.median(s["S"] for s in steps) <= 1.05, [s["S"] for s in steps]
     # rank 0 printed one line per analysed step, in the documented key=value form
     lines = [l for l in clean_run.lines if " S=" in l]
     assert len(lines) >= len(steps)

@@ -56,6 +56,11 @@ struct NoiseConfig {
   double alarm_alpha = 1e-5;
   int alarm_short_steps = 8;       // the alarm's two windows of analysed steps (alarms.h)
   int alarm_long_steps = 32;
+  // The null is a model of the jitter (normal per op, learned robustly): a real job's jitter can
+  // be wider or heavier-tailed than it (untraced gaps, OS scheduling). Each test's null is widened
+  // to the step-to-step dispersion the job itself shows over this many recent analysed steps, at
+  // the upper end of its 95% confidence band (significance.h, NullCalibration).
+  int calibration_steps = 128;
 };
 
 struct OnlineConfig {
