@@ -110,8 +110,8 @@ CLI::App* add_analyze_dir_command(CLI::App& app, AnalyzeDirArgs& args) {
   cmd->add_option("--steps", args.steps, "Analyse only these steps, e.g. --steps 12 20-23")->expected(1, -1);
   cmd->add_flag("--quiet,-q", args.quiet, "No per-step lines: only the closing summary and the report line");
   cmd->add_option("--threshold", args.slowdown_threshold,
-                  "Steps with a slowdown S below this name no straggler (live: STRAGGLER_PROBE_SLOWDOWN_THRESHOLD)")
-      ->default_val(1.05)
+                  "A user override: steps with a slowdown S below this name no straggler (default 1: the noise model decides; live: STRAGGLER_PROBE_SLOWDOWN_THRESHOLD)")
+      ->default_val(1.0)
       ->check(CLI::Range(1.0, 1e9));
   cmd->add_option("--window", args.window_steps,
                   "Recent steps the ideal durations are estimated over (live: STRAGGLER_PROBE_WINDOW_STEPS)")

@@ -19,7 +19,7 @@ struct AnalyzeDirArgs {
   std::vector<std::string> steps;  // raw --steps tokens
   bool quiet = false;              // no per-step lines, only the closing summary and report line
   int summary_interval = 50;       // a text summary every N steps (the live default); 0: none
-  double slowdown_threshold = 1.05;  // S below this names nothing (STRAGGLER_PROBE_SLOWDOWN_THRESHOLD live)
+  double slowdown_threshold = 1.0;  // S below this names nothing, a user override (1.0: off; STRAGGLER_PROBE_SLOWDOWN_THRESHOLD live)
   int window_steps = 20;           // steps the ideal durations are estimated over (..._WINDOW_STEPS)
 };
 

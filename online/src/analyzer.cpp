@@ -12,6 +12,7 @@
 #include <fstream>
 #include <optional>
 
+#include "alarms.h"
 #include "report_writer.h"
 #include "step_analysis.h"
 #include "straggler_probe/online/step_assembly.h"
@@ -205,9 +206,13 @@ void OnlineAnalyzer::Impl::emit(std::vector<StepVerdict>* out, StepVerdict v, bo
   try {
     place_worst(ranks, &v);
     totals.add(v);
-    if (print && cfg.log_sink) cfg.log_sink(format_log_line(v));
+    if (print && cfg.log_sink) {
+      cfg.log_sink(format_log_line(v));
+      for (const AlarmEvent& e : v.alarms) cfg.log_sink(format_alarm_line(e));
+    }
     if (jsonl.is_open()) {
       jsonl << verdict_to_json(v).dump() << '\n';
+      for (const AlarmEvent& e : v.alarms) jsonl << alarm_event_json(e).dump() << '\n';
       jsonl.flush();
     }
     recent.push_back(v);
@@ -300,7 +305,8 @@ std::string OnlineAnalyzer::summary_text() const {
 Status OnlineAnalyzer::write_report(const std::string& dir, const ReportOptions& options) const {
   if (!impl_) return {false, "analyzer failed to initialise"};
   try {
-    nlohmann::ordered_json analysis = {{"config", config_json(impl_->cfg)},
+    nlohmann::ordered_json analysis = {{"alarms", impl_->steps.alarms_json()},
+                                       {"config", config_json(impl_->cfg)},
                                        {"stats", stats_json(impl_->stats)}};
     if (!impl_->ranks.empty()) analysis["ranks"] = rank_table_json(impl_->ranks);
     const std::string err = write_report_files(dir, impl_->totals, analysis, impl_->steps.timeline(), options);

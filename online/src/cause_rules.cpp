@@ -134,7 +134,8 @@ std::optional<CauseResult> stage_rule(const Step& st) {
 
 // 7. seq-imbalance, without lengths: forward and backward durations move together (the paper's
 // r >= 0.9) while the straggling rank changes from step to step (random scatter). A
-// persistently slow worker also inflates both, so persistence rules that case out.
+// persistently slow worker also inflates both, so persistence rules that case out; with no
+// straggling step named yet, scatter cannot be told from persistence, and worker is the lead.
 // 8. worker: the top workers (the paper's top 3%) explain most of the slowdown (M_W), or,
 // failing every rule above, the worst worker is the best lead there is.
 CauseResult scatter_or_worker_rule(const Step& st) {
@@ -144,7 +145,8 @@ CauseResult scatter_or_worker_rule(const Step& st) {
   const bool persistent = in.straggling_steps > 0 && count >= st.th.persistent_share * in.straggling_steps;
   const std::string persistence = "worst in " + std::to_string(count) + "/" +
                                   std::to_string(in.straggling_steps) + " recent straggling steps";
-  if (q.fb_samples > 0 && q.fb_corr >= st.th.fb_corr_min && !persistent && q.seq_samples == 0) {
+  if (q.fb_samples > 0 && q.fb_corr >= st.th.fb_corr_min && in.straggling_steps > 0 && !persistent &&
+      q.seq_samples == 0) {
     return st.named(Cause::kSeqImbalance, "r(forward,backward)=" + fixed(q.fb_corr, 2) + ", " + persistence);
   }
   return st.named(Cause::kWorker, "M_W=" + fixed(st.w.M_W, 2) +

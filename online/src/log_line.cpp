@@ -1,5 +1,6 @@
 // The per-step log line (format_log_line and format_skipped_line, declared in analyzer.h): key=value pairs, the
 // evidence and skip reasons quoted.
+#include <cstdio>
 #include <string>
 
 #include "straggler_probe/online/analyzer.h"
@@ -45,6 +46,14 @@ std::string format_log_line(const StepVerdict& v) {
   line += " top_op=" + (v.top_op.empty() ? std::string("-") : v.top_op);
   // Untraced host time; `host=` is the worst rank's host.
   line += " host_gaps=" + fixed(100.0 * v.launch_share, 1) + "%";
+  if (v.null_ready) {
+    // jitter: the part of S - 1 that the null explains, in % of the ideal step; p: the
+    // verdict's p-value against the null (the named cause's test; for none, the step's S).
+    line += " jitter=" + fixed(100.0 * v.jitter, 1) + "%";
+    char p[32];
+    std::snprintf(p, sizeof p, " p=%.2g", v.p);
+    line += p;
+  }
   line += " evidence=" + quoted(v.evidence);
   return line;
 }

@@ -82,7 +82,8 @@ void SlowdownAnalysis::base_scenarios(const StepModel& m, SlowdownMetrics* r) {
   // whose last stage also runs the loss: the first stage's backwards, which end the step, get
   // its share), or this step's transfers and delays were below the window's usual. Such a step
   // has nothing to recover: S = 1, and its scores are taken against the real step.
-  r->T_ideal = std::min(replay(selection_, &ideal_), r->T_real);
+  ideal_raw_ = replay(selection_, &ideal_);
+  r->T_ideal = std::min(ideal_raw_, r->T_real);
   const ValueSide ideal_side{false, DelayMode::kIdeal};
   lanes_.clear();
   lanes_.push_back({{true, DelayMode::kZero}, -1, {}});

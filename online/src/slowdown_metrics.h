@@ -14,6 +14,7 @@
 
 #include "ideal_window.h"
 #include "lane_batch.h"
+#include "noise_model.h"
 #include "replay_plan.h"
 #include "scenario_replay.h"
 #include "scenario_values.h"
@@ -40,9 +41,18 @@ struct SlowdownMetrics {
   void clear();
 };
 
+// One draw of the "no rank is special" null for the step just computed: every op at its ideal
+// value times its key's jitter (noise_model.h), launch delays likewise, replayed in full (S)
+// and per dp rank / stage with only that unit drawn (the null of each unit's score).
+struct NullDraw {
+  double S = 1.0;
+  std::vector<double> dp_S, stage_S;
+};
+
 // How one step's metrics were computed, for the benchmark and the tests.
 struct MetricsWork {
   size_t full_replays = 0;       // whole-step replays (real, ideal, op types, M_W, fallbacks)
+  size_t null_replays = 0;       // null draws (null_draw), each a full replay + unit runs
   UnitScenarioStats dp, stage, fix_stage;
 };
 
@@ -54,8 +64,13 @@ class SlowdownAnalysis {
   void compute(const StepModel& model, const Ideals& ideals, double top_fraction,
                bool want_timeline, SlowdownMetrics* out);
 
+  // After compute(): one null draw for the same step (null_scenarios.cpp); `seed` picks the draw.
+  void null_draw(const StepModel& model, const NoiseSpread& spread, uint64_t seed, NullDraw* out);
+
   // kAuto in the product; the tests force one method or the other.
   void set_unit_method(UnitMethod m) { unit_method_ = m; }
+  // Whether the ideal follows each step's level (IdealConfig): the null's draws then do too.
+  void set_follow_step_level(bool on) { follow_step_level_ = on; }
   const MetricsWork& work() const { return work_; }
 
  private:
@@ -77,6 +92,11 @@ class SlowdownAnalysis {
   std::vector<LaneBatch::Lane> lanes_;
   std::vector<double> lane_times_;
   UnitScenarios units_{&batch_};
+  double ideal_raw_ = 0;       // the ideal replay's step time before the S >= 1 cap
+  PlanValues null_values_;     // values_ with the null's draws as the "real" side
+  std::vector<double> op_factor_, op_shift_, marker_shift_, group_factor_;  // the null's draws, per op / rank
+  bool follow_step_level_ = true;
+  void draw_factors(const StepModel& m, const NoiseSpread& spread, void* draws);
   std::vector<double> unit_times_;
 };
 

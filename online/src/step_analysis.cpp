@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 
 #include "cause_rules.h"
@@ -35,7 +36,10 @@ std::string budget_reason(const OnlineStats& stats, double share) {
 
 StepAnalysis::StepAnalysis(const OnlineConfig& config)
     : cfg_(config), window_(config.ideal), seq_(config.ideal.window_steps),
-      budget_(config.cpu_budget, config.cpu_budget_burst_s) {}
+      noise_(config.noise, config.ideal.window_steps),
+      budget_(config.cpu_budget, config.cpu_budget_burst_s) {
+  slowdown_.set_follow_step_level(config.ideal.follow_step_level);
+}
 
 StepAnalysis::Outcome StepAnalysis::analyze(int64_t step,
                                             const std::vector<const runtime::StepSummary*>& by_rank,
@@ -53,16 +57,20 @@ StepAnalysis::Outcome StepAnalysis::analyze(int64_t step,
     count_model(*model, step, stats);
     window_.push(collect_samples(*model));
     seq_.push(*model);
+    if (cfg_.noise.enabled) noise_.push(*model);
     try {
       slowdown_.compute(*model, window_.ideals(*model), cfg_.thresholds.worker_top_fraction,
                         cfg_.timeline_steps > 0, &metrics_);
       out.verdict = verdict(step, *model);
       classify_step(*model, &out.verdict);
+      if (cfg_.noise.enabled) noise_.judge(*model, seq_.evidence(), &slowdown_, &out.verdict);
+      remember_worst(out.verdict);
       if (cfg_.timeline_steps > 0) record_timeline(step, *model);
       ++stats->steps_analyzed;
     } catch (const whatif::GraphError& e) {
       window_.pop_back();
       seq_.pop_back();
+      if (cfg_.noise.enabled) noise_.pop_back();
       error = e.what();
       model.reset();
     }
@@ -106,12 +114,19 @@ StepVerdict StepAnalysis::verdict(int64_t step, const StepModel& model) const {
   return v;
 }
 
+// The named rank of each analysed step (the verdict's, after the noise model), for the worker
+// vs scatter distinction of the next steps.
+void StepAnalysis::remember_worst(const StepVerdict& v) {
+  int rank = -1;
+  if (v.cause != Cause::kNone && v.worst.rfind("rank:", 0) == 0) rank = std::atoi(v.worst.c_str() + 5);
+  worst_history_.push_back(rank);
+  while (static_cast<int>(worst_history_.size()) > std::max(1, cfg_.ideal.window_steps)) worst_history_.pop_front();
+}
+
 // The cause, with the persistence of the worst rank over the window (for the worker vs scatter
-// distinction).
+// distinction): the ranks the recent steps named.
 void StepAnalysis::classify_step(const StepModel& model, StepVerdict* v) {
   const SlowdownMetrics& w = metrics_;
-  worst_history_.push_back(v->S >= cfg_.thresholds.none_below ? worst_rank(w) : -1);
-  while (static_cast<int>(worst_history_.size()) > std::max(1, cfg_.ideal.window_steps)) worst_history_.pop_front();
   CauseInput in;
   in.model = &model;
   in.what_if = &w;

@@ -11,6 +11,7 @@
 
 #include "cpu_budget.h"
 #include "ideal_window.h"
+#include "noise_verdict.h"
 #include "report_writer.h"
 #include "seq_evidence.h"
 #include "slowdown_metrics.h"
@@ -33,10 +34,13 @@ class StepAnalysis {
                   int64_t now_ns, OnlineStats* stats);
 
   const std::deque<TimelineStep>& timeline() const { return timeline_; }
+  // report.json's "alarms" (always a list).
+  nlohmann::ordered_json alarms_json() const { return noise_.alarms_json(); }
 
  private:
   StepVerdict verdict(int64_t step, const StepModel& model) const;
   void classify_step(const StepModel& model, StepVerdict* v);
+  void remember_worst(const StepVerdict& v);
   void record_timeline(int64_t step, const StepModel& model);
 
   const OnlineConfig& cfg_;
@@ -44,7 +48,8 @@ class StepAnalysis {
   SeqWindow seq_;
   SlowdownAnalysis slowdown_;  // keeps its buffers from step to step
   SlowdownMetrics metrics_;
-  std::deque<int> worst_history_;  // per analysed step: worst rank, or -1 when not straggling
+  NoiseVerdict noise_;
+  std::deque<int> worst_history_;  // per analysed step: the named rank, or -1 when none
   std::deque<TimelineStep> timeline_;
   CpuBudget budget_;
 };

@@ -5,6 +5,7 @@ namespace sp::online {
 // Numbers go in as they are: JSON has no NaN or infinity, and dump() writes those as null.
 nlohmann::ordered_json verdict_to_json(const StepVerdict& v) {
   nlohmann::ordered_json j;
+  j["event"] = "step";  // alarm records (alarms.cpp) say "alarm"
   j["step"] = v.step;
   j["analyzed"] = v.analyzed;
   if (!v.analyzed) {
@@ -25,6 +26,12 @@ nlohmann::ordered_json verdict_to_json(const StepVerdict& v) {
   j["worst_S"] = v.worst_S;
   j["top_op"] = v.top_op;
   j["evidence"] = v.evidence;
+  if (v.null_ready) {
+    j["S_null"] = v.S_null;
+    j["jitter"] = v.jitter;
+    j["p_S"] = v.p_S;
+    j["p"] = v.p;
+  }
   j["dp_size"] = v.dp_size;
   j["pp_size"] = v.pp_size;
   j["M_S"] = v.M_S;

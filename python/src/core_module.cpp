@@ -267,7 +267,7 @@ PYBIND11_MODULE(_core, m) {
         py::arg("world_size"), py::arg("prefix"), py::arg("max_lag"), py::arg("first_step"), py::arg("step_timeout_s"),
         py::arg("analysis_timeout_s"), py::arg("out_dir"), py::arg("log_lines"),
         py::arg("fault"), py::arg("discard") = false, py::arg("clock_sync") = true,
-        py::arg("clock_sync_period_s") = 60.0, py::arg("slowdown_threshold") = 1.05,
+        py::arg("clock_sync_period_s") = 60.0, py::arg("slowdown_threshold") = 1.0,
         py::arg("window_steps") = 20, py::arg("summary_interval") = 50,
         py::arg("hostname") = "", py::arg("local_rank") = -1, py::arg("local_world_size") = -1,
         py::arg("device") = -1,

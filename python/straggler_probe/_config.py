@@ -95,9 +95,10 @@ FIELDS: dict[str, _Field] = {
     "step_timeout": _Field(_parse_float(0.1), 60.0,
                            "Seconds rank 0 waits for a step's summaries from all ranks before skipping it."),
     "log_lines": _Field(_parse_bool, True, "Rank 0 prints one straggler_probe line per step."),
-    "slowdown_threshold": _Field(_parse_float(1.0), 1.05,
-                                 "A step whose slowdown S (real / ideal time) is below this has cause "
-                                 "none and names no straggler."),
+    "slowdown_threshold": _Field(_parse_float(1.0), 1.0,
+                                 "A user override: a step whose slowdown S (real / ideal time) is below "
+                                 "this has cause none and names no straggler, whatever the noise model "
+                                 "says (1.0: off, the noise model learned from the job decides)."),
     "window_steps": _Field(_parse_int(2), 20,
                            "Recent analysed steps the ideal (straggler-free) durations are estimated over."),
     "summary_interval": _Field(_parse_int(0), 50,
@@ -135,7 +136,7 @@ class Config:
     analysis_timeout: float = 30.0
     step_timeout: float = 60.0
     log_lines: bool = True
-    slowdown_threshold: float = 1.05
+    slowdown_threshold: float = 1.0
     window_steps: int = 20
     summary_interval: int = 50
     gc: bool = True

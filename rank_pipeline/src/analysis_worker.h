@@ -35,7 +35,7 @@ struct AnalysisOptions {
   std::string out_dir;
   bool log_lines = true;
   // The analysis's user-facing knobs (online/include/straggler_probe/online/config.h).
-  double slowdown_threshold = 1.05;
+  double slowdown_threshold = 1.0;
   int window_steps = 20;
   int summary_interval = 50;
   FaultInjection fault = FaultInjection::kNone;
@@ -56,7 +56,7 @@ struct AnalysisCounters {
 
 // Partial reports: report.json + heatmap.svg, and separately timeline.json (a large job's is
 // large), each at most once per kPartialReportEvery and with the analysis thread spending at
-// most 1 / kPartialReportCostFactor of its time on it (see maybe_write_partial_report).
+// most 1 / kPartialReportCostFactor of its CPU time on it (see maybe_write_partial_report).
 inline constexpr std::chrono::milliseconds kPartialReportEvery{500};
 inline constexpr int kPartialReportCostFactor = 100;
 // How long after a write that took `cost` the next of its kind may be written.

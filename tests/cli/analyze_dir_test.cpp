@@ -115,7 +115,10 @@ TEST_F(AnalyzeDir, NamesAPlantedSlowRankAsALiveRankZeroWouldAndWritesTheReport) 
   sp::online::OnlineConfig cfg;
   cfg.world_size = 4;
   std::vector<std::string> live;
-  cfg.log_sink = [&](const std::string& line) { live.push_back(line); };
+  // Step lines only: the alarm lines between them are checked below.
+  cfg.log_sink = [&](const std::string& line) {
+    if (line.rfind("straggler_probe step=", 0) == 0) live.push_back(line);
+  };
   sp::online::OnlineAnalyzer analyzer(cfg);
   for (size_t i = 0; i < run.steps.size(); ++i) {
     if (i == 7) continue;
@@ -144,9 +147,18 @@ TEST_F(AnalyzeDir, NamesAPlantedSlowRankAsALiveRankZeroWouldAndWritesTheReport) 
   EXPECT_NE(report.at("worst").dump().find("rank:2"), std::string::npos) << report.dump();
   EXPECT_TRUE(nlohmann::json::parse(slurp(out / "timeline.json")).contains("traceEvents"));
   EXPECT_NE(slurp(out / "heatmap.svg").find("<svg"), std::string::npos);
+  // The slow rank's alarm (issue 10): one line, one JSONL record, one report entry.
+  EXPECT_NE(r.out.find("straggler_probe alarm raised: rank:2 cause=worker"), std::string::npos) << r.out;
+  ASSERT_EQ(report.at("alarms").size(), 1u) << report.dump();
   const auto jsonl = lines_of(slurp(out / "straggler_probe_steps.jsonl"));
-  ASSERT_EQ(jsonl.size(), 29u);
-  for (const auto& line : jsonl) EXPECT_NE(nlohmann::json::parse(line).at("step").get<int64_t>(), gap_step);
+  ASSERT_EQ(jsonl.size(), 30u);
+  int step_records = 0;
+  for (const auto& line : jsonl) {
+    const auto j = nlohmann::json::parse(line);
+    step_records += j.at("event") == "step";
+    EXPECT_NE(j.at("step").get<int64_t>(), gap_step);
+  }
+  EXPECT_EQ(step_records, 29);
 }
 
 TEST_F(AnalyzeDir, ThresholdAndWindowAreTheLiveSettings) {
@@ -173,7 +185,10 @@ TEST_F(AnalyzeDir, ThresholdAndWindowAreTheLiveSettings) {
   cfg.ideal.window_steps = 4;
   cfg.summary_interval = 0;
   std::vector<std::string> live;
-  cfg.log_sink = [&](const std::string& line) { live.push_back(line); };
+  // Step lines only: the alarm lines between them are checked below.
+  cfg.log_sink = [&](const std::string& line) {
+    if (line.rfind("straggler_probe step=", 0) == 0) live.push_back(line);
+  };
   sp::online::OnlineAnalyzer analyzer(cfg);
   for (const auto& step : run.steps) {
     for (const auto& s : step) analyzer.add(s);

@@ -39,6 +39,13 @@ TEST(OnlineOutput, LogLineFormat) {
   EXPECT_EQ(format_log_line(v),
             "straggler_probe step=120 time=2.213s ideal=1.843s S=1.20 cause=none worst=- "
             "S_w=1.23 top_op=forward-compute host_gaps=1.2% evidence=\"say \\\"hi\\\"\"");
+  // Against the noise model: the part of S - 1 that jitter explains and the verdict's p-value.
+  v.null_ready = true;
+  v.jitter = 0.031;
+  v.p = 0.42;
+  EXPECT_EQ(format_log_line(v),
+            "straggler_probe step=120 time=2.213s ideal=1.843s S=1.20 cause=none worst=- "
+            "S_w=1.23 top_op=forward-compute host_gaps=1.2% jitter=3.1% p=0.42 evidence=\"say \\\"hi\\\"\"");
   StepVerdict s;
   s.step = 7;
   s.skip_reason = "incomplete: no summary from rank(s) 3";
@@ -88,14 +95,21 @@ TEST(OnlineOutput, LinesSummaryJsonlAndReport) {
   }
   (void)a.finish();
 
-  // 12 step lines + 2 summaries, in order.
-  ASSERT_EQ(lines.size(), 14u);
+  // 12 step lines + 2 summaries + the slow rank's alarm (raised once, never cleared), in order.
+  ASSERT_EQ(lines.size(), 15u);
   const std::regex line_re(
       R"(straggler_probe step=\d+ time=\d+\.\d{3}s ideal=\d+\.\d{3}s S=\d+\.\d{2} cause=[a-z-]+ )"
-      R"(worst=(rank|stage):\d+ S_w=\d+\.\d{2} top_op=[a-z-]+ host_gaps=\d+\.\d% evidence=".*")");
-  int summaries = 0;
+      R"(worst=((rank|stage):\d+|-) S_w=\d+\.\d{2} top_op=[a-z-]+ host_gaps=\d+\.\d% jitter=\d+\.\d% p=\S+ )"
+      R"(evidence=".*")");
+  const std::regex alarm_re(
+      R"(straggler_probe alarm raised: rank:3 cause=worker since step \d+ \(\d+ of the last \d+ steps, )"
+      R"(S_w=\d+\.\d{2}, p(<1e-6|=\S+)\))");
+  int summaries = 0, alarms = 0;
   for (const std::string& l : lines) {
-    if (l.rfind("straggler_probe summary", 0) == 0) {
+    if (l.rfind("straggler_probe alarm", 0) == 0) {
+      ++alarms;
+      EXPECT_TRUE(std::regex_match(l, alarm_re)) << l;
+    } else if (l.rfind("straggler_probe summary", 0) == 0) {
       ++summaries;
       EXPECT_NE(l.find("stage0"), std::string::npos) << l;
       EXPECT_NE(l.find("stage1"), std::string::npos) << l;
@@ -107,20 +121,36 @@ TEST(OnlineOutput, LinesSummaryJsonlAndReport) {
     }
   }
   EXPECT_EQ(summaries, 2);
+  EXPECT_EQ(alarms, 1);
   EXPECT_EQ(a.summary_text().rfind("straggler_probe summary", 0), 0u);
 
   std::ifstream jsonl(std::filesystem::path(dir) / "straggler_probe_steps.jsonl");
   std::string row;
-  int rows = 0;
+  int rows = 0, alarm_rows = 0;
   while (std::getline(jsonl, row)) {
     const auto j = nlohmann::json::parse(row);
+    if (j.at("event") == "alarm") {
+      ++alarm_rows;
+      EXPECT_EQ(j.at("state"), "raised");
+      EXPECT_EQ(j.at("target"), "rank:3");
+      EXPECT_EQ(j.at("cause"), "worker");
+      continue;
+    }
+    EXPECT_EQ(j.at("event"), "step");
     EXPECT_EQ(j.at("step").get<int>(), rows);
+    // The slow rank, named on every step but the first: with two dp ranks per stage, one step
+    // alone cannot tell a slow peer from jitter (each is the other's only reference).
+    if (rows > 0) {
+      EXPECT_LT(j.at("p").get<double>(), 1e-3) << row;
+    }
+    EXPECT_GE(j.at("jitter").get<double>(), 0.0);
     EXPECT_TRUE(j.at("analyzed").get<bool>());
     EXPECT_EQ(j.at("worker_S").size(), 4u);
     EXPECT_TRUE(j.at("op_S").contains("forward-compute"));
     ++rows;
   }
   EXPECT_EQ(rows, 12);
+  EXPECT_EQ(alarm_rows, 1);
 
   const std::string report_dir = dir + "/report";
   const Status st = a.write_report(report_dir);
@@ -128,6 +158,12 @@ TEST(OnlineOutput, LinesSummaryJsonlAndReport) {
   std::ifstream rf(report_dir + "/report.json");
   const auto report = nlohmann::json::parse(rf);
   EXPECT_EQ(report.at("steps_analyzed").get<int>(), 12);
+  ASSERT_EQ(report.at("alarms").size(), 1u);
+  const auto& alarm = report.at("alarms").at(0);
+  EXPECT_EQ(alarm.at("target"), "rank:3");
+  EXPECT_EQ(alarm.at("cause"), "worker");
+  EXPECT_TRUE(alarm.at("cleared_step").is_null());
+  EXPECT_LE(alarm.at("raised_step").get<int>(), 10);
   EXPECT_EQ(report.at("mean_worker_S").at("rows_by_stage").size(), 2u);
   EXPECT_EQ(report.at("stats").at("steps_skipped").get<int>(), 0);
   std::ifstream tf(report_dir + "/timeline.json");

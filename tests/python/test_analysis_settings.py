@@ -7,7 +7,7 @@ from conftest import DP_SPEC, analyzed
 
 
 def test_threshold_and_summary_interval_from_the_environment(tmp_path):
-    # A 30% slow rank gives S ~1.2: above the default threshold (1.05, named: see test_live_dp),
+    # A 30% slow rank gives S ~1.2: above any default (the noise model names it: see test_live_dp),
     # below 2.0 (nothing named). Short window so that steps are analysed early.
     spec = dict(DP_SPEC, steps=14, slow_rank=1, slow_factor=1.3)
     env = {"STRAGGLER_PROBE_SLOWDOWN_THRESHOLD": "2.0", "STRAGGLER_PROBE_SUMMARY_INTERVAL": "4",

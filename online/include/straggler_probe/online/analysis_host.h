@@ -26,7 +26,7 @@ struct AnalysisSettings {
   int world_size = 1;
   std::string out_dir;            // JSONL and report; "" = no files
   bool print_steps = true;        // per-step lines and periodic summaries
-  double slowdown_threshold = 1.05;
+  double slowdown_threshold = 1.0;  // CauseThresholds::none_below: a user override, 1.0 = off
   int window_steps = 20;
   int summary_interval = 50;
   bool replace_jsonl = false;     // analyze-dir: a rerun replaces the JSONL; a live run appends

@@ -9,7 +9,9 @@ namespace sp::online {
 
 // Thresholds of the cause classifier (see src/cause_rules.cpp for why each rule exists).
 struct CauseThresholds {
-  double none_below = 1.05;        // S below this: cause none, no straggler named
+  // A user override: S below this is cause none whatever the noise model says. Off by default
+  // (1.0): the default decision is the noise model's (NoiseConfig).
+  double none_below = 1.0;
   double ms_min = 0.5;             // stage-imbalance: share of the slowdown one stage explains
   double stage_uniform = 0.5;      // ... and every dp rank of that stage carries >= this share
                                    //     of the stage's excess S_w (a hot row, not one hot cell)
@@ -40,10 +42,32 @@ struct IdealConfig {
   bool follow_step_level = true;
 };
 
+// The noise model and its tests (src/noise_model.h, src/significance.h, src/alarms.h). The
+// levels are false-positive rates, not thresholds on S: what a user is willing to be told
+// wrongly. Nothing here is fitted to a job; the jitter itself is learned from the job.
+struct NoiseConfig {
+  bool enabled = true;             // false: the old rule (S >= none_below names a cause)
+  // A step names a rank, stage or cause only when its test against the null has p < alpha:
+  // on a healthy job at most ~alpha of the steps name anyone (issue 10 asks <= 1%).
+  double alpha = 1e-3;
+  // An alarm is raised when its test has p < alarm_alpha at some step. Its tests at
+  // successive steps share their windows, so this per-step level bounds the false alarms per
+  // 1000 steps by 1000 x alarm_alpha (0.01: a healthy job raises none in 1000 steps).
+  double alarm_alpha = 1e-5;
+  int alarm_short_steps = 8;       // the alarm's two windows of analysed steps (alarms.h)
+  int alarm_long_steps = 32;
+  // The null is a model of the jitter (normal per op, learned robustly): a real job's jitter can
+  // be wider or heavier-tailed than it (untraced gaps, OS scheduling). Each test's null is widened
+  // to the step-to-step dispersion the job itself shows over this many recent analysed steps, at
+  // the upper end of its 95% confidence band (significance.h, NullCalibration).
+  int calibration_steps = 128;
+};
+
 struct OnlineConfig {
   int world_size = 1;
   IdealConfig ideal;
   CauseThresholds thresholds;
+  NoiseConfig noise;
   // Step completion: a step whose summaries are not all in when a step `incomplete_lag_steps`
   // later is complete, or when more than `max_pending_steps` steps are pending, is skipped.
   int incomplete_lag_steps = 4;

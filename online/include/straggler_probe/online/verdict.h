@@ -21,6 +21,20 @@ enum class Cause : uint8_t {
 
 std::string_view cause_name(Cause c);
 
+// A job-level alarm raised or cleared at some step (src/alarms.cpp): the same rank, stage or
+// cause significant over recent steps.
+struct AlarmEvent {
+  bool raised = true;         // false: cleared
+  std::string target;         // "rank:N", "stage:N" or "" (a cause without one rank or stage)
+  Cause cause{};
+  int64_t step = 0;           // the step it was raised or cleared at
+  int64_t since = 0;          // first step of the evidence (raised_step for a clear)
+  int steps = 0, of = 0;      // named on `steps` of the last `of` analysed steps
+  double score = 1.0;         // mean S_w (rank), stage score (stage) or S (cause) over them
+  double p = 1.0;             // the alarm test's p-value at this step
+  int unit = -1;              // the dp rank or stage the alarm's test is about (-1: a cause)
+};
+
 struct StepVerdict {
   int64_t step = 0;
   bool analyzed = false;
@@ -53,6 +67,17 @@ struct StepVerdict {
   double worst_S = 1.0;       // S_w of the worst rank, or the stage score for a stage
   std::string top_op;         // op type with the largest S_t
   std::string evidence;       // one line: the numbers behind the cause
+
+  // Against the job's noise model (src/significance.h): the null's mean S (what jitter alone
+  // costs), the part of S - 1 it explains (jitter = min(S, S_null) - 1), P(null S >= S), and
+  // the p-value of the verdict: of the test that named the cause, or for cause none the
+  // smallest of the tests (all >= alpha). null_ready: the null had draws to test against.
+  double S_null = 1.0;
+  double jitter = 0.0;
+  double p_S = 1.0;
+  double p = 1.0;
+  bool null_ready = false;
+  std::vector<AlarmEvent> alarms;  // alarms raised or cleared at this step
 };
 
 }  // namespace sp::online

@@ -1,0 +1,225 @@
+#include "alarms.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+
+#include "straggler_probe/whatif/number_text.h"
+
+namespace sp::online {
+namespace {
+
+using whatif::fixed;
+
+std::string p_text(double p) {
+  if (p < 1e-6) return "p<1e-6";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "p=%.2g", p);
+  return buf;
+}
+
+// A standard error's worth above the null's mean: the short window's mean no longer shows it.
+const double kClearP1 = normal_upper(1.0);
+
+}  // namespace
+
+AlarmEvent AlarmTracker::evidence(const std::string& target, Cause cause, int64_t step,
+                                  double score, double p) const {
+  AlarmEvent e;
+  e.target = target;
+  e.cause = cause;
+  e.step = step;
+  e.since = step;
+  e.of = static_cast<int>(named_.size());
+  e.score = score;
+  e.p = p;
+  for (const Named& n : named_) {
+    const bool match = target.empty() ? n.cause == cause : n.target == target;
+    if (!match) continue;
+    if (e.steps == 0) e.since = n.step;
+    ++e.steps;
+  }
+  return e;
+}
+
+// The cause the steps naming `target` gave most often over the window.
+Cause AlarmTracker::usual_cause(const std::string& target, Cause fallback) const {
+  std::map<Cause, int> count;
+  for (const Named& n : named_) {
+    if (n.target == target && n.cause != Cause::kNone) ++count[n.cause];
+  }
+  Cause best = fallback;
+  int most = 0;
+  for (const auto& [c, k] : count) {
+    if (k > most) {
+      most = k;
+      best = c;
+    }
+  }
+  return best;
+}
+
+bool AlarmTracker::stage_has_rank_alarm(const StepInput& in, int stage) const {
+  for (size_t a : active_) {
+    const std::string& t = records_[a - dropped_].raised.target;
+    if (t.rfind("rank:", 0) != 0) continue;
+    const auto r = static_cast<size_t>(std::atoi(t.c_str() + 5));
+    if (r < in.rank_stage.size() && in.rank_stage[r] == stage) return true;
+  }
+  return false;
+}
+
+// Whether some dp rank's window already shows lateness at the step level alpha: then a stage
+// that looks slow may be that rank's stage, and the rank's alarm (a few steps later) says so.
+bool AlarmTracker::dp_rank_shows(const StepInput& in) const {
+  if (!in.dp) return false;
+  const double n = static_cast<double>(in.dp->units());
+  for (size_t d = 0; d < in.dp->units(); ++d) {
+    const double p = sidak(2 * std::min(in.dp->window_p1(d, cfg_.alarm_short_steps),
+                                        in.dp->window_p1(d, cfg_.alarm_long_steps)), n);
+    if (p < cfg_.alpha) return true;
+  }
+  return false;
+}
+
+void AlarmTracker::raise(AlarmEvent e, std::vector<AlarmEvent>* out) {
+  out->push_back(e);
+  records_.push_back({std::move(e), std::nullopt});
+  active_.push_back(dropped_ + records_.size() - 1);
+  // Bounded: drop the oldest cleared alarms (a raised one stays until it clears).
+  while (records_.size() > kMaxRecords && records_.front().cleared) {
+    records_.pop_front();
+    ++dropped_;
+  }
+}
+
+void AlarmTracker::clear(size_t record, AlarmEvent e, std::vector<AlarmEvent>* out) {
+  AlarmRecord& r = records_[record - dropped_];
+  e.raised = false;
+  e.target = r.raised.target;
+  e.unit = r.raised.unit;
+  e.cause = r.raised.cause;
+  e.since = r.raised.step;
+  r.cleared = e;
+  out->push_back(e);
+  active_.erase(std::find(active_.begin(), active_.end(), record));
+}
+
+void AlarmTracker::unit_alarms(const StepInput& in, const UnitFamily& family,
+                               const std::string& prefix, std::vector<AlarmEvent>* out) {
+  const double n = static_cast<double>(family.units());
+  const bool columns = prefix == "rank:";
+  for (size_t u = 0; u < family.units(); ++u) {
+    const std::string target = columns ? "rank:" + std::to_string(u < in.column_rank.size() ? in.column_rank[u] : static_cast<int>(u))
+                                       : prefix + std::to_string(u);
+    const double p_short = family.window_p1(u, cfg_.alarm_short_steps);
+    const double p = sidak(2 * std::min(p_short, family.window_p1(u, cfg_.alarm_long_steps)), n);
+    // A dp rank's alarm is kept under its unit (the rank named may move within its column).
+    auto it = std::find_if(active_.begin(), active_.end(), [&](size_t a) {
+      const AlarmEvent& e = records_[a - dropped_].raised;
+      return e.unit == static_cast<int>(u) && (e.target.rfind("rank:", 0) == 0) == columns;
+    });
+    if (it != active_.end()) {
+      // Hysteresis: cleared once neither window shows it, the short one no longer a standard
+      // error above the null's mean and the long one no longer significant at alpha.
+      if (p_short > kClearP1 && family.window_p1(u, cfg_.alarm_long_steps) > cfg_.alpha) {
+        clear(*it, evidence(target, Cause::kNone, in.step, family.window_mean_S(u, cfg_.alarm_short_steps), p_short), out);
+      }
+      continue;
+    }
+    if (p >= cfg_.alarm_alpha) continue;
+    // A stage with a rank in alarm is slow because of that rank (ranks are judged against
+    // their own stage's peers, so a stage that is heavier as a whole raises no rank alarm).
+    if (prefix == "stage:" && (stage_has_rank_alarm(in, static_cast<int>(u)) || dp_rank_shows(in))) continue;
+    const Cause fallback = prefix == "stage:" ? Cause::kStageImbalance : Cause::kWorker;
+    AlarmEvent e = evidence(target, usual_cause(target, fallback), in.step,
+                            family.window_mean_S(u, cfg_.alarm_long_steps), p);
+    e.unit = static_cast<int>(u);
+    raise(std::move(e), out);
+  }
+}
+
+void AlarmTracker::cause_alarms(const StepInput& in, std::vector<AlarmEvent>* out) {
+  for (Cause c : {Cause::kGc, Cause::kHostDelay, Cause::kComm, Cause::kSeqImbalance}) {
+    int in_short = 0, in_long = 0;
+    double sum_S = 0;
+    for (size_t i = 0; i < named_.size(); ++i) {
+      if (named_[i].cause != c) continue;
+      ++in_long;
+      sum_S += named_[i].S;
+      if (i + static_cast<size_t>(std::max(1, cfg_.alarm_short_steps)) >= named_.size()) ++in_short;
+    }
+    auto it = std::find_if(active_.begin(), active_.end(), [&](size_t a) {
+      const AlarmEvent& e = records_[a - dropped_].raised;
+      return e.target.empty() && e.cause == c;
+    });
+    if (it != active_.end()) {
+      if (in_short == 0) clear(*it, evidence("", c, in.step, in.S, 1.0), out);
+      continue;
+    }
+    const double p = binomial_upper(in_long, static_cast<int>(named_.size()), cfg_.alpha);
+    // Not when a rank or stage already alarms for this cause: the same thing, said once.
+    bool covered = false;
+    for (size_t a : active_) covered = covered || records_[a - dropped_].raised.cause == c;
+    if (p < cfg_.alarm_alpha && !covered) raise(evidence("", c, in.step, sum_S / in_long, p), out);
+  }
+}
+
+std::vector<AlarmEvent> AlarmTracker::update(const StepInput& in) {
+  named_.push_back({in.step, in.cause, in.target, in.S});
+  while (static_cast<int>(named_.size()) > std::max(1, cfg_.alarm_long_steps)) named_.pop_front();
+  std::vector<AlarmEvent> out;
+  if (in.dp) unit_alarms(in, *in.dp, "rank:", &out);
+  if (in.stages) unit_alarms(in, *in.stages, "stage:", &out);
+  cause_alarms(in, &out);
+  return out;
+}
+
+nlohmann::ordered_json alarm_event_json(const AlarmEvent& e) {
+  nlohmann::ordered_json j;
+  j["event"] = "alarm";
+  j["state"] = e.raised ? "raised" : "cleared";
+  j["step"] = e.step;
+  j["target"] = e.target;
+  j["cause"] = std::string(cause_name(e.cause));
+  j["since"] = e.since;
+  j["steps"] = e.steps;
+  j["of"] = e.of;
+  j[e.target.rfind("rank:", 0) == 0 ? "S_w" : "S"] = e.score;
+  j["p"] = e.p;
+  return j;
+}
+
+nlohmann::ordered_json AlarmTracker::to_json() const {
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const AlarmRecord& r : records_) {
+    nlohmann::ordered_json j;
+    j["target"] = r.raised.target;
+    j["cause"] = std::string(cause_name(r.raised.cause));
+    j["raised_step"] = r.raised.step;
+    j["cleared_step"] = r.cleared ? nlohmann::ordered_json(r.cleared->step) : nlohmann::ordered_json();
+    j["since"] = r.raised.since;
+    j["steps"] = r.raised.steps;
+    j["of"] = r.raised.of;
+    j[r.raised.target.rfind("rank:", 0) == 0 ? "S_w" : "S"] = r.raised.score;
+    j["p"] = r.raised.p;
+    list.push_back(std::move(j));
+  }
+  return list;
+}
+
+std::string format_alarm_line(const AlarmEvent& e) {
+  const std::string what = (e.target.empty() ? std::string("job") : e.target) + " cause=" + std::string(cause_name(e.cause));
+  const std::string score = std::string(e.target.rfind("rank:", 0) == 0 ? "S_w=" : "S=") + fixed(e.score, 2);
+  if (e.raised) {
+    return "straggler_probe alarm raised: " + what + " since step " + std::to_string(e.since) + " (" +
+           std::to_string(e.steps) + " of the last " + std::to_string(e.of) + " steps, " + score + ", " +
+           p_text(e.p) + ")";
+  }
+  return "straggler_probe alarm cleared: " + what + " at step " + std::to_string(e.step) + " (raised at step " +
+         std::to_string(e.since) + "; " + std::to_string(e.steps) + " of the last " + std::to_string(e.of) +
+         " steps named it, " + score + ")";
+}
+
+}  // namespace sp::online

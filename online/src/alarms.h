@@ -1,0 +1,88 @@
+// Job-level alarms with hysteresis: what a user pages on, one line each when raised or cleared.
+//
+// - A rank or stage: raised when its mean score over the last `short` or `long` analysed steps
+//   is significant against the null (UnitFamily::window_p1, both windows and every unit
+//   corrected for: Bonferroni x2, Sidak over the units) at alarm_alpha; cleared when its mean
+//   over the short window is no longer one standard error above the null's mean. The two
+//   windows: the short one raises a strong straggler within a few steps, the long one a weak
+//   one that only many steps can tell from jitter.
+// - A cause without one rank or stage (comm on a slow link, host delays everywhere): raised
+//   when the steps naming it over the long window are too many for chance, each step naming
+//   anything with probability <= alpha under the null (binomial test at alarm_alpha); cleared
+//   when no step of the short window names it.
+// Bounded: the list keeps the last kMaxRecords alarms.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "significance.h"
+#include "straggler_probe/online/config.h"
+#include "straggler_probe/online/verdict.h"
+
+namespace sp::online {
+
+struct AlarmRecord {
+  AlarmEvent raised;
+  std::optional<AlarmEvent> cleared;
+};
+
+class AlarmTracker {
+ public:
+  explicit AlarmTracker(const NoiseConfig& config) : cfg_(config) {}
+
+  struct StepInput {
+    int64_t step = 0;
+    Cause cause = Cause::kNone;   // the step's verdict (kNone: nothing significant)
+    std::string target;
+    const UnitFamily* dp = nullptr;      // dp ranks; an alarm names its rank in column_rank
+    const UnitFamily* stages = nullptr;  // nullptr without a pipeline
+    std::vector<int> column_rank;        // per dp rank: the rank this step's scores point at
+    std::vector<int> rank_stage;
+    double S = 1.0;
+  };
+  // The alarms this step raises or clears.
+  std::vector<AlarmEvent> update(const StepInput& in);
+
+  // report.json's "alarms": every alarm kept, oldest first.
+  nlohmann::ordered_json to_json() const;
+  static constexpr size_t kMaxRecords = 1000;
+
+ private:
+  struct Named {
+    int64_t step;
+    Cause cause;
+    std::string target;
+    double S;
+  };
+  struct Active {
+    size_t record;  // index into records_ (adjusted when old records are dropped)
+  };
+  AlarmEvent evidence(const std::string& target, Cause cause, int64_t step, double score, double p) const;
+  Cause usual_cause(const std::string& target, Cause fallback) const;
+  void unit_alarms(const StepInput& in, const UnitFamily& family, const std::string& prefix,
+                   std::vector<AlarmEvent>* out);
+  void cause_alarms(const StepInput& in, std::vector<AlarmEvent>* out);
+  bool stage_has_rank_alarm(const StepInput& in, int stage) const;
+  bool dp_rank_shows(const StepInput& in) const;
+  void raise(AlarmEvent e, std::vector<AlarmEvent>* out);
+  void clear(size_t record, AlarmEvent e, std::vector<AlarmEvent>* out);
+
+  NoiseConfig cfg_;
+  std::deque<Named> named_;        // the last long_steps analysed steps
+  std::deque<AlarmRecord> records_;
+  size_t dropped_ = 0;             // records dropped from the front (bounded list)
+  std::vector<size_t> active_;     // absolute record numbers (dropped_ + index) still raised
+};
+
+// `straggler_probe alarm raised: rank:2 cause=worker since step 14 (27 of the last 30 steps,
+// S_w=1.21, p<1e-6)` / `straggler_probe alarm cleared: rank:2 cause=worker at step 80 (...)`.
+std::string format_alarm_line(const AlarmEvent& e);
+nlohmann::ordered_json alarm_event_json(const AlarmEvent& e);
+
+}  // namespace sp::online

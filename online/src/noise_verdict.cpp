@@ -1,0 +1,204 @@
+#include "noise_verdict.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "straggler_probe/whatif/number_text.h"
+
+namespace sp::online {
+namespace {
+
+using whatif::fixed;
+
+// The summaries' clocks resolve a microsecond at best: below that, relative to the step, two
+// scores are the same, whatever the null's spread (a job with no jitter has none).
+constexpr double kTimeResolutionS = 1e-6;
+
+std::string p_text(double p) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2g", p);
+  return buf;
+}
+
+int parse_index(const std::string& target, const char* prefix) {
+  const std::string pre(prefix);
+  if (target.rfind(pre, 0) != 0) return -1;
+  return std::atoi(target.c_str() + pre.size());
+}
+
+// A step counts in a window test at most as much as a step that is just significant alone
+// (one unit, level alpha).
+double window_clip(const NoiseConfig& c) {
+  double lo = 0, hi = 40;  // normal_upper(z) = alpha by bisection
+  for (int i = 0; i < 100; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (normal_upper(mid) > c.alpha ? lo : hi) = mid;
+  }
+  return hi;
+}
+
+int history_steps(const NoiseConfig& c) { return std::max(c.alarm_short_steps, c.alarm_long_steps); }
+
+}  // namespace
+
+NoiseVerdict::NoiseVerdict(const NoiseConfig& config, int window_steps)
+    : cfg_(config), noise_(window_steps),
+      dp_(window_steps, history_steps(config), window_clip(config), false),
+      stages_(window_steps, history_steps(config), window_clip(config), true),
+      step_null_(window_steps, config.calibration_steps), alarms_(config), pool_steps_(std::max(1, window_steps)) {}
+
+void NoiseVerdict::draw_null(const StepModel& m, SlowdownAnalysis* slowdown) {
+  const NoiseSpread spread = noise_.spread(m);
+  // The first step fills the pools, so that the first tests already have a window's worth of
+  // null draws; then one a step replaces the oldest.
+  const int draws = steps_ == 0 ? pool_steps_ : 1;
+  for (int d = 0; d < draws; ++d) {
+    slowdown->null_draw(m, spread, static_cast<uint64_t>(m.step) * 64 + static_cast<uint64_t>(d), &draw_);
+    dp_.add_null(draw_.dp_S);
+    if (m.pp_size > 1) stages_.add_null(draw_.stage_S);
+    step_null_.add_null(draw_.S);
+  }
+  ++steps_;
+}
+
+// A family's unit: this step or the recent ones (the window test: both windows, every unit),
+// Bonferroni x2.
+double NoiseVerdict::unit_p(const UnitFamily& f, size_t u) const {
+  const double n = static_cast<double>(f.units());
+  const double window = sidak(2 * std::min(f.window_p1(u, cfg_.alarm_short_steps),
+                                           f.window_p1(u, cfg_.alarm_long_steps)), n);
+  return std::min(1.0, 2 * std::min(f.step_p(u), window));
+}
+
+// The rank of dp unit d to name: in a pipeline, the one in the stage whose own evidence is the
+// strongest (the stage family, over the long window: the slow rank's stage carries its
+// lateness, the column's other stages only wait for it), else the largest S_w this step.
+int NoiseVerdict::column_rank(const StepModel& m, const StepVerdict& v, int d) const {
+  int best = -1;
+  double best_p = 2.0;
+  for (int r = 0; r < m.world; ++r) {
+    if (m.rank_dp[static_cast<size_t>(r)] != d) continue;
+    const auto s = static_cast<size_t>(m.rank_stage[static_cast<size_t>(r)]);
+    const double p = m.pp_size > 1 && s < stages_.units() ? stages_.window_p1(s, cfg_.alarm_long_steps) : 1.0;
+    const bool better = best < 0 || p < best_p ||
+                        (p == best_p && v.worker_S[static_cast<size_t>(r)] > v.worker_S[static_cast<size_t>(best)]);
+    if (better) {
+      best = r;
+      best_p = p;
+    }
+  }
+  return best;
+}
+
+void NoiseVerdict::name_persistent(const StepModel& m, size_t d, StepVerdict* v) const {
+  const int r = column_rank(m, *v, static_cast<int>(d));
+  if (r < 0) return;
+  v->cause = Cause::kWorker;
+  v->worst = "rank:" + std::to_string(r);
+  v->worst_S = v->worker_S[static_cast<size_t>(r)];
+  v->p = unit_p(dp_, d);
+  v->evidence = "rank " + std::to_string(r) + " late over the recent steps: its dp rank's score " +
+                fixed(dp_.window_mean_S(d, cfg_.alarm_short_steps), 3) + " on average over the last " +
+                std::to_string(std::min<size_t>(dp_.observed_steps(), static_cast<size_t>(cfg_.alarm_short_steps))) +
+                " steps, " + fixed(v->dp_S[d], 3) + " this step; p=" + p_text(v->p);
+}
+
+// seq-imbalance is work that differs (longer sequences), which the jitter learned from the
+// durations contains: its own evidence decides, the correlation behind the rule against no
+// correlation (Fisher's z over its samples).
+double correlation_p(const SeqEvidence& q) {
+  const bool with_lengths = q.seq_samples > 0;
+  const double r = with_lengths ? std::max(q.seq_corr, q.seq_corr_linear) : q.fb_corr;
+  const int n = with_lengths ? q.seq_samples : q.fb_samples;
+  if (n < 4 || !(r < 1.0)) return n >= 4 ? 0.0 : 1.0;
+  return normal_upper(std::atanh(r) * std::sqrt(static_cast<double>(n - 3)));
+}
+
+double NoiseVerdict::cause_p(const StepModel& m, const SeqEvidence& seq, const StepVerdict& v) const {
+  const int rank = parse_index(v.worst, "rank:");
+  const int dp = rank >= 0 && rank < m.world ? m.rank_dp[static_cast<size_t>(rank)] : -1;
+  const int stage = parse_index(v.worst, "stage:");
+  const double p_rank_step = dp >= 0 ? std::min(1.0, 2 * dp_.step_p(static_cast<size_t>(dp))) : 1.0;
+  switch (v.cause) {
+    case Cause::kNone: return 1.0;
+    case Cause::kWorker: return dp >= 0 ? unit_p(dp_, static_cast<size_t>(dp)) : 1.0;
+    case Cause::kStageImbalance: return stage >= 0 ? unit_p(stages_, static_cast<size_t>(stage)) : 1.0;
+    case Cause::kSeqImbalance: {
+      // With lengths the correlation is the evidence. Without, r(forward, backward) also holds
+      // when every rank's speed moves together (which the ideal follows: no slowdown), so the
+      // step (or its rank) must be significantly slow as well. The price: the null's jitter
+      // was learned from durations that include this varying work, so a job with long-tailed
+      // lengths and no annotations is named less often than with them.
+      const double p = correlation_p(seq);
+      return seq.seq_samples > 0 ? p : std::max(p, std::min(1.0, 2 * std::min(v.p_S, p_rank_step)));
+    }
+    default: return std::min(1.0, 2 * std::min(v.p_S, p_rank_step));
+  }
+}
+
+void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, SlowdownAnalysis* slowdown, StepVerdict* v) {
+  draw_null(m, slowdown);
+  const double floor = v->ideal_s > 0 ? kTimeResolutionS / v->ideal_s : 1e-9;
+  dp_.set_floor(floor);
+  stages_.set_floor(floor);
+  step_null_.set_floor(floor);
+  dp_.add_observed(v->dp_S);
+  if (m.pp_size > 1) stages_.add_observed(v->stage_S);
+  v->null_ready = true;
+  v->S_null = step_null_.mean_S();
+  v->jitter = std::max(0.0, std::min(v->S, v->S_null) - 1.0);
+  step_null_.add_observed(v->S);
+  v->p_S = step_null_.p(v->S);
+
+  const double p = cause_p(m, seq, *v);
+  v->p = p;
+  if (v->cause != Cause::kNone && p >= cfg_.alpha) {
+    // The rules' culprit is within the noise; a dp rank persistently late may still be named
+    // when this step shows it late too (above the null median).
+    size_t best = 0;
+    double best_p = 2.0;
+    for (size_t d = 0; d < dp_.units(); ++d) {
+      const double pd = std::min(dp_.window_p1(d, cfg_.alarm_short_steps), dp_.window_p1(d, cfg_.alarm_long_steps));
+      if (pd < best_p) {
+        best_p = pd;
+        best = d;
+      }
+    }
+    if (best_p < 2.0 && unit_p(dp_, best) < cfg_.alpha && dp_.step_z(best) > 0.0) {
+      name_persistent(m, best, v);
+    } else {
+      const std::string would = std::string(cause_name(v->cause)) + " " + v->worst;
+      v->cause = Cause::kNone;
+      v->worst.clear();
+      v->evidence = "within the noise: S=" + fixed(v->S, 3) + " against the null's " + fixed(v->S_null, 3) +
+                    " (p_S=" + p_text(v->p_S) + "); the likeliest culprit, " + would + ", p=" + p_text(p) +
+                    " >= " + p_text(cfg_.alpha);
+    }
+  } else if (v->cause == Cause::kNone) {
+    v->p = v->p_S;
+  } else {
+    const int rank = parse_index(v->worst, "rank:");
+    if (v->cause == Cause::kWorker && m.pp_size > 1 && rank >= 0 && rank < m.world) {
+      const int r = column_rank(m, *v, m.rank_dp[static_cast<size_t>(rank)]);
+      if (r >= 0 && r != rank) {
+        v->worst = "rank:" + std::to_string(r);
+        v->worst_S = v->worker_S[static_cast<size_t>(r)];
+      }
+    }
+    v->evidence += "; p=" + p_text(p);
+  }
+  AlarmTracker::StepInput in;
+  in.step = v->step;
+  in.cause = v->cause;
+  in.target = v->worst;
+  in.dp = &dp_;
+  in.stages = m.pp_size > 1 ? &stages_ : nullptr;
+  in.column_rank.resize(static_cast<size_t>(m.dp_size));
+  for (int d = 0; d < m.dp_size; ++d) in.column_rank[static_cast<size_t>(d)] = column_rank(m, *v, d);
+  in.rank_stage = m.rank_stage;
+  in.S = v->S;
+  v->alarms = alarms_.update(in);
+}
+
+}  // namespace sp::online

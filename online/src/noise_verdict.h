@@ -1,0 +1,65 @@
+// The noise model's part of a step's verdict: learn the jitter (noise_model.h), draw the null
+// (null_scenarios.cpp), test the step and the cause rules' culprit against it
+// (significance.h), and keep the job-level alarms (alarms.h). StepAnalysis calls it after the
+// cause rules; it keeps the cause only when it is significant, else the step is cause none.
+//
+// Which test decides: a rank named for worker needs its dp rank's score (only that dp rank's
+// ranks real) to be significant, this step (against the most extreme of N null dp ranks) or
+// over the recent steps (its mean, alarms.h's two windows); a stage named for stage-imbalance
+// likewise against the null stages. Why dp ranks and not S_w per rank: S_w = min(dp-rank,
+// stage score) raises every rank of a slow rank's dp column a little in a pipeline, and
+// every rank of a heavier stage; the dp-rank score of a heavier stage's column is no higher
+// than the others', so the two families separate a slow rank (its dp rank and its stage) from
+// a heavy stage (its stage only). The causes that
+// describe the whole step (gc, host-delay, comm) need either the step's S or their rank's
+// score this step to be significant; seq-imbalance (work that differs, which the learned jitter
+// contains) needs its own correlation to be. The two tests of a family are Bonferroni
+// corrected (x2). When the rules' culprit is not significant but another rank is, over the
+// window, and this step shows it late too (above the null median), that
+// rank is named for worker: a persistently slow rank at thousands of ranks is often not the
+// slowest of a step, jitter's maximum being larger than its slowdown.
+#pragma once
+
+#include <cstdint>
+
+#include "alarms.h"
+#include "noise_model.h"
+#include "seq_evidence.h"
+#include "significance.h"
+#include "slowdown_metrics.h"
+#include "step_model.h"
+#include "straggler_probe/online/config.h"
+#include "straggler_probe/online/verdict.h"
+
+namespace sp::online {
+
+class NoiseVerdict {
+ public:
+  NoiseVerdict(const NoiseConfig& config, int window_steps);
+
+  void push(const StepModel& model) { noise_.push(model); }
+  void pop_back() { noise_.pop_back(); }
+  // After the metrics and the cause rules: draws the null, tests, sets v's cause (kNone when
+  // nothing is significant), S_null, jitter, p_S, p, and the alarms this step raises or clears.
+  void judge(const StepModel& model, const SeqEvidence& seq, SlowdownAnalysis* slowdown, StepVerdict* v);
+
+  nlohmann::ordered_json alarms_json() const { return alarms_.to_json(); }
+
+ private:
+  void draw_null(const StepModel& model, SlowdownAnalysis* slowdown);
+  double unit_p(const UnitFamily& family, size_t unit) const;
+  double cause_p(const StepModel& model, const SeqEvidence& seq, const StepVerdict& v) const;
+  int column_rank(const StepModel& model, const StepVerdict& v, int dp_rank) const;
+  void name_persistent(const StepModel& model, size_t dp_rank, StepVerdict* v) const;
+
+  NoiseConfig cfg_;
+  NoiseWindow noise_;
+  UnitFamily dp_, stages_;  // dp ranks (the paper's per-dp-rank scores) and stages
+  StepNull step_null_;
+  AlarmTracker alarms_;
+  NullDraw draw_;
+  int pool_steps_;
+  uint64_t steps_ = 0;
+};
+
+}  // namespace sp::online

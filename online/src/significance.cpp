@@ -1,0 +1,274 @@
+#include "significance.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace sp::online {
+namespace {
+
+double log_score(double S) { return std::log(std::max(S, 1e-300)); }
+
+double median_of(std::vector<double>* v) {
+  const size_t mid = v->size() / 2;
+  std::nth_element(v->begin(), v->begin() + static_cast<std::ptrdiff_t>(mid), v->end());
+  double med = (*v)[mid];
+  if (v->size() % 2 == 0) med = 0.5 * (med + *std::max_element(v->begin(), v->begin() + static_cast<std::ptrdiff_t>(mid)));
+  return med;
+}
+
+}  // namespace
+
+// Each unit's log score minus the median over its peers in the same step (draw): lateness
+// relative to the units doing the same work. A slowdown every unit shares (a slower link for
+// everyone) moves the median with it and is not any unit's doing (the S test sees it); for
+// ranks the peers are the ranks of the same stage, so that a heavier stage is not a worker
+// issue of its ranks (the stage family sees it).
+void UnitFamily::relative_logs(const std::vector<double>& scores, const std::vector<int>* groups,
+                               std::vector<double>* out) {
+  out->resize(scores.size());
+  for (size_t u = 0; u < scores.size(); ++u) (*out)[u] = log_score(scores[u]);
+  if (scores.empty()) return;
+  if (!groups || groups->size() != scores.size()) {
+    scratch_.assign(out->begin(), out->end());
+    const double med = median_of(&scratch_);
+    for (double& x : *out) x -= med;
+    return;
+  }
+  order_.resize(scores.size());
+  for (size_t u = 0; u < scores.size(); ++u) order_[u] = static_cast<int>(u);
+  std::stable_sort(order_.begin(), order_.end(), [groups](int a, int b) {
+    return (*groups)[static_cast<size_t>(a)] < (*groups)[static_cast<size_t>(b)];
+  });
+  for (size_t i = 0; i < order_.size();) {
+    size_t j = i;
+    scratch_.clear();
+    const int g = (*groups)[static_cast<size_t>(order_[i])];
+    for (; j < order_.size() && (*groups)[static_cast<size_t>(order_[j])] == g; ++j) {
+      scratch_.push_back((*out)[static_cast<size_t>(order_[j])]);
+    }
+    const double med = median_of(&scratch_);
+    for (; i < j; ++i) (*out)[static_cast<size_t>(order_[i])] -= med;
+  }
+}
+
+double null_widening(double observed_sd, double dof, double null_sd) {
+  if (!(dof >= 1)) return 0;
+  constexpr double kZ95 = 1.6448536269514722;  // one-sided 95%
+  const double upper = observed_sd * std::exp(kZ95 * 1.1664 / std::sqrt(dof));
+  return null_sd > 0 ? std::max(1.0, upper / null_sd) : 1.0;
+}
+
+double sidak(double p, double n) {
+  if (p >= 1) return 1;
+  if (p <= 0) return 0;
+  return -std::expm1(n * std::log1p(-p));
+}
+
+double normal_upper(double z) { return 0.5 * std::erfc(z / std::sqrt(2.0)); }
+
+double binomial_upper(int k, int n, double q) {
+  if (k <= 0) return 1;
+  if (k > n || q <= 0) return 0;
+  double total = 0;
+  for (int i = k; i <= n; ++i) {
+    const double log_term = std::lgamma(n + 1.0) - std::lgamma(i + 1.0) - std::lgamma(n - i + 1.0) +
+                            i * std::log(q) + (n - i) * std::log1p(-q);
+    total += std::exp(log_term);
+  }
+  return std::min(1.0, total);
+}
+
+void UnitFamily::add_null(const std::vector<double>& scores, const std::vector<int>* groups) {
+  if (!draws_.empty() && draws_.back().size() != scores.size()) {
+    draws_.clear();  // the job changed shape: its old null and history do not apply
+    history_.clear();
+    raw_history_.clear();
+  }
+  relative_logs(scores, groups, &last_draw_);
+  draws_.emplace_back(last_draw_.begin(), last_draw_.end());
+  while (static_cast<int>(draws_.size()) > std::max(1, pool_steps_)) draws_.pop_front();
+  summarise();
+}
+
+void UnitFamily::add_observed(const std::vector<double>& scores, const std::vector<int>* groups) {
+  if (!history_.empty() && history_.back().size() != scores.size()) {
+    history_.clear();
+    raw_history_.clear();
+  }
+  relative_logs(scores, groups, &last_);
+  history_.emplace_back(last_.begin(), last_.end());
+  raw_history_.emplace_back(scores.begin(), scores.end());
+  while (raw_history_.size() > history_.size()) raw_history_.pop_front();
+  while (static_cast<int>(history_.size()) > std::max(1, history_steps_)) history_.pop_front();
+  calibrate();
+}
+
+// The observed scores' spread around each unit's own median over the history, pooled over (at
+// most kCalibrationUnits) units, against the null pool's (q84 - q50, the same robust scale).
+void UnitFamily::calibrate() {
+  widening_ = 0;
+  if (history_.empty()) return;
+  const size_t units = history_.back().size();
+  const size_t stride = std::max<size_t>(1, units / kCalibrationUnits);
+  scratch_.clear();
+  double dof = 0;
+  for (size_t u = 0; u < units; u += stride) {
+    column_.clear();
+    for (const auto& step : history_) column_.push_back(static_cast<double>(step[u]));
+    const double med = median_of(&column_);
+    for (double x : column_) scratch_.push_back(std::fabs(x - med));
+    dof += static_cast<double>(column_.size()) - 1.0;
+  }
+  if (scratch_.empty()) return;
+  const double observed_sd = 1.4826 * median_of(&scratch_);
+  widening_ = null_widening(observed_sd, dof, std::max(summary_.q84 - summary_.q50, floor_));
+}
+
+double UnitFamily::calibrated(double x, size_t u) const {
+  return summary_.q50 + (x - offset_[u] - summary_.q50) / widening_;
+}
+
+void UnitFamily::summarise() {
+  const size_t units = draws_.empty() ? 0 : draws_.back().size();
+  offset_.assign(units, 0.0);
+  if (per_unit_offset_ && !draws_.empty()) {
+    // Each unit's own null mean, as an offset from the pooled one: where units sit in the
+    // graph (a pipeline's stages) shapes their scores even when nobody is slow.
+    double total = 0;
+    for (const auto& draw : draws_) {
+      for (size_t u = 0; u < units; ++u) offset_[u] += static_cast<double>(draw[u]);
+    }
+    for (double& o : offset_) {
+      o /= static_cast<double>(draws_.size());
+      total += o;
+    }
+    for (double& o : offset_) o -= total / static_cast<double>(units);
+  }
+  scratch_.clear();
+  for (const auto& draw : draws_) {
+    for (size_t u = 0; u < units; ++u) scratch_.push_back(static_cast<double>(draw[u]) - offset_[u]);
+  }
+  PoolSummary s;
+  s.n = scratch_.size();
+  if (s.n > 0) {
+    double sum = 0, sq = 0;
+    for (double x : scratch_) sum += x;
+    s.mean = sum / static_cast<double>(s.n);
+    for (double x : scratch_) sq += (x - s.mean) * (x - s.mean);
+    s.sd = s.n > 1 ? std::sqrt(sq / static_cast<double>(s.n - 1)) : 0.0;
+    std::sort(scratch_.begin(), scratch_.end());
+    auto quantile = [this](double q) {
+      return scratch_[std::min(scratch_.size() - 1, static_cast<size_t>(q * static_cast<double>(scratch_.size())))];
+    };
+    s.q50 = quantile(0.5);
+    s.q84 = quantile(0.8413);  // one sd above the median of a normal
+    s.q90 = quantile(0.9);
+    double excess = 0, over = 0;
+    for (double x : scratch_) {
+      if (x > s.q90) {
+        excess += x - s.q90;
+        over += 1;
+      }
+    }
+    s.tail_scale = over > 0 ? excess / over : 0.0;
+  }
+  summary_ = s;
+  sorted_.swap(scratch_);
+}
+
+double UnitFamily::step_z(size_t u) const {
+  if (u >= last_.size() || u >= offset_.size() || summary_.n == 0 || widening_ <= 0) return 0;
+  return (calibrated(last_[u], u) - summary_.q50) / std::max(summary_.q84 - summary_.q50, floor_);
+}
+
+// Where the pool has draws, their share at or above x; beyond its top decile, the tail of the
+// exceedances over it (peaks over threshold, extreme-value theory's generalised Pareto law with
+// shape 0: an exponential with their mean excess). For a light (normal) tail this is on the
+// safe side; a null with ties (units capped at their stage's score) is no trouble.
+double UnitFamily::upper_tail(double x) const {
+  const PoolSummary& s = summary_;
+  if (x > s.q90) return 0.1 * std::exp(-(x - s.q90) / std::max(s.tail_scale, floor_));
+  const auto at_or_above = static_cast<double>(sorted_.end() - std::lower_bound(sorted_.begin(), sorted_.end(), x));
+  return (at_or_above + 1.0) / (static_cast<double>(sorted_.size()) + 1.0);
+}
+
+double UnitFamily::step_p(size_t u) const {
+  if (u >= last_.size() || u >= offset_.size() || summary_.n == 0 || widening_ <= 0) return 1;
+  return sidak(upper_tail(calibrated(last_[u], u)), static_cast<double>(last_.size()));
+}
+
+double UnitFamily::window_p1(size_t u, int k) const {
+  if (summary_.n == 0 || history_.empty() || u >= history_.back().size() || u >= offset_.size() ||
+      widening_ <= 0) {
+    return 1;
+  }
+  const size_t steps = std::min(history_.size(), static_cast<size_t>(std::max(1, k)));
+  const double sd = std::max(summary_.sd, floor_) * widening_;
+  double sum = 0;
+  for (size_t i = history_.size() - steps; i < history_.size(); ++i) {
+    const double z = (static_cast<double>(history_[i][u]) - offset_[u] - summary_.mean) / sd;
+    sum += std::clamp(z, -z_clip_, z_clip_);
+  }
+  // The mean of `steps` scores against a null mean estimated from the draws: with a per-unit
+  // offset from this unit's own draws, that estimate's error counts too.
+  double var = 1.0 / static_cast<double>(steps);
+  if (per_unit_offset_) var += 1.0 / static_cast<double>(std::max<size_t>(1, draws_.size()));
+  return normal_upper(sum / static_cast<double>(steps) / std::sqrt(var));
+}
+
+double UnitFamily::window_mean_S(size_t u, int k) const {
+  if (raw_history_.empty() || u >= raw_history_.back().size()) return 1;
+  const size_t steps = std::min(raw_history_.size(), static_cast<size_t>(std::max(1, k)));
+  double sum = 0;
+  for (size_t i = raw_history_.size() - steps; i < raw_history_.size(); ++i) sum += static_cast<double>(raw_history_[i][u]);
+  return sum / static_cast<double>(steps);
+}
+
+void StepNull::add_null(double S) {
+  draws_.push_back(std::log(std::max(S, 1e-300)));
+  while (static_cast<int>(draws_.size()) > std::max(1, pool_steps_)) draws_.pop_front();
+}
+
+void StepNull::add_observed(double S) {
+  observed_.push_back(std::log(std::max(S, 1e-300)));
+  while (static_cast<int>(observed_.size()) > std::max(2, calibration_steps_)) observed_.pop_front();
+}
+
+double StepNull::widening() const {
+  if (observed_.size() < 2 || draws_.size() < 2) return 0;
+  std::vector<double> v(observed_.begin(), observed_.end());
+  double med = median_of(&v);
+  for (double& x : v) x = std::fabs(x - med);
+  const double observed_sd = 1.4826 * median_of(&v);
+  std::vector<double> d(draws_.begin(), draws_.end());
+  med = median_of(&d);
+  for (double& x : d) x = std::fabs(x - med);
+  const double null_sd = std::max(1.4826 * median_of(&d), floor_);
+  return null_widening(observed_sd, static_cast<double>(observed_.size()) - 1.0, null_sd);
+}
+
+// Gumbel by moments: scale beta = sd * sqrt(6) / pi, location = mean - 0.5772 beta; the sd
+// widened to the observed dispersion.
+double StepNull::p(double S) const {
+  const double widen = widening();
+  if (draws_.empty() || widen <= 0) return 1;
+  double sum = 0, sq = 0;
+  for (double x : draws_) sum += x;
+  const double n = static_cast<double>(draws_.size());
+  const double mean = sum / n;
+  for (double x : draws_) sq += (x - mean) * (x - mean);
+  const double sd = draws_.size() > 1 ? std::sqrt(sq / (n - 1)) : 0.0;
+  const double beta = std::max(sd, floor_) * widen * std::sqrt(6.0) / 3.141592653589793;
+  const double loc = mean - 0.5772156649015329 * beta;
+  const double x = std::log(std::max(S, 1e-300));
+  return -std::expm1(-std::exp(-(x - loc) / beta));
+}
+
+double StepNull::mean_S() const {
+  if (draws_.empty()) return 1;
+  double sum = 0;
+  for (double x : draws_) sum += std::exp(x);
+  return sum / static_cast<double>(draws_.size());
+}
+
+}  // namespace sp::online
