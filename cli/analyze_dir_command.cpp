@@ -83,6 +83,8 @@ online::AnalysisSettings settings_of(const AnalyzeDirArgs& args, int world_size,
   s.print_steps = !args.quiet;
   s.slowdown_threshold = args.slowdown_threshold;
   s.window_steps = args.window_steps;
+  s.significance = args.significance;
+  s.alarm_significance = args.alarm_significance;
   s.summary_interval = args.summary_interval;
   s.replace_jsonl = true;  // the analyzer appends (a live run does across restarts); a rerun replaces it
   return s;
@@ -117,6 +119,16 @@ CLI::App* add_analyze_dir_command(CLI::App& app, AnalyzeDirArgs& args) {
                   "Recent steps the ideal durations are estimated over (live: STRAGGLER_PROBE_WINDOW_STEPS)")
       ->default_val(20)
       ->check(CLI::Range(2, 1 << 20));
+  cmd->add_option("--significance", args.significance,
+                  "Per-step level: a step names a culprit only when its test against the noise model gives p "
+                  "below this (live: STRAGGLER_PROBE_SIGNIFICANCE)")
+      ->default_val(1e-3)
+      ->check(CLI::Range(1e-300, 0.999999));
+  cmd->add_option("--alarm-significance", args.alarm_significance,
+                  "An alarm is raised when its test over the recent steps gives p below this "
+                  "(live: STRAGGLER_PROBE_ALARM_SIGNIFICANCE)")
+      ->default_val(1e-5)
+      ->check(CLI::Range(1e-300, 0.999999));
   cmd->add_option("--summary-interval", args.summary_interval,
                   "A text summary with the S_w heatmap every N steps, as a live run (0: none)")
       ->default_val(50)

@@ -21,6 +21,8 @@ struct AnalyzeDirArgs {
   int summary_interval = 50;       // a text summary every N steps (the live default); 0: none
   double slowdown_threshold = 1.0;  // S below this names nothing, a user override (1.0: off; STRAGGLER_PROBE_SLOWDOWN_THRESHOLD live)
   int window_steps = 20;           // steps the ideal durations are estimated over (..._WINDOW_STEPS)
+  double significance = 1e-3;      // per-step level of the noise model's tests (..._SIGNIFICANCE)
+  double alarm_significance = 1e-5;  // the alarms' level (..._ALARM_SIGNIFICANCE)
 };
 
 // Registers the subcommand and its options on `app`, filling `args` when parsed.

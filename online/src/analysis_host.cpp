@@ -23,6 +23,8 @@ OnlineConfig config_of(const AnalysisSettings& s, LineSink print) {
   c.world_size = s.world_size;
   c.output_dir = s.out_dir;
   c.thresholds.none_below = s.slowdown_threshold;
+  c.noise.alpha = s.significance;
+  c.noise.alarm_alpha = s.alarm_significance;
   c.ideal.window_steps = s.window_steps;
   c.summary_interval = s.summary_interval;
   c.cpu_budget = s.cpu_budget;

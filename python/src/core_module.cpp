@@ -103,7 +103,8 @@ void start_pipeline(py::object store, int rank, int world_size, const std::strin
                     int max_lag, int64_t first_step, double step_timeout_s, double analysis_timeout_s,
                     const std::string& out_dir, bool log_lines, const std::string& fault,
                     bool discard, bool clock_sync, double clock_sync_period_s,
-                    double slowdown_threshold, int window_steps, int summary_interval,
+                    double slowdown_threshold, double significance, double alarm_significance,
+                    int window_steps, int summary_interval,
                     const std::string& hostname, int local_rank, int local_world_size,
                     int device, const std::string& protocol) {
   sp::rank_pipeline::RankPipelineOptions o;
@@ -125,6 +126,8 @@ void start_pipeline(py::object store, int rank, int world_size, const std::strin
   o.analysis.out_dir = out_dir;
   o.analysis.log_lines = log_lines;
   o.analysis.slowdown_threshold = slowdown_threshold;
+  o.analysis.significance = significance;
+  o.analysis.alarm_significance = alarm_significance;
   o.analysis.window_steps = window_steps;
   o.analysis.summary_interval = summary_interval;
   o.analysis.fault = parse_fault(fault);
@@ -268,6 +271,7 @@ PYBIND11_MODULE(_core, m) {
         py::arg("analysis_timeout_s"), py::arg("out_dir"), py::arg("log_lines"),
         py::arg("fault"), py::arg("discard") = false, py::arg("clock_sync") = true,
         py::arg("clock_sync_period_s") = 60.0, py::arg("slowdown_threshold") = 1.0,
+        py::arg("significance") = 1e-3, py::arg("alarm_significance") = 1e-5,
         py::arg("window_steps") = 20, py::arg("summary_interval") = 50,
         py::arg("hostname") = "", py::arg("local_rank") = -1, py::arg("local_world_size") = -1,
         py::arg("device") = -1,

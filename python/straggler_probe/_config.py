@@ -43,6 +43,13 @@ def _parse_float(minimum: float) -> Callable[[str], float]:
     return parse
 
 
+def _parse_probability(text: str) -> float:
+    value = float(text.strip())
+    if not 0.0 < value < 1.0:  # also rejects NaN
+        raise ValueError("expected a probability strictly between 0 and 1")
+    return value
+
+
 def _parse_choice(*choices: str) -> Callable[[str], str]:
     def parse(text: str) -> str:
         low = text.strip().lower()
@@ -99,6 +106,13 @@ FIELDS: dict[str, _Field] = {
                                  "A user override: a step whose slowdown S (real / ideal time) is below "
                                  "this has cause none and names no straggler, whatever the noise model "
                                  "says (1.0: off, the noise model learned from the job decides)."),
+    "significance": _Field(_parse_probability, 1e-3,
+                           "Per-step significance level: a step names a straggler or a cause only when "
+                           "its test against the noise model learned from the job gives p below this "
+                           "(on a healthy job about this share of steps name anyone)."),
+    "alarm_significance": _Field(_parse_probability, 1e-5,
+                                 "A job-level alarm is raised when its test over the recent steps gives p "
+                                 "below this (a healthy job raises about 1000 x this alarms per 1000 steps)."),
     "window_steps": _Field(_parse_int(2), 20,
                            "Recent analysed steps the ideal (straggler-free) durations are estimated over."),
     "summary_interval": _Field(_parse_int(0), 50,
@@ -137,6 +151,8 @@ class Config:
     step_timeout: float = 60.0
     log_lines: bool = True
     slowdown_threshold: float = 1.0
+    significance: float = 1e-3
+    alarm_significance: float = 1e-5
     window_steps: int = 20
     summary_interval: int = 50
     gc: bool = True

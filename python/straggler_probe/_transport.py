@@ -98,6 +98,7 @@ def start(core: Any, cfg: Config, rank: int, world: int, dist: Any, session: int
                         step_timeout_s=cfg.step_timeout, analysis_timeout_s=cfg.analysis_timeout,
                         out_dir=cfg.out_dir, log_lines=cfg.log_lines, fault=cfg.fault_inject,
                         clock_sync=cfg.clock_sync, clock_sync_period_s=cfg.clock_sync_period,
-                        slowdown_threshold=cfg.slowdown_threshold, window_steps=cfg.window_steps,
+                        slowdown_threshold=cfg.slowdown_threshold, significance=cfg.significance,
+                        alarm_significance=cfg.alarm_significance, window_steps=cfg.window_steps,
                         summary_interval=cfg.summary_interval, **identity())
     return how

@@ -109,6 +109,8 @@ struct AnalysisWorker::Impl {
     settings.out_dir = o.out_dir;
     settings.print_steps = o.log_lines;
     settings.slowdown_threshold = o.slowdown_threshold;
+    settings.significance = o.significance;
+    settings.alarm_significance = o.alarm_significance;
     settings.window_steps = o.window_steps;
     settings.summary_interval = o.summary_interval;
     host = std::make_unique<online::AnalysisHost>(

@@ -36,6 +36,8 @@ struct AnalysisOptions {
   bool log_lines = true;
   // The analysis's user-facing knobs (online/include/straggler_probe/online/config.h).
   double slowdown_threshold = 1.0;
+  double significance = 1e-3;        // NoiseConfig::alpha
+  double alarm_significance = 1e-5;  // NoiseConfig::alarm_alpha
   int window_steps = 20;
   int summary_interval = 50;
   FaultInjection fault = FaultInjection::kNone;

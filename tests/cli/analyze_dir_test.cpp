@@ -202,6 +202,17 @@ TEST_F(AnalyzeDir, ThresholdAndWindowAreTheLiveSettings) {
   const CliRun bad = run_cli("analyze-dir d --threshold 0.5", root_);
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("--threshold"), std::string::npos) << bad.err;
+
+  // The noise model's levels, as STRAGGLER_PROBE_SIGNIFICANCE / _ALARM_SIGNIFICANCE live: the
+  // report says what the analysis ran with; a level outside (0, 1) is refused, by name.
+  const CliRun levels = run_cli("analyze-dir d -q --significance 0.01 --alarm-significance 0.0001", root_);
+  ASSERT_EQ(levels.exit_code, 0) << levels.err;
+  const auto config = nlohmann::json::parse(slurp(root_ / "d" / "report" / "report.json"))["config"];
+  EXPECT_EQ(config["alpha"].get<double>(), 0.01);
+  EXPECT_EQ(config["alarm_alpha"].get<double>(), 0.0001);
+  const CliRun bad_level = run_cli("analyze-dir d --significance 1.5", root_);
+  EXPECT_EQ(bad_level.exit_code, 2);
+  EXPECT_NE(bad_level.err.find("--significance"), std::string::npos) << bad_level.err;
 }
 
 TEST_F(AnalyzeDir, StepsQuietAndOutSelectWhatIsAnalysedAndARerunReplacesTheJsonl) {

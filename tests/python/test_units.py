@@ -22,7 +22,10 @@ def test_defaults_and_env_and_kwargs():
                                         ("STRAGGLER_PROBE_MAX_LAG", "0"),
                                         ("STRAGGLER_PROBE_GC", "maybe"),
                                         ("STRAGGLER_PROBE_TRANSPORT", "mpi"),
-                                        ("STRAGGLER_PROBE_ANALYSIS_TIMEOUT", "nan")])
+                                        ("STRAGGLER_PROBE_ANALYSIS_TIMEOUT", "nan"),
+                                        ("STRAGGLER_PROBE_SIGNIFICANCE", "0"),
+                                        ("STRAGGLER_PROBE_SIGNIFICANCE", "1.5"),
+                                        ("STRAGGLER_PROBE_ALARM_SIGNIFICANCE", "nan")])
 def test_bad_env_value_is_one_clear_error(name, value):
     with pytest.raises(ConfigError) as err:
         load_config({}, environ={name: value})

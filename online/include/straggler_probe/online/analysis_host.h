@@ -21,12 +21,15 @@
 namespace sp::online {
 
 // The analysis's user-facing settings (docs/CONFIG.md: STRAGGLER_PROBE_SLOWDOWN_THRESHOLD,
-// _WINDOW_STEPS, _SUMMARY_INTERVAL, _LOG_LINES, _OUT_DIR; analyze-dir's options of the same names).
+// _SIGNIFICANCE, _ALARM_SIGNIFICANCE, _WINDOW_STEPS, _SUMMARY_INTERVAL, _LOG_LINES, _OUT_DIR;
+// analyze-dir's options of the same names).
 struct AnalysisSettings {
   int world_size = 1;
   std::string out_dir;            // JSONL and report; "" = no files
   bool print_steps = true;        // per-step lines and periodic summaries
   double slowdown_threshold = 1.0;  // CauseThresholds::none_below: a user override, 1.0 = off
+  double significance = 1e-3;       // NoiseConfig::alpha
+  double alarm_significance = 1e-5;  // NoiseConfig::alarm_alpha
   int window_steps = 20;
   int summary_interval = 50;
   bool replace_jsonl = false;     // analyze-dir: a rerun replaces the JSONL; a live run appends
