@@ -5,7 +5,8 @@
 //   corrected for: Bonferroni x2, Sidak over the units) at alarm_alpha; cleared when its mean
 //   over the short window is no longer one standard error above the null's mean. The two
 //   windows: the short one raises a strong straggler within a few steps, the long one a weak
-//   one that only many steps can tell from jitter.
+//   one that only many steps can tell from jitter. A rank is raised only while its mean score
+//   over the short window exceeds what jitter costs the step (noise_verdict.h: worker_p).
 // - A cause without one rank or stage (comm on a slow link, host delays everywhere): raised
 //   when the steps naming it over the long window are too many for chance, each step naming
 //   anything with probability <= alpha under the null (binomial test at alarm_alpha); cleared
@@ -45,6 +46,7 @@ class AlarmTracker {
     std::vector<int> column_rank;        // per dp rank: the rank this step's scores point at
     std::vector<int> rank_stage;
     double S = 1.0;
+    double jitter_S = 1.0;  // the null's mean S: what jitter alone costs the step
   };
   // The alarms this step raises or clears.
   std::vector<AlarmEvent> update(const StepInput& in);

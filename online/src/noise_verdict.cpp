@@ -71,6 +71,24 @@ double NoiseVerdict::unit_p(const UnitFamily& f, size_t u) const {
   return std::min(1.0, 2 * std::min(f.step_p(u), window));
 }
 
+// A dp rank as a worker straggler: significant, and costing more than jitter does. Why the
+// second: over many steps a rank a fraction of a percent behind its peers (a host whose speed
+// drifts by 1-2%) becomes significant, yet it costs the step less than the slowest of N ranks'
+// jitter already does (the null's mean S): fixing it recovers nothing. So each test counts only
+// when the rank's lateness exceeds that cost: this step's dp score for the step test, its mean
+// over the short window for the window test.
+double NoiseVerdict::worker_p(size_t d, double dp_S_now) const {
+  const double jitter_S = step_null_.mean_S();
+  const double recent_S = dp_.window_mean_S(d, cfg_.alarm_short_steps);
+  const double n = static_cast<double>(dp_.units());
+  const double step = std::max(dp_S_now, recent_S) > jitter_S ? dp_.step_p(d) : 1.0;
+  const double window = recent_S > jitter_S
+                            ? sidak(2 * std::min(dp_.window_p1(d, cfg_.alarm_short_steps),
+                                                 dp_.window_p1(d, cfg_.alarm_long_steps)), n)
+                            : 1.0;
+  return std::min(1.0, 2 * std::min(step, window));
+}
+
 // The rank of dp unit d to name: in a pipeline, the one in the stage whose own evidence is the
 // strongest (the stage family, over the long window: the slow rank's stage carries its
 // lateness, the column's other stages only wait for it), else the largest S_w this step.
@@ -97,7 +115,7 @@ void NoiseVerdict::name_persistent(const StepModel& m, size_t d, StepVerdict* v)
   v->cause = Cause::kWorker;
   v->worst = "rank:" + std::to_string(r);
   v->worst_S = v->worker_S[static_cast<size_t>(r)];
-  v->p = unit_p(dp_, d);
+  v->p = worker_p(d, v->dp_S[d]);
   v->evidence = "rank " + std::to_string(r) + " late over the recent steps: its dp rank's score " +
                 fixed(dp_.window_mean_S(d, cfg_.alarm_short_steps), 3) + " on average over the last " +
                 std::to_string(std::min<size_t>(dp_.observed_steps(), static_cast<size_t>(cfg_.alarm_short_steps))) +
@@ -122,7 +140,8 @@ double NoiseVerdict::cause_p(const StepModel& m, const SeqEvidence& seq, const S
   const double p_rank_step = dp >= 0 ? std::min(1.0, 2 * dp_.step_p(static_cast<size_t>(dp))) : 1.0;
   switch (v.cause) {
     case Cause::kNone: return 1.0;
-    case Cause::kWorker: return dp >= 0 ? unit_p(dp_, static_cast<size_t>(dp)) : 1.0;
+    case Cause::kWorker:
+      return dp >= 0 ? worker_p(static_cast<size_t>(dp), v.dp_S[static_cast<size_t>(dp)]) : 1.0;
     case Cause::kStageImbalance: return stage >= 0 ? unit_p(stages_, static_cast<size_t>(stage)) : 1.0;
     case Cause::kSeqImbalance: {
       // With lengths the correlation is the evidence. Without, r(forward, backward) also holds
@@ -165,7 +184,7 @@ void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, SlowdownAna
         best = d;
       }
     }
-    if (best_p < 2.0 && unit_p(dp_, best) < cfg_.alpha && dp_.step_z(best) > 0.0) {
+    if (best_p < 2.0 && worker_p(best, v->dp_S[best]) < cfg_.alpha && dp_.step_z(best) > 0.0) {
       name_persistent(m, best, v);
     } else {
       const std::string would = std::string(cause_name(v->cause)) + " " + v->worst;
@@ -198,6 +217,7 @@ void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, SlowdownAna
   for (int d = 0; d < m.dp_size; ++d) in.column_rank[static_cast<size_t>(d)] = column_rank(m, *v, d);
   in.rank_stage = m.rank_stage;
   in.S = v->S;
+  in.jitter_S = v->S_null;
   v->alarms = alarms_.update(in);
 }
 

@@ -48,6 +48,7 @@ class NoiseVerdict {
  private:
   void draw_null(const StepModel& model, SlowdownAnalysis* slowdown);
   double unit_p(const UnitFamily& family, size_t unit) const;
+  double worker_p(size_t dp_rank, double dp_S_now) const;
   double cause_p(const StepModel& model, const SeqEvidence& seq, const StepVerdict& v) const;
   int column_rank(const StepModel& model, const StepVerdict& v, int dp_rank) const;
   void name_persistent(const StepModel& model, size_t dp_rank, StepVerdict* v) const;

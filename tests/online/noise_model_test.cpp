@@ -73,9 +73,13 @@ TEST(NoiseModel, ASlowRankIsNamedAndItsAlarmRaised) {
     double named_share;  // issue 10: a 10% slow rank named on >= 95% of steps
     int alarm_within;    // ... and alarmed within 10 steps; a 5% one within 30
   };
+  // At 3% per-op jitter (bench/detection's fault scenarios). At 5% on 64 ranks the slowest
+  // rank's jitter alone costs the step about 10%, as much as the straggler: a rank is named only
+  // when it costs more than jitter does (noise_verdict.cpp, worker_p), which
+  // ABarelySlowRankIsNotNamedWhenJitterCostsMore shows.
   for (const Case& c : {Case{4, 200, 1.10, 0.95, 10}, Case{64, 200, 1.10, 0.95, 10}, Case{4, 200, 1.05, 0.0, 30},
                         Case{64, 200, 1.05, 0.0, 30}}) {
-    SyntheticJob j = job(c.dp, 1, 0.05, 11);
+    SyntheticJob j = job(c.dp, 1, 0.03, 11);
     j.rank_speed.assign(static_cast<size_t>(c.dp), 1.0);
     j.rank_speed[1] = c.slow;
     const Outcome o = judge(testing::run_synthetic(j, c.steps));
@@ -85,6 +89,27 @@ TEST(NoiseModel, ASlowRankIsNamedAndItsAlarmRaised) {
     EXPECT_LE(o.raised_at, c.alarm_within);
     EXPECT_EQ(o.cleared_at, -1);  // it stays slow: the alarm stays raised
     EXPECT_EQ(o.alarms, 1);
+  }
+}
+
+// A rank significantly but slightly slower than its peers, by less than what jitter costs the
+// step (64 ranks at 5% per-op jitter: the slowest rank's jitter costs ~10%; rank 1 is 3% slow):
+// significant over the window, yet fixing it would recover nothing, so it is not named and no
+// alarm is raised. At 1% jitter the same 3% is more than jitter costs: named, alarmed.
+TEST(NoiseModel, ABarelySlowRankIsNotNamedWhenJitterCostsMore) {
+  for (const double jitter : {0.05, 0.01}) {
+    SyntheticJob j = job(64, 1, jitter, 13);
+    j.rank_speed.assign(64, 1.0);
+    j.rank_speed[1] = 1.03;
+    const Outcome o = judge(testing::run_synthetic(j, 120));
+    SCOPED_TRACE("jitter " + std::to_string(jitter));
+    if (jitter > 0.03) {
+      EXPECT_LE(o.named, 120 / 100);
+      EXPECT_EQ(o.alarms, 0);
+    } else {
+      EXPECT_GE(o.named_rank, 100);
+      EXPECT_EQ(o.alarms, 1);
+    }
   }
 }
 
