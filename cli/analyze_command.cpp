@@ -19,6 +19,7 @@
 #include "exit_codes.h"
 #include "output_dir.h"
 #include "parquet_bridge.h"
+#include "process_memory.h"
 #include "step_selection.h"
 #include "straggler_probe/whatif/analysis.h"
 #include "straggler_probe/whatif/report_summary.h"
@@ -99,6 +100,8 @@ int run_analyze(const AnalyzeArgs& args) {
     throw BadInput("--threshold: must be a positive number, got " + std::to_string(args.threshold));
   }
   check_output_dir(args.out);
+  std::error_code size_unknown;
+  if (const auto bytes = fs::file_size(args.trace, size_unknown); !size_unknown) reserve_heap_for_trace(bytes);
   const JobMeta meta = load_meta(args.meta);
   const TraceTable trace = load_trace(args.trace, meta);
   AnalyzeOptions options;
