@@ -165,7 +165,15 @@ std::vector<std::string_view> split_at_lines(std::string_view rows, size_t parts
 
 // Lines in a piece of whole lines (the last one may lack its '\n').
 size_t count_lines(std::string_view piece) {
-  const auto newlines = static_cast<size_t>(std::count(piece.begin(), piece.end(), '\n'));
+  // Blocks with a 32-bit count, which GCC vectorises (std::count is not: 3x slower on SE).
+  size_t newlines = 0;
+  for (size_t at = 0; at < piece.size();) {
+    const size_t block = std::min<size_t>(piece.size() - at, size_t{1} << 16);
+    uint32_t in_block = 0;
+    for (size_t i = 0; i < block; ++i) in_block += piece[at + i] == '\n';
+    newlines += in_block;
+    at += block;
+  }
   return newlines + (!piece.empty() && piece.back() != '\n' ? 1 : 0);
 }
 
