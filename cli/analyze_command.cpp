@@ -19,6 +19,7 @@
 #include "exit_codes.h"
 #include "output_dir.h"
 #include "parquet_bridge.h"
+#include "process_memory.h"
 #include "step_selection.h"
 #include "straggler_probe/whatif/analysis.h"
 #include "straggler_probe/whatif/report_summary.h"
@@ -41,16 +42,16 @@ TraceTable load_trace(const std::string& path, const JobMeta& meta) {
 }
 
 // --steps against the trace's steps (nullopt: all).
-std::optional<std::vector<int64_t>> select_steps(const AnalyzeArgs& args, const TraceTable& trace) {
+std::optional<std::vector<int64_t>> select_steps(const AnalyzeArgs& args, const std::set<int64_t>& in_trace) {
   if (args.steps.empty()) return std::nullopt;
-  return pick_steps("--steps", args.steps, std::set<int64_t>(trace.step.begin(), trace.step.end()));
+  return pick_steps("--steps", args.steps, in_trace);
 }
 
 // The steps the analysis will report: the selected ones (already those in the trace), else all.
-std::vector<int64_t> analysed_steps(const std::optional<std::vector<int64_t>>& selected, const TraceTable& trace) {
+std::vector<int64_t> analysed_steps(const std::optional<std::vector<int64_t>>& selected,
+                                    const std::set<int64_t>& in_trace) {
   if (selected) return *selected;
-  const std::set<int64_t> all(trace.step.begin(), trace.step.end());
-  return {all.begin(), all.end()};
+  return {in_trace.begin(), in_trace.end()};
 }
 
 // --timeline-steps against the analysed steps; nullopt when not given (the default then
@@ -99,13 +100,16 @@ int run_analyze(const AnalyzeArgs& args) {
     throw BadInput("--threshold: must be a positive number, got " + std::to_string(args.threshold));
   }
   check_output_dir(args.out);
+  std::error_code size_unknown;
+  if (const auto bytes = fs::file_size(args.trace, size_unknown); !size_unknown) reserve_heap_for_trace(bytes);
   const JobMeta meta = load_meta(args.meta);
   const TraceTable trace = load_trace(args.trace, meta);
   AnalyzeOptions options;
-  options.steps = select_steps(args, trace);
+  const std::set<int64_t> steps_in_trace = distinct_steps(trace);
+  options.steps = select_steps(args, steps_in_trace);
   options.decompose_threshold = args.threshold;
   const std::optional<std::vector<int64_t>> chosen_timeline_steps =
-      select_timeline_steps(args, analysed_steps(options.steps, trace));
+      select_timeline_steps(args, analysed_steps(options.steps, steps_in_trace));
 
   Analysis analysis(trace, meta, options);
   const AnalysisResult& r = analysis.result();

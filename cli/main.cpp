@@ -2,10 +2,6 @@
 //
 // Exit codes (exit_codes.h): 0 success, 2 bad input (one line on stderr naming the file, line,
 // column and problem), 1 anything else. No stack traces: every exception ends here.
-#if __has_include(<malloc.h>)
-#include <malloc.h>
-#endif
-
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -18,6 +14,7 @@
 #include "analyze_dir_command.h"
 #include "exit_codes.h"
 #include "lib_path.h"
+#include "process_memory.h"
 #include "straggler_probe/whatif/lane_model.h"
 #include "straggler_probe/whatif/op_graph.h"
 #include "straggler_probe/whatif/trace_table.h"
@@ -28,17 +25,6 @@ int fail(int code, const std::string& message) {
   std::fflush(stdout);
   std::fprintf(stderr, "straggler-probe: error: %s\n", message.c_str());
   return code;
-}
-
-// A short batch process that allocates and frees large buffers phase after phase (inflated
-// text, trace table, replays, timeline layout): keeping freed memory for reuse, rather than
-// handing it back to the kernel and faulting it in again, saves 10-20% of analyze's time on
-// SE and 40% of its system time at 4096 GPUs, for 3% more peak memory (bench/README.md).
-void keep_freed_memory() {
-#if defined(M_MMAP_THRESHOLD) && defined(M_TRIM_THRESHOLD)  // glibc
-  mallopt(M_MMAP_THRESHOLD, 256 << 20);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
-#endif
 }
 
 // Warnings read like the errors: "straggler-probe: warning: ...", on stderr.

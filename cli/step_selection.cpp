@@ -57,6 +57,14 @@ std::vector<int64_t> parse_step_selection(const std::vector<std::string>& tokens
   return steps;
 }
 
+std::set<int64_t> distinct_steps(const whatif::TraceTable& trace) {
+  std::set<int64_t> steps;
+  for (size_t i = 0; i < trace.step.size(); ++i) {
+    if (i == 0 || trace.step[i] != trace.step[i - 1]) steps.insert(trace.step[i]);  // once per run of a step
+  }
+  return steps;
+}
+
 std::vector<int64_t> pick_steps(const std::string& option, const std::vector<std::string>& tokens,
                                 const std::set<int64_t>& available) {
   const std::vector<int64_t> wanted = parse_step_selection(tokens, option);
@@ -76,8 +84,13 @@ std::vector<int64_t> default_timeline_steps(const whatif::TraceTable& trace, con
                                             size_t budget, const std::vector<int64_t>& preference) {
   std::map<int64_t, size_t> rows;
   for (const int64_t s : analysed) rows[s] = 0;
-  for (const int64_t s : trace.step) {
-    if (const auto it = rows.find(s); it != rows.end()) ++it->second;
+  // Rows come in runs of one step: look a step up once per run, not once per row.
+  for (size_t i = 0; i < trace.step.size();) {
+    const int64_t s = trace.step[i];
+    size_t run = 1;
+    while (i + run < trace.step.size() && trace.step[i + run] == s) ++run;
+    if (const auto it = rows.find(s); it != rows.end()) it->second += run;
+    i += run;
   }
   const std::vector<int64_t>& order = preference.empty() ? analysed : preference;
   std::vector<int64_t> kept;

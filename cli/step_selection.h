@@ -16,6 +16,9 @@ namespace sp::cli {
 std::vector<int64_t> parse_step_selection(const std::vector<std::string>& tokens,
                                           const std::string& option = "--steps");
 
+// The steps the trace has rows of.
+std::set<int64_t> distinct_steps(const whatif::TraceTable& trace);
+
 // The selected steps that are `available`, in order. Selected steps that are not available
 // are reported as a warning (never silently dropped); none available is BadInput. `option`
 // names the option in messages.

@@ -48,22 +48,45 @@ std::optional<Finding> first_duplicate_by_sort(const TraceTable& t, std::vector<
   return duplicate_finding(t, *best_row, best_first);
 }
 
-std::optional<Finding> first_duplicate(const TraceTable& t) {
-  // Real traces have small ranks, steps and sequence numbers: a packed 64-bit key sorts several
-  // times faster than a tuple. Anything larger falls back to the general key.
-  bool packable = t.size() <= UINT32_MAX;
-  for (size_t i = 0; i < t.size() && packable; ++i) {
-    packable = t.rank[i] < (1 << 20) && t.step[i] < (int64_t{1} << 24) && t.seq_id[i] < (1 << 16);
+// Real traces have small ranks, steps and sequence numbers: the four fields then pack into one
+// 64-bit key.
+bool packable(const TraceTable& t) {
+  bool ok = t.size() < UINT32_MAX;
+  for (size_t i = 0; i < t.size() && ok; ++i) {
+    ok = t.rank[i] < (1 << 20) && t.step[i] < (int64_t{1} << 24) && t.seq_id[i] < (1 << 16);
   }
-  if (packable) {
-    std::vector<std::pair<uint64_t, uint32_t>> keys(t.size());
-    for (size_t i = 0; i < t.size(); ++i) {
-      const uint64_t key = uint64_t(uint32_t(t.rank[i])) << 44 | uint64_t(t.step[i]) << 20 |
-                           uint64_t(static_cast<uint8_t>(t.optype[i])) << 16 | uint64_t(uint32_t(t.seq_id[i]));
-      keys[i] = {key, static_cast<uint32_t>(i)};
+  return ok;
+}
+
+uint64_t packed_key(const TraceTable& t, size_t i) {
+  return uint64_t(uint32_t(t.rank[i])) << 44 | uint64_t(t.step[i]) << 20 |
+         uint64_t(static_cast<uint8_t>(t.optype[i])) << 16 | uint64_t(uint32_t(t.seq_id[i]));
+}
+
+// One pass in row order over an open-addressing table of packed keys (several times faster
+// than sorting them): the first repeat met is the duplicate on the earliest line, and the
+// table holds its key's first row.
+std::optional<Finding> first_duplicate_packed(const TraceTable& t) {
+  size_t capacity = 16;
+  int bits = 4;
+  for (; capacity < 2 * t.size(); capacity <<= 1) ++bits;
+  std::vector<uint64_t> keys(capacity);
+  std::vector<uint32_t> row_plus_one(capacity, 0);  // 0: empty slot
+  for (size_t i = 0; i < t.size(); ++i) {
+    const uint64_t key = packed_key(t, i);
+    size_t slot = (key * 0x9E3779B97F4A7C15ull) >> (64 - bits);  // Fibonacci hashing: the top bits
+    for (; row_plus_one[slot] != 0; slot = (slot + 1) & (capacity - 1)) {
+      if (keys[slot] == key) return duplicate_finding(t, i, row_plus_one[slot] - 1);
     }
-    return first_duplicate_by_sort(t, keys);
+    keys[slot] = key;
+    row_plus_one[slot] = static_cast<uint32_t>(i + 1);
   }
+  return std::nullopt;
+}
+
+std::optional<Finding> first_duplicate(const TraceTable& t) {
+  if (packable(t)) return first_duplicate_packed(t);
+  // Anything larger: sort the general keys.
   using Wide = std::tuple<int32_t, int64_t, uint8_t, int32_t>;
   std::vector<std::pair<Wide, uint32_t>> keys(t.size());
   for (size_t i = 0; i < t.size(); ++i) {

@@ -55,7 +55,18 @@ class JsonOut {
     std::memcpy(p_, s.data(), s.size());
     p_ += s.size();
   }
-  void integer(int64_t v) { p_ = std::to_chars(p_, p_ + 24, v).ptr; }
+  void integer(int64_t v) {
+    // Most numbers written are ids and counts of one or two digits (pid, tid, step, seq, mb).
+    if (static_cast<uint64_t>(v) < 10) {
+      *p_++ = static_cast<char>('0' + v);
+    } else if (static_cast<uint64_t>(v) < 100) {
+      p_[0] = static_cast<char>('0' + v / 10);
+      p_[1] = static_cast<char>('0' + v % 10);
+      p_ += 2;
+    } else {
+      p_ = std::to_chars(p_, p_ + 24, v).ptr;
+    }
+  }
   // Nanoseconds as microseconds with three decimals, exactly.
   void micros(int64_t ns) {
     if (ns < 0) {

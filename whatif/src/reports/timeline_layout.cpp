@@ -53,8 +53,11 @@ std::map<int64_t, StepWindow> step_windows(const TimelineInput& in, const TimeSo
   const TraceTable& t = *in.trace;
   std::map<int64_t, StepWindow> windows;  // ordered: the layout follows step order
   for (const int64_t s : in.steps) windows[s];
+  auto it = windows.end();
   for (size_t i = 0; i < t.size(); ++i) {
-    auto it = in.steps.empty() ? windows.try_emplace(t.step[i]).first : windows.find(t.step[i]);
+    if (i == 0 || t.step[i] != t.step[i - 1]) {  // rows come in runs of a step: one lookup per run
+      it = in.steps.empty() ? windows.try_emplace(t.step[i]).first : windows.find(t.step[i]);
+    }
     if (it == windows.end()) continue;
     for (int copy = 0; copy < 2; ++copy) {
       if (!times.present(copy, i)) continue;
