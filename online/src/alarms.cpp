@@ -129,7 +129,10 @@ void AlarmTracker::unit_alarms(const StepInput& in, const UnitFamily& family,
       continue;
     }
     if (p >= cfg_.alarm_alpha) continue;
-    if (columns && family.window_mean_S(u, cfg_.alarm_short_steps) <= in.jitter_S) continue;
+    if (columns && (family.window_mean_S(u, cfg_.alarm_short_steps) <= in.jitter_S ||
+                    family.window_median_z(u, cfg_.alarm_short_steps) <= 0)) {
+      continue;
+    }
     // A stage with a rank in alarm is slow because of that rank (ranks are judged against
     // their own stage's peers, so a stage that is heavier as a whole raises no rank alarm).
     if (prefix == "stage:" && (stage_has_rank_alarm(in, static_cast<int>(u)) || dp_rank_shows(in))) continue;

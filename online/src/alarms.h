@@ -6,7 +6,8 @@
 //   over the short window is no longer one standard error above the null's mean. The two
 //   windows: the short one raises a strong straggler within a few steps, the long one a weak
 //   one that only many steps can tell from jitter. A rank is raised only while its mean score
-//   over the short window exceeds what jitter costs the step (noise_verdict.h: worker_p).
+//   over the short window exceeds what jitter costs the step and it is late on most of those
+//   steps (noise_verdict.cpp: worker_p).
 // - A cause without one rank or stage (comm on a slow link, host delays everywhere): raised
 //   when the steps naming it over the long window are too many for chance, each step naming
 //   anything with probability <= alpha under the null (binomial test at alarm_alpha); cleared

@@ -76,13 +76,16 @@ double NoiseVerdict::unit_p(const UnitFamily& f, size_t u) const {
 // drifts by 1-2%) becomes significant, yet it costs the step less than the slowest of N ranks'
 // jitter already does (the null's mean S): fixing it recovers nothing. So each test counts only
 // when the rank's lateness exceeds that cost: this step's dp score for the step test, its mean
-// over the short window for the window test.
+// over the short window for the window test. The window test also needs the rank late on most
+// of the short window's steps (its median standard score > 0): a rank with a gc pause or a slow
+// step one step in four has a high window mean, yet its other steps are its peers' (the step
+// test names its slow ones).
 double NoiseVerdict::worker_p(size_t d, double dp_S_now) const {
   const double jitter_S = step_null_.mean_S();
   const double recent_S = dp_.window_mean_S(d, cfg_.alarm_short_steps);
   const double n = static_cast<double>(dp_.units());
   const double step = std::max(dp_S_now, recent_S) > jitter_S ? dp_.step_p(d) : 1.0;
-  const double window = recent_S > jitter_S
+  const double window = recent_S > jitter_S && dp_.window_median_z(d, cfg_.alarm_short_steps) > 0
                             ? sidak(2 * std::min(dp_.window_p1(d, cfg_.alarm_short_steps),
                                                  dp_.window_p1(d, cfg_.alarm_long_steps)), n)
                             : 1.0;

@@ -216,6 +216,20 @@ double UnitFamily::window_p1(size_t u, int k) const {
   return normal_upper(sum / static_cast<double>(steps) / std::sqrt(var));
 }
 
+double UnitFamily::window_median_z(size_t u, int k) const {
+  if (summary_.n == 0 || history_.empty() || u >= history_.back().size() || u >= offset_.size() ||
+      widening_ <= 0) {
+    return 0;
+  }
+  const size_t steps = std::min(history_.size(), static_cast<size_t>(std::max(1, k)));
+  std::vector<double> z;
+  z.reserve(steps);
+  for (size_t i = history_.size() - steps; i < history_.size(); ++i) {
+    z.push_back(static_cast<double>(history_[i][u]) - offset_[u] - summary_.mean);
+  }
+  return median_of(&z) / (std::max(summary_.sd, floor_) * widening_);
+}
+
 double UnitFamily::window_mean_S(size_t u, int k) const {
   if (raw_history_.empty() || u >= raw_history_.back().size()) return 1;
   const size_t steps = std::min(raw_history_.size(), static_cast<size_t>(std::max(1, k)));

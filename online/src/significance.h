@@ -86,6 +86,9 @@ class UnitFamily {
   // one step far out (a gc pause) is the step test's business and must not make a rank look
   // persistently slow for the next k steps; a persistently slow rank is out on every step.
   double window_p1(size_t u, int k) const;
+  // Median over its last k steps of unit u's standard score against the null (> 0: late on
+  // most of them; a rank slow on one step in four, a gc pause, is not).
+  double window_median_z(size_t u, int k) const;
   // Mean observed score (as S, not log) of unit u over its last k steps.
   double window_mean_S(size_t u, int k) const;
   size_t observed_steps() const { return history_.size(); }
