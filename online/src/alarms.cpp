@@ -133,6 +133,7 @@ void AlarmTracker::unit_alarms(const StepInput& in, const UnitFamily& family,
                     family.window_median_z(u, cfg_.alarm_short_steps) <= 0)) {
       continue;
     }
+    if (!named_on_most_recent(u, columns)) continue;
     // A stage with a rank in alarm is slow because of that rank (ranks are judged against
     // their own stage's peers, so a stage that is heavier as a whole raises no rank alarm).
     if (prefix == "stage:" && (stage_has_rank_alarm(in, static_cast<int>(u)) || dp_rank_shows(in))) continue;
@@ -170,8 +171,24 @@ void AlarmTracker::cause_alarms(const StepInput& in, std::vector<AlarmEvent>* ou
   }
 }
 
+bool AlarmTracker::named_on_most_recent(size_t unit, bool columns) const {
+  const size_t window = std::min(named_.size(), static_cast<size_t>(std::max(1, cfg_.alarm_short_steps)));
+  size_t count = 0;
+  for (size_t i = named_.size() - window; i < named_.size(); ++i) {
+    count += static_cast<size_t>(columns ? named_[i].dp : named_[i].stage) == unit;
+  }
+  return 2 * count > window;
+}
+
 std::vector<AlarmEvent> AlarmTracker::update(const StepInput& in) {
-  named_.push_back({in.step, in.cause, in.target, in.S});
+  Named named{in.step, in.cause, in.target, in.S};
+  if (in.cause != Cause::kNone && in.target.rfind("rank:", 0) == 0) {
+    const auto r = static_cast<size_t>(std::atoi(in.target.c_str() + 5));
+    if (r < in.rank_dp.size()) named.dp = in.rank_dp[r];
+  } else if (in.cause != Cause::kNone && in.target.rfind("stage:", 0) == 0) {
+    named.stage = std::atoi(in.target.c_str() + 6);
+  }
+  named_.push_back(std::move(named));
   while (static_cast<int>(named_.size()) > std::max(1, cfg_.alarm_long_steps)) named_.pop_front();
   std::vector<AlarmEvent> out;
   if (in.dp) unit_alarms(in, *in.dp, "rank:", &out);

@@ -7,7 +7,10 @@
 //   windows: the short one raises a strong straggler within a few steps, the long one a weak
 //   one that only many steps can tell from jitter. A rank is raised only while its mean score
 //   over the short window exceeds what jitter costs the step and it is late on most of those
-//   steps (noise_verdict.cpp: worker_p).
+//   steps (noise_verdict.cpp: worker_p). And a rank or stage alarm needs the steps' verdicts to
+//   have named it (a rank of its dp column, or the stage) on most of the short window: an alarm
+//   says "27 of the last 30 steps"; one whose steps named someone else, or nobody, says nothing
+//   true (long-tailed sequence lengths make a different rank the heaviest on every step).
 // - A cause without one rank or stage (comm on a slow link, host delays everywhere): raised
 //   when the steps naming it over the long window are too many for chance, each step naming
 //   anything with probability <= alpha under the null (binomial test at alarm_alpha); cleared
@@ -46,6 +49,7 @@ class AlarmTracker {
     const UnitFamily* stages = nullptr;  // nullptr without a pipeline
     std::vector<int> column_rank;        // per dp rank: the rank this step's scores point at
     std::vector<int> rank_stage;
+    std::vector<int> rank_dp;
     double S = 1.0;
     double jitter_S = 1.0;  // the null's mean S: what jitter alone costs the step
   };
@@ -62,7 +66,9 @@ class AlarmTracker {
     Cause cause;
     std::string target;
     double S;
+    int dp = -1, stage = -1;  // the unit the target is in (its rank's dp rank, or the stage)
   };
+  bool named_on_most_recent(size_t unit, bool columns) const;
   struct Active {
     size_t record;  // index into records_ (adjusted when old records are dropped)
   };

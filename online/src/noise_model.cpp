@@ -133,14 +133,20 @@ void NoiseWindow::residuals(const std::vector<NoiseSample>& samples, const Total
     // A rank without earlier steps (the job's first step) has no baseline: its value is taken
     // against its peers alone, which is all the first step can tell.
     double e = x.value;
+    bool has_baseline = false;
     auto kt = totals.find(x.key);
     if (kt != totals.end()) {
       auto rt = kt->second.find(x.rank);
       if (rt != kt->second.end() && rt->second.second >= 1) {
         const double n_prev = rt->second.second;
         e = (x.value - rt->second.first / n_prev) / std::sqrt(1.0 + 1.0 / n_prev);
+        has_baseline = true;
       }
     }
+    // A transfer has no peer reference either: without a baseline its value is no residual at
+    // all (raw log durations of different transfers under one key made the first step's null
+    // of a pipeline 39% slow, and the pools drawn from it kept that for a window).
+    if (x.shared && !has_baseline) continue;
     // A transfer's time is its group's (every member ends together): what varies is the
     // group's from step to step, which the peers share, so it has no peer reference; the
     // ideal does not follow the step's level for transfers either.

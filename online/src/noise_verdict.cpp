@@ -76,18 +76,18 @@ double NoiseVerdict::unit_p(const UnitFamily& f, size_t u) const {
 // drifts by 1-2%) becomes significant, yet it costs the step less than the slowest of N ranks'
 // jitter already does (the null's mean S): fixing it recovers nothing. So each test counts only
 // when the rank's lateness exceeds that cost: this step's dp score for the step test, its mean
-// over the short window for the window test. The window test also needs the rank late on most
-// of the short window's steps (its median standard score > 0): a rank with a gc pause or a slow
-// step one step in four has a high window mean, yet its other steps are its peers' (the step
-// test names its slow ones).
+// over the short window for the window test. The window test also needs the rank's median
+// over the window to be significant, not only its mean: a rank with a gc pause or a slow step
+// one step in four, or the longest sequences on a few steps, has a high window mean, yet its
+// typical step is its peers' (the step test names its slow ones).
 double NoiseVerdict::worker_p(size_t d, double dp_S_now) const {
   const double jitter_S = step_null_.mean_S();
   const double recent_S = dp_.window_mean_S(d, cfg_.alarm_short_steps);
   const double n = static_cast<double>(dp_.units());
   const double step = std::max(dp_S_now, recent_S) > jitter_S ? dp_.step_p(d) : 1.0;
-  const double window = recent_S > jitter_S && dp_.window_median_z(d, cfg_.alarm_short_steps) > 0
-                            ? sidak(2 * std::min(dp_.window_p1(d, cfg_.alarm_short_steps),
-                                                 dp_.window_p1(d, cfg_.alarm_long_steps)), n)
+  auto both = [&](int k) { return std::max(dp_.window_p1(d, k), dp_.window_median_p1(d, k)); };
+  const double window = recent_S > jitter_S
+                            ? sidak(2 * std::min(both(cfg_.alarm_short_steps), both(cfg_.alarm_long_steps)), n)
                             : 1.0;
   return std::min(1.0, 2 * std::min(step, window));
 }
@@ -187,7 +187,10 @@ void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, SlowdownAna
         best = d;
       }
     }
-    if (best_p < 2.0 && worker_p(best, v->dp_S[best]) < cfg_.alpha && dp_.step_z(best) > 0.0) {
+    // Only over the rules' own worker lead: when they found the slowest rank scattering from
+    // step to step (seq-imbalance) they already weighed persistence.
+    if (v->cause == Cause::kWorker && best_p < 2.0 && worker_p(best, v->dp_S[best]) < cfg_.alpha &&
+        dp_.step_z(best) > 0.0) {
       name_persistent(m, best, v);
     } else {
       const std::string would = std::string(cause_name(v->cause)) + " " + v->worst;
@@ -219,6 +222,7 @@ void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, SlowdownAna
   in.column_rank.resize(static_cast<size_t>(m.dp_size));
   for (int d = 0; d < m.dp_size; ++d) in.column_rank[static_cast<size_t>(d)] = column_rank(m, *v, d);
   in.rank_stage = m.rank_stage;
+  in.rank_dp = m.rank_dp;
   in.S = v->S;
   in.jitter_S = v->S_null;
   v->alarms = alarms_.update(in);

@@ -230,6 +230,12 @@ double UnitFamily::window_median_z(size_t u, int k) const {
   return median_of(&z) / (std::max(summary_.sd, floor_) * widening_);
 }
 
+double UnitFamily::window_median_p1(size_t u, int k) const {
+  const size_t steps = std::min(history_.size(), static_cast<size_t>(std::max(1, k)));
+  if (steps == 0) return 1;
+  return normal_upper(window_median_z(u, k) * std::sqrt(static_cast<double>(steps)) / 1.2533);
+}
+
 double UnitFamily::window_mean_S(size_t u, int k) const {
   if (raw_history_.empty() || u >= raw_history_.back().size()) return 1;
   const size_t steps = std::min(raw_history_.size(), static_cast<size_t>(std::max(1, k)));

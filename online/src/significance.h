@@ -89,6 +89,10 @@ class UnitFamily {
   // Median over its last k steps of unit u's standard score against the null (> 0: late on
   // most of them; a rank slow on one step in four, a gc pause, is not).
   double window_median_z(size_t u, int k) const;
+  // P(median of k null scores >= unit u's median over its last k steps): the median of k
+  // standard normals has sd 1.2533 / sqrt(k). Robust where the mean is not: a few steps far out
+  // (long-tailed work) lift a mean, not a median. One unit, uncorrected.
+  double window_median_p1(size_t u, int k) const;
   // Mean observed score (as S, not log) of unit u over its last k steps.
   double window_mean_S(size_t u, int k) const;
   size_t observed_steps() const { return history_.size(); }

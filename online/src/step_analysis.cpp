@@ -63,8 +63,9 @@ StepAnalysis::Outcome StepAnalysis::analyze(int64_t step,
                         cfg_.timeline_steps > 0, &metrics_);
       out.verdict = verdict(step, *model);
       classify_step(*model, &out.verdict);
+      const int rules_worst = named_rank(out.verdict);
       if (cfg_.noise.enabled) noise_.judge(*model, seq_.evidence(), &slowdown_, &out.verdict);
-      remember_worst(out.verdict);
+      remember_worst(rules_worst);
       if (cfg_.timeline_steps > 0) record_timeline(step, *model);
       ++stats->steps_analyzed;
     } catch (const whatif::GraphError& e) {
@@ -114,11 +115,15 @@ StepVerdict StepAnalysis::verdict(int64_t step, const StepModel& model) const {
   return v;
 }
 
-// The named rank of each analysed step (the verdict's, after the noise model), for the worker
-// vs scatter distinction of the next steps.
-void StepAnalysis::remember_worst(const StepVerdict& v) {
-  int rank = -1;
-  if (v.cause != Cause::kNone && v.worst.rfind("rank:", 0) == 0) rank = std::atoi(v.worst.c_str() + 5);
+// The rank the cause rules named (before the noise model: scatter vs persistence is about where
+// the slowest rank is from step to step, whether or not a step is significant; a job whose
+// steps are all within the noise would otherwise never have a history to tell them by).
+int StepAnalysis::named_rank(const StepVerdict& v) {
+  if (v.cause != Cause::kNone && v.worst.rfind("rank:", 0) == 0) return std::atoi(v.worst.c_str() + 5);
+  return -1;
+}
+
+void StepAnalysis::remember_worst(int rank) {
   worst_history_.push_back(rank);
   while (static_cast<int>(worst_history_.size()) > std::max(1, cfg_.ideal.window_steps)) worst_history_.pop_front();
 }

@@ -40,7 +40,8 @@ class StepAnalysis {
  private:
   StepVerdict verdict(int64_t step, const StepModel& model) const;
   void classify_step(const StepModel& model, StepVerdict* v);
-  void remember_worst(const StepVerdict& v);
+  static int named_rank(const StepVerdict& v);
+  void remember_worst(int rank);
   void record_timeline(int64_t step, const StepModel& model);
 
   const OnlineConfig& cfg_;

@@ -138,9 +138,11 @@ TEST(OnlineOutput, LinesSummaryJsonlAndReport) {
     }
     EXPECT_EQ(j.at("event"), "step");
     EXPECT_EQ(j.at("step").get<int>(), rows);
-    // The slow rank, named on every step but the first: with two dp ranks per stage, one step
-    // alone cannot tell a slow peer from jitter (each is the other's only reference).
-    if (rows > 0) {
+    // The slow rank, named on every step but the first two: the first has no dispersion of the
+    // job's own to calibrate the null to, and with two dp ranks per stage (each the other's only
+    // reference) the second alone is not significant either; the window's median test says it
+    // from the third.
+    if (rows > 1) {
       EXPECT_LT(j.at("p").get<double>(), 1e-3) << row;
     }
     EXPECT_GE(j.at("jitter").get<double>(), 0.0);
