@@ -159,11 +159,15 @@ void AlarmTracker::cause_alarms(const StepInput& in, std::vector<AlarmEvent>* ou
       const AlarmEvent& e = records_[a - dropped_].raised;
       return e.target.empty() && e.cause == c;
     });
+    const double p = binomial_upper(in_long, static_cast<int>(named_.size()), cfg_.alpha);
+    // Hysteresis: raised at alarm_alpha while recent steps name it; cleared once the short
+    // window names it no more and the long window's count is no longer significant at alpha
+    // (a cause named one step in four would otherwise clear and raise again every few steps).
     if (it != active_.end()) {
-      if (in_short == 0) clear(*it, evidence("", c, in.step, in.S, 1.0), out);
+      if (in_short == 0 && p >= cfg_.alpha) clear(*it, evidence("", c, in.step, in.S, 1.0), out);
       continue;
     }
-    const double p = binomial_upper(in_long, static_cast<int>(named_.size()), cfg_.alpha);
+    if (in_short == 0) continue;
     // Not when a rank or stage already alarms for this cause: the same thing, said once.
     bool covered = false;
     for (size_t a : active_) covered = covered || records_[a - dropped_].raised.cause == c;

@@ -13,8 +13,9 @@
 //   true (long-tailed sequence lengths make a different rank the heaviest on every step).
 // - A cause without one rank or stage (comm on a slow link, host delays everywhere): raised
 //   when the steps naming it over the long window are too many for chance, each step naming
-//   anything with probability <= alpha under the null (binomial test at alarm_alpha); cleared
-//   when no step of the short window names it.
+//   anything with probability <= alpha under the null (binomial test at alarm_alpha), and a step
+//   of the short window names it; cleared when no step of the short window names it and the
+//   long window's count is no longer significant at alpha.
 // Bounded: the list keeps the last kMaxRecords alarms.
 #pragma once
 

@@ -170,7 +170,6 @@ void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, SlowdownAna
   v->null_ready = true;
   v->S_null = step_null_.mean_S();
   v->jitter = std::max(0.0, std::min(v->S, v->S_null) - 1.0);
-  step_null_.add_observed(v->S);
   v->p_S = step_null_.p(v->S);
 
   const double p = cause_p(m, seq, *v);
@@ -213,6 +212,9 @@ void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, SlowdownAna
     }
     v->evidence += "; p=" + p_text(p);
   }
+  // The S null is calibrated to the steps the verdicts leave unexplained: a gc pause one step in
+  // four, once named, must not widen the band the next pause is tested against.
+  if (v->cause == Cause::kNone) step_null_.add_observed(v->S);
   AlarmTracker::StepInput in;
   in.step = v->step;
   in.cause = v->cause;

@@ -127,7 +127,8 @@ class StepNull {
   StepNull(int pool_steps, int calibration_steps)
       : pool_steps_(pool_steps), calibration_steps_(calibration_steps) {}
   void add_null(double S);
-  // This step's observed S (before p(), so that a step counts in its own calibration).
+  // An analysed step's observed S that no verdict explained (the noise_verdict adds it after
+  // judging the step): what the calibration measures the job's own dispersion from.
   void add_observed(double S);
   void set_floor(double f) { floor_ = f; }
   double p(double S) const;           // P(null S >= S)
