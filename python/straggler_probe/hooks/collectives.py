@@ -5,7 +5,8 @@ that torch's own identity checks (P2POp, batch_isend_irecv) see the same objects
 A thread-local depth keeps calls torch makes internally (all_gather_object -> all_gather) from
 being counted twice. Times are host times around the call; for async calls the end is when the
 work completes (its future, or wait() where gloo has no future for p2p). A receive without a
-future is recorded from the start of the wait that ended it, not from its issue: see WorkProxy.
+future is recorded from the end of the compute that ran between its issue and the wait that
+ended it (futureless_recv_start).
 """
 from __future__ import annotations
 
@@ -224,22 +225,24 @@ class CollectiveHooks:
             fut.add_done_callback(lambda _f: record(now_ns()))
             return result
         return WorkProxy(result, lambda wait_start: record(
-            now_ns(), futureless_recv_start(kind, start, wait_start)))
+            now_ns(), futureless_recv_start(rec, kind, start, wait_start)))
 
 
-def futureless_recv_start(kind: int, issued_ns: int, wait_start_ns: int | None) -> int:
-    """Where a receive whose end only a wait() saw starts: at that wait. A schedule that posts its
-    receives ahead (interleaved 1F1B posts the next action's receive before the current compute)
-    waits for each when its compute needs it; the data may have arrived at any time since the
-    sender's issue, and gloo does not say when. From the issue, the receive's span would hold the
-    receiver's own compute since the post, the analysis would take that as transfer time (an
-    ideal transfer that long too), and the receiver's compute would no longer be what its
-    consumer waited for. From the wait, the transfer is what the receiver waited for after both
-    sides were ready: its part that overlapped the receiver's compute is not counted (it cost
-    nothing). Sends keep their issue: that is when the data became available to the receiver."""
-    if kind != N.RECV or wait_start_ns is None:
+def futureless_recv_start(rec: Any, kind: int, issued_ns: int, wait_start_ns: int | None) -> int:
+    """Where a receive whose end only a wait() saw starts. A schedule that posts its receives
+    ahead (interleaved 1F1B posts the next action's receive, then computes) waits for each when
+    its compute needs it; the data may have arrived at any time since the sender's issue, and
+    gloo does not say when. From the post, the receive's span would hold the receiver's own
+    compute since then: the analysis would take it as transfer (and an ideal transfer that long
+    too), and the receiver's compute would no longer be what its consumer waited for. So when
+    the training thread computed after the post, the receive starts where that compute ended:
+    what is left is what the receiver waited for (its part that overlapped the compute cost
+    nothing). A receive waited for with no compute since its post (1F1B's send + receive
+    batches) keeps its issue, and so do sends (when their data became available)."""
+    if kind != N.RECV or wait_start_ns is None or threading.get_ident() != rec.train_thread:
         return issued_ns
-    return max(issued_ns, wait_start_ns)
+    computed_until = wait_start_ns if rec.in_region else rec.compute_end_ns
+    return max(issued_ns, min(computed_until, wait_start_ns))
 
 
 class _Suppress:

@@ -274,7 +274,7 @@ class ProcessGroupHooks:
         self.recorded += 1
 
         def done(end_ns: int, wait_start: int | None = None) -> None:
-            begin = futureless_recv_start(kind, start, wait_start)
+            begin = futureless_recv_start(rec, kind, start, wait_start)
             try:  # maybe on the backend's thread: nothing may reach torch's callback
                 rec.record_comm(kind, coll, begin, max(begin, end_ns), stream, info.group_id,
                                 seq, nbytes, peer, info.size, name_id)
@@ -302,8 +302,7 @@ class ProcessGroupHooks:
 
     def finish_work(self, work: Any, end_ns: int, wait_start: int | None = None) -> None:
         """A wait on `work` (begun at wait_start) returned: if it is ours and still open, it
-        ended by now. A futureless receive is then recorded from the wait's start
-        (collectives.futureless_recv_start)."""
+        ended by now (a futureless receive: collectives.futureless_recv_start)."""
         self._finish(id(work), work, end_ns, wait_start)
 
     def _finish(self, key: int, work: Any, end_ns: int, wait_start: int | None = None) -> None:
