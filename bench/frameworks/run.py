@@ -40,6 +40,7 @@ CLIENTS = {
     "lightning-torchrun": ("lightning_job.py", "torchrun", {}),
     "hf-accum2": ("hf_job.py", "torchrun", {"accumulation": 2}),
     "fsdp2": ("fsdp_job.py", "torchrun", {"fsdp": 2}),
+    "fsdp1": ("fsdp_job.py", "torchrun", {"fsdp": 1}),
 }
 T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26}
 

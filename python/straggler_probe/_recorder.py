@@ -12,7 +12,7 @@ import warnings
 from typing import Any, Callable
 
 from . import _native as N
-from ._timing import HostTimer
+from ._timing import HostTimer, now_ns
 
 
 # Forwards in one step without a step boundary before the probe says it sees no steps: more
@@ -37,6 +37,7 @@ class Recorder:
         self._names: dict[str, int] = {}
         self._failed = False
         self._last_compute = 0       # FORWARD or BACKWARD: which micro-batch a send follows
+        self.compute_end_ns = 0      # host time the last forward/backward call returned
         self._pending_recv: list[dict] = []  # receives wait for the compute they feed
         self.p2p_tags: Any = None    # hooks/pipelining.P2pTags: micro-batches named by a schedule
         self._training = False       # set at the first data wait / forward / backward / optimizer
@@ -116,6 +117,7 @@ class Recorder:
             # Kept open: a loss module called right after the model extends the same micro-batch;
             # anything else (backward, p2p, the step end) closes it.
             self._fwd[1] = self.timer.stamp()
+            self.compute_end_ns = now_ns()
 
     def close_forward(self) -> None:
         fwd = self._fwd
@@ -165,6 +167,7 @@ class Recorder:
             start = self._bwd_start  # after a wait inside it: the last piece
         self._bwd_start = None
         self.in_backward = False
+        self.compute_end_ns = now_ns()
         mb = self.bwd_mb
         self.bwd_mb += 1
         self._last_compute = N.BACKWARD

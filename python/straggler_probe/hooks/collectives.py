@@ -4,7 +4,9 @@ The functions are replaced in both torch.distributed and torch.distributed.distr
 that torch's own identity checks (P2POp, batch_isend_irecv) see the same objects users pass.
 A thread-local depth keeps calls torch makes internally (all_gather_object -> all_gather) from
 being counted twice. Times are host times around the call; for async calls the end is when the
-work completes (its future, or wait() where gloo has no future for p2p).
+work completes (its future, or wait() where gloo has no future for p2p). A receive without a
+future is recorded from the end of the compute that ran between its issue and the wait that
+ended it (futureless_recv_start).
 """
 from __future__ import annotations
 
@@ -62,28 +64,33 @@ def payload_bytes(obj: Any) -> int:
 
 
 class WorkProxy:
-    """Stands in for a Work without a future (gloo p2p): the op ends when the caller sees it end."""
+    """Stands in for a Work without a future (gloo p2p): the op ends when the caller sees it end.
+
+    on_done(wait_start) gets when the wait that saw the end began (None when is_completed() saw
+    it): gloo says nothing about such a work before wait() (is_completed() stays False, there is
+    no future), so the op's true end lies anywhere between its issue and that wait's return."""
 
     __slots__ = ("_work", "_on_done")
 
-    def __init__(self, work: Any, on_done: Callable[[], None]):
+    def __init__(self, work: Any, on_done: Callable[[int | None], None]):
         self._work = work
-        self._on_done: Callable[[], None] | None = on_done
+        self._on_done: Callable[[int | None], None] | None = on_done
 
-    def _fire(self) -> None:
+    def _fire(self, wait_start: int | None) -> None:
         cb, self._on_done = self._on_done, None
         if cb is not None:
-            cb()
+            cb(wait_start)
 
     def wait(self, *args: Any, **kwargs: Any) -> Any:
+        wait_start = now_ns()
         result = self._work.wait(*args, **kwargs)
-        self._fire()
+        self._fire(wait_start)
         return result
 
     def is_completed(self) -> bool:
         done = self._work.is_completed()
         if done:
-            self._fire()
+            self._fire(None)
         return done
 
     def __getattr__(self, name: str) -> Any:
@@ -200,10 +207,10 @@ class CollectiveHooks:
                 stream = N.STREAM_MAIN
         rec = self.rec
 
-        def record(end_ns: int) -> None:
+        def record(end_ns: int, begin_ns: int = start) -> None:
             try:  # may run on a backend thread: an error here must not reach torch's callback
-                rec.record_comm(kind, coll, start, max(start, end_ns), stream, info.group_id, seq,
-                                nbytes, peer, info.size, name_id, mb)
+                rec.record_comm(kind, coll, begin_ns, max(begin_ns, end_ns), stream,
+                                info.group_id, seq, nbytes, peer, info.size, name_id, mb)
             except Exception as err:  # noqa: BLE001
                 rec.fail(f"recording a completed {name_id}: {type(err).__name__}: {err}")
 
@@ -217,7 +224,25 @@ class CollectiveHooks:
         if fut is not None:
             fut.add_done_callback(lambda _f: record(now_ns()))
             return result
-        return WorkProxy(result, lambda: record(now_ns()))
+        return WorkProxy(result, lambda wait_start: record(
+            now_ns(), futureless_recv_start(rec, kind, start, wait_start)))
+
+
+def futureless_recv_start(rec: Any, kind: int, issued_ns: int, wait_start_ns: int | None) -> int:
+    """Where a receive whose end only a wait() saw starts. A schedule that posts its receives
+    ahead (interleaved 1F1B posts the next action's receive, then computes) waits for each when
+    its compute needs it; the data may have arrived at any time since the sender's issue, and
+    gloo does not say when. From the post, the receive's span would hold the receiver's own
+    compute since then: the analysis would take it as transfer (and an ideal transfer that long
+    too), and the receiver's compute would no longer be what its consumer waited for. So when
+    the training thread computed after the post, the receive starts where that compute ended:
+    what is left is what the receiver waited for (its part that overlapped the compute cost
+    nothing). A receive waited for with no compute since its post (1F1B's send + receive
+    batches) keeps its issue, and so do sends (when their data became available)."""
+    if kind != N.RECV or wait_start_ns is None or threading.get_ident() != rec.train_thread:
+        return issued_ns
+    computed_until = wait_start_ns if rec.in_region else rec.compute_end_ns
+    return max(issued_ns, min(computed_until, wait_start_ns))
 
 
 class _Suppress:

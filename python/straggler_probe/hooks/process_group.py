@@ -34,7 +34,7 @@ from typing import Any, Callable
 
 from .. import _native as N
 from .._timing import now_ns
-from .collectives import payload_bytes
+from .collectives import futureless_recv_start, payload_bytes
 
 HOOK_ID = 0x5350_5052  # "SPPR": our pre/post hook id on every group
 # A futureless work not waited for in Python within this many step boundaries is ended there
@@ -155,7 +155,7 @@ class ProcessGroupHooks:
             result = orig(work, *args, **kwargs)
             try:
                 end = now_ns()
-                owner.finish_work(work, end)
+                owner.finish_work(work, end, start)
                 if cut:
                     rec.split_at_wait(start, end)
             except Exception as err:  # noqa: BLE001
@@ -273,9 +273,10 @@ class ProcessGroupHooks:
             name_id = self._names[name] = rec.intern("pg:" + name.lower())
         self.recorded += 1
 
-        def done(end_ns: int) -> None:
+        def done(end_ns: int, wait_start: int | None = None) -> None:
+            begin = futureless_recv_start(rec, kind, start, wait_start)
             try:  # maybe on the backend's thread: nothing may reach torch's callback
-                rec.record_comm(kind, coll, start, max(start, end_ns), stream, info.group_id,
+                rec.record_comm(kind, coll, begin, max(begin, end_ns), stream, info.group_id,
                                 seq, nbytes, peer, info.size, name_id)
             except Exception as err:  # noqa: BLE001
                 rec.fail(f"recording a completed {name}: {type(err).__name__}: {err}")
@@ -299,17 +300,18 @@ class ProcessGroupHooks:
         # a cycle through C++ that Python's collector cannot see
         fut.add_done_callback(lambda _f: self._finish(key, None, now_ns()))
 
-    def finish_work(self, work: Any, end_ns: int) -> None:
-        """A wait on `work` returned: if it is ours and still open, it ended by now."""
-        self._finish(id(work), work, end_ns)
+    def finish_work(self, work: Any, end_ns: int, wait_start: int | None = None) -> None:
+        """A wait on `work` (begun at wait_start) returned: if it is ours and still open, it
+        ended by now (a futureless receive: collectives.futureless_recv_start)."""
+        self._finish(id(work), work, end_ns, wait_start)
 
-    def _finish(self, key: int, work: Any, end_ns: int) -> None:
+    def _finish(self, key: int, work: Any, end_ns: int, wait_start: int | None = None) -> None:
         entry = self._open_works.get(key)
         if entry is None or (work is not None and entry[0] is not work):
             return
         if self._open_works.pop(key, None) is not None:  # atomic: only the first one records
-            self._futureless.pop(key, None)
-            entry[1](end_ns)
+            futureless = self._futureless.pop(key, None) is not None
+            entry[1](end_ns, wait_start if futureless else None)
 
     def _settle_unwaited(self, step: int) -> None:
         """Futureless works nobody waited for in Python (a C++ caller's wait, or none): one that

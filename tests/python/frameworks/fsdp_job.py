@@ -28,8 +28,12 @@ def shard(model: nn.Sequential, version: int) -> nn.Module:
             fully_shard(block)
         return fully_shard(model)
     from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
-    return FSDP(nn.Sequential(*[FSDP(b, use_orig_params=True) for b in model]),
-                use_orig_params=True)
+    # torch 2.15's FSDP1 takes its device from device_id, else from the parameters, else from
+    # the accelerator, and refuses CPU only in the last case ("FSDP needs a non-CPU accelerator
+    # device"): named, CPU is accepted
+    cpu = {"device_id": torch.device("cpu")}
+    return FSDP(nn.Sequential(*[FSDP(b, use_orig_params=True, **cpu) for b in model]),
+                use_orig_params=True, **cpu)
 
 
 def main() -> None:

@@ -117,14 +117,20 @@ def test_fsdp2_collectives_are_seen_below_the_names(mode: str, tmp_path: Path) -
     assert not probe_warnings(result), probe_warnings(result)
 
 
-def test_fsdp1_where_torch_runs_it_on_cpu(tmp_path: Path) -> None:
-    result = launch.run("fsdp_job.py", dict(STRAGGLER, mode="import", fsdp=1, steps=12),
-                        tmp_path)
-    if "FSDP needs a non-CPU accelerator" in result.stderr[0]:
-        pytest.skip("this torch's FullyShardedDataParallel needs an accelerator")
-    assert set(result.returncodes) == {0}, result.explain()
+def test_fsdp1_names_the_slow_rank(tmp_path: Path) -> None:
+    # FullyShardedDataParallel (FSDP1) on CPU: torch 2.15 refuses it without a device_id ("FSDP
+    # needs a non-CPU accelerator device"), fsdp_job.py names the CPU. Its all-gathers and
+    # reduce-scatters are seen (some by name, the rest at the process-group layer), none unseen.
+    result = launch.run("fsdp_job.py", dict(STRAGGLER, mode="import", fsdp=1), tmp_path)
+    refused = "FSDP needs a non-CPU accelerator"
+    if any(refused in err for err in result.stderr):
+        pytest.skip(f"this torch's FullyShardedDataParallel refuses CPU even with device_id "
+                    f"(\"{refused} device\")")
+    check_named(result)
     for rank in result.ranks:
-        assert rank["stats"]["process_groups"]["unseen"] == 0
+        assert rank["stats"]["process_groups"]["unseen"] == 0, rank["stats"]["process_groups"]
+    steps = [s for s in result.steps if s.get("analyzed")]
+    assert all({"all-gather", "reduce-scatter"} <= set(s["op_S"]) for s in steps), steps[-1]
 
 
 def test_closure_loop_names_the_slow_rank(tmp_path: Path) -> None:
