@@ -14,6 +14,8 @@ struct IdealWindow::Scratch {
   std::vector<char> seen, dropped;  // per rank
   std::vector<int> ranks;           // the ranks with an op under the key, ascending
   std::vector<double> samples;
+  std::vector<const KeyStats*> found;              // the key's stats in each step that has it
+  std::vector<double> aligned_sum, aligned_count;  // window_sums' aligned path
   std::set<int> excluded;
 
   explicit Scratch(size_t world) : sum(world, 0.0), count(world, 0.0), seen(world, 0), dropped(world, 0) {}
@@ -204,37 +206,78 @@ double IdealWindow::step_level(const std::string& key, bool is_delay, const Scra
   return (now_sum / now_n) / (win_sum / win_n);
 }
 
+// Per rank, the sums of the key over the window's steps, added in step order. When every step
+// has the same ranks under the key (a steady job: always), the steps' entries line up and are
+// added as arrays, then spread to the ranks once; otherwise entry by entry.
+void IdealWindow::window_sums(int world, Scratch* w) const {
+  const KeyStats& first = *w->found.front();
+  bool aligned = first.ranks.empty() || first.ranks.back() < world;
+  for (const KeyStats* ks : w->found) aligned = aligned && ks->ranks == first.ranks;
+  if (aligned) {
+    const size_t n = first.ranks.size();
+    w->aligned_sum.assign(n, 0.0);
+    w->aligned_count.assign(n, 0.0);
+    for (const KeyStats* ks : w->found) {
+      for (size_t e = 0; e < n; ++e) {
+        w->aligned_sum[e] += ks->sum[e];
+        w->aligned_count[e] += ks->count[e];
+      }
+    }
+    w->ranks = first.ranks;
+    for (size_t e = 0; e < n; ++e) {
+      const auto i = static_cast<size_t>(first.ranks[e]);
+      w->sum[i] = w->aligned_sum[e];
+      w->count[i] = w->aligned_count[e];
+      w->seen[i] = 1;
+    }
+    return;
+  }
+  for (const KeyStats* ks : w->found) {
+    for (size_t e = 0; e < ks->ranks.size(); ++e) {
+      const int r = ks->ranks[e];
+      if (r >= world) break;  // ascending: the rest are beyond this step's world too
+      const auto i = static_cast<size_t>(r);
+      if (!w->seen[i]) {
+        w->seen[i] = 1;
+        w->ranks.push_back(r);
+      }
+      w->sum[i] += ks->sum[e];
+      w->count[i] += ks->count[e];
+    }
+  }
+  std::sort(w->ranks.begin(), w->ranks.end());
+}
+
 double IdealWindow::aggregate(const std::string& key, bool is_delay, const StepModel& m, Scratch* w) const {
   IdealRule rule = IdealRule::kMean;  // the rule of a key is recorded with its samples
-  double slot_total = 0, slots = 0;
+  double slots = 0;
+  w->found.clear();
   for (const StepSamples& st : steps_) {
     const auto& map = is_delay ? st.delays : st.durations;
     auto it = map.find(key);
     // A step without this key still counts as slots for pauses: nobody paused then.
     slots += static_cast<double>(st.rank_stage.size());
     if (it == map.end()) continue;
-    const KeyStats& ks = it->second;
-    rule = ks.rule;
-    for (size_t e = 0; e < ks.ranks.size(); ++e) {
-      const int r = ks.ranks[e];
-      if (r >= m.world) break;  // ascending: the rest are beyond this step's world too
-      const auto i = static_cast<size_t>(r);
-      if (!w->seen[i]) {
-        w->seen[i] = 1;
-        w->ranks.push_back(r);
-      }
-      w->sum[i] += ks.sum[e];
-      w->count[i] += ks.count[e];
-      slot_total += ks.sum[e];
-    }
-    w->samples.insert(w->samples.end(), ks.samples.begin(), ks.samples.end());
+    rule = it->second.rule;
+    w->found.push_back(&it->second);
   }
-  std::sort(w->ranks.begin(), w->ranks.end());
   double value = 0;
   switch (rule) {
-    case IdealRule::kMedian: value = median_of(std::move(w->samples)); break;
-    case IdealRule::kSlotMean: value = slots > 0 ? slot_total / slots : 0.0; break;
+    case IdealRule::kMedian:
+      for (const KeyStats* ks : w->found) w->samples.insert(w->samples.end(), ks->samples.begin(), ks->samples.end());
+      value = median_of(std::move(w->samples));
+      break;
+    case IdealRule::kSlotMean: {
+      double slot_total = 0;
+      for (const KeyStats* ks : w->found) {
+        for (size_t e = 0; e < ks->ranks.size() && ks->ranks[e] < m.world; ++e) slot_total += ks->sum[e];
+      }
+      value = slots > 0 ? slot_total / slots : 0.0;
+      break;
+    }
     case IdealRule::kMean: {
+      if (w->found.empty()) break;
+      window_sums(m.world, w);
       const double mean = robust_mean(w->sum, w->count, w->ranks, m.rank_stage, config_, &w->excluded, &w->dropped);
       value = mean * step_level(key, is_delay, *w);
       break;

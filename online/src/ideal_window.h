@@ -55,6 +55,7 @@ class IdealWindow {
  private:
   struct Scratch;  // per-rank sums over the window of one key at a time (ideal_window.cpp)
   double aggregate(const std::string& key, bool is_delay, const StepModel& m, Scratch* s) const;
+  void window_sums(int world, Scratch* s) const;
   double step_level(const std::string& key, bool is_delay, const Scratch& s) const;
   IdealConfig config_;
   std::deque<StepSamples> steps_;
