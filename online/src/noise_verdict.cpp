@@ -71,16 +71,26 @@ double NoiseVerdict::unit_p(const UnitFamily& f, size_t u) const {
   return std::min(1.0, 2 * std::min(f.step_p(u), window));
 }
 
-// The rank of dp unit d to name: in a pipeline, the one in the stage whose own evidence is the
-// strongest (the stage family, over the long window: the slow rank's stage carries its
-// lateness, the column's other stages only wait for it), else the largest S_w this step.
-int NoiseVerdict::column_rank(const StepModel& m, const StepVerdict& v, int d) const {
-  int best = -1;
-  double best_p = 2.0;
+// The rank of each dp unit to name: in a pipeline, the one in the stage whose own evidence is
+// the strongest (the stage family, over the long window: the slow rank's stage carries its
+// lateness, the column's other stages only wait for it), else the largest S_w this step. One
+// pass over the ranks (each column's ranks in rank order), the stages' tests once each.
+void NoiseVerdict::find_column_ranks(const StepModel& m, const StepVerdict& v) {
+  stage_p_.assign(static_cast<size_t>(std::max(0, m.pp_size)), 1.0);
+  if (m.pp_size > 1) {
+    for (size_t s = 0; s < stage_p_.size() && s < stages_.units(); ++s) stage_p_[s] = stages_.window_p1(s, cfg_.alarm_long_steps);
+  }
+  int columns = m.dp_size;
+  for (int r = 0; r < m.world; ++r) columns = std::max(columns, m.rank_dp[static_cast<size_t>(r)] + 1);
+  columns_.assign(static_cast<size_t>(std::max(0, columns)), -1);
+  column_p_.assign(columns_.size(), 2.0);
   for (int r = 0; r < m.world; ++r) {
-    if (m.rank_dp[static_cast<size_t>(r)] != d) continue;
+    const int d = m.rank_dp[static_cast<size_t>(r)];
+    if (d < 0) continue;
     const auto s = static_cast<size_t>(m.rank_stage[static_cast<size_t>(r)]);
-    const double p = m.pp_size > 1 && s < stages_.units() ? stages_.window_p1(s, cfg_.alarm_long_steps) : 1.0;
+    const double p = s < stage_p_.size() ? stage_p_[s] : 1.0;
+    int& best = columns_[static_cast<size_t>(d)];
+    double& best_p = column_p_[static_cast<size_t>(d)];
     const bool better = best < 0 || p < best_p ||
                         (p == best_p && v.worker_S[static_cast<size_t>(r)] > v.worker_S[static_cast<size_t>(best)]);
     if (better) {
@@ -88,11 +98,14 @@ int NoiseVerdict::column_rank(const StepModel& m, const StepVerdict& v, int d) c
       best_p = p;
     }
   }
-  return best;
 }
 
-void NoiseVerdict::name_persistent(const StepModel& m, size_t d, StepVerdict* v) const {
-  const int r = column_rank(m, *v, static_cast<int>(d));
+int NoiseVerdict::column_rank(int d) const {
+  return d >= 0 && static_cast<size_t>(d) < columns_.size() ? columns_[static_cast<size_t>(d)] : -1;
+}
+
+void NoiseVerdict::name_persistent(size_t d, StepVerdict* v) const {
+  const int r = column_rank(static_cast<int>(d));
   if (r < 0) return;
   v->cause = Cause::kWorker;
   v->worst = "rank:" + std::to_string(r);
@@ -150,6 +163,7 @@ void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, SlowdownAna
   v->jitter = std::max(0.0, std::min(v->S, v->S_null) - 1.0);
   step_null_.add_observed(v->S);
   v->p_S = step_null_.p(v->S);
+  find_column_ranks(m, *v);
 
   const double p = cause_p(m, seq, *v);
   v->p = p;
@@ -166,7 +180,7 @@ void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, SlowdownAna
       }
     }
     if (best_p < 2.0 && unit_p(dp_, best) < cfg_.alpha && dp_.step_z(best) > 0.0) {
-      name_persistent(m, best, v);
+      name_persistent(best, v);
     } else {
       const std::string would = std::string(cause_name(v->cause)) + " " + v->worst;
       v->cause = Cause::kNone;
@@ -180,7 +194,7 @@ void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, SlowdownAna
   } else {
     const int rank = parse_index(v->worst, "rank:");
     if (v->cause == Cause::kWorker && m.pp_size > 1 && rank >= 0 && rank < m.world) {
-      const int r = column_rank(m, *v, m.rank_dp[static_cast<size_t>(rank)]);
+      const int r = column_rank(m.rank_dp[static_cast<size_t>(rank)]);
       if (r >= 0 && r != rank) {
         v->worst = "rank:" + std::to_string(r);
         v->worst_S = v->worker_S[static_cast<size_t>(r)];
@@ -195,7 +209,7 @@ void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, SlowdownAna
   in.dp = &dp_;
   in.stages = m.pp_size > 1 ? &stages_ : nullptr;
   in.column_rank.resize(static_cast<size_t>(m.dp_size));
-  for (int d = 0; d < m.dp_size; ++d) in.column_rank[static_cast<size_t>(d)] = column_rank(m, *v, d);
+  for (int d = 0; d < m.dp_size; ++d) in.column_rank[static_cast<size_t>(d)] = column_rank(d);
   in.rank_stage = m.rank_stage;
   in.S = v->S;
   v->alarms = alarms_.update(in);

@@ -49,8 +49,9 @@ class NoiseVerdict {
   void draw_null(const StepModel& model, SlowdownAnalysis* slowdown);
   double unit_p(const UnitFamily& family, size_t unit) const;
   double cause_p(const StepModel& model, const SeqEvidence& seq, const StepVerdict& v) const;
-  int column_rank(const StepModel& model, const StepVerdict& v, int dp_rank) const;
-  void name_persistent(const StepModel& model, size_t dp_rank, StepVerdict* v) const;
+  void find_column_ranks(const StepModel& model, const StepVerdict& v);
+  int column_rank(int dp_rank) const;  // after find_column_ranks; -1: a dp rank without ranks
+  void name_persistent(size_t dp_rank, StepVerdict* v) const;
 
   NoiseConfig cfg_;
   NoiseWindow noise_;
@@ -60,6 +61,8 @@ class NoiseVerdict {
   NullDraw draw_;
   int pool_steps_;
   uint64_t steps_ = 0;
+  std::vector<int> columns_;                 // per dp rank: the rank to name (column_rank)
+  std::vector<double> column_p_, stage_p_;  // find_column_ranks' scratch
 };
 
 }  // namespace sp::online
