@@ -12,10 +12,9 @@ constexpr double kNone = -std::numeric_limits<double>::infinity();
 
 double max2(double a, double b) { return b > a ? b : a; }
 
-void side_values(const PlanValues& v, ValueSide side, std::vector<double>* work,
-                 std::vector<double>* delay) {
-  *work = v.work[side.real_work ? 0 : 1];
-  *delay = v.delay[static_cast<size_t>(side.delay)];
+void side_values(const PlanValues& v, ValueSide side, const double** work, const double** delay) {
+  *work = v.work[side.real_work ? 0 : 1].data();
+  *delay = v.delay[static_cast<size_t>(side.delay)].data();
 }
 
 }  // namespace
@@ -25,7 +24,8 @@ void UnitScenarios::run(const ReplayPlan& plan, const PlanValues& values,
                         ValueSide alt, UnitMethod method, std::vector<double>* step_times) {
   stats_ = {};
   step_times->assign(static_cast<size_t>(units), 0.0);
-  layout(plan, unit_of_rank, units);
+  if (!same_layout(plan, unit_of_rank, units)) layout(plan, unit_of_rank, units);
+  stats_.shared_groups = shared_unit_.size();
   // Both methods cost about one visit per position; a full replay per unit visits them all.
   // The boundary method visits each unit once per scenario plus the sweeps, plus the shared
   // groups and their edges once per unit; its visits cost about twice as much (the sweeps
@@ -104,6 +104,12 @@ double UnitScenarios::unit_step_time(const ReplayPlan& plan, int32_t u) {
     }
   }
   return max2(t, others(s_count));
+}
+
+bool UnitScenarios::same_layout(const ReplayPlan& plan, const std::vector<int32_t>& unit_of_rank,
+                                int32_t units) const {
+  return units == layout_units_ && unit_of_rank == layout_unit_of_rank_ && plan.rank_at == layout_rank_at_ &&
+         plan.unit_begin == layout_unit_begin_;
 }
 
 void UnitScenarios::full_replays(const ReplayPlan& plan, const PlanValues& values, int32_t units,
