@@ -92,6 +92,13 @@ class UnitScenarios {
   // layout()'s inputs, for same_layout().
   std::vector<int32_t> layout_rank_at_, layout_unit_begin_, layout_unit_of_rank_;
   int32_t layout_units_ = -1;
+  // summarise()'s inputs besides the layout: the base side's values, bit for bit. The null
+  // draws of a step keep the metrics' base side (the ideal) and change only the other, so
+  // their summary is the metrics' one.
+  bool same_summary(size_t positions) const;
+  void remember_summary(size_t positions);
+  bool summary_valid_ = false;
+  std::vector<double> summary_work_, summary_delay_;
   std::vector<int32_t> unit_at_;            // per position: its unit
   std::vector<int32_t> unit_pos_begin_, unit_pos_;  // CSR: positions of each unit, ascending
   std::vector<int32_t> shared_of_;          // per plan unit: shared group index, or -1
