@@ -71,10 +71,11 @@ double NoiseVerdict::unit_p(const UnitFamily& f, size_t u) const {
   return std::min(1.0, 2 * std::min(f.step_p(u), window));
 }
 
-// The rank of each dp unit to name: in a pipeline, the one in the stage whose own evidence is
-// the strongest (the stage family, over the long window: the slow rank's stage carries its
-// lateness, the column's other stages only wait for it), else the largest S_w this step. One
-// pass over the ranks (each column's ranks in rank order), the stages' tests once each.
+// The rank of dp unit d to name: in a pipeline, the one in the stage whose own evidence is the
+// strongest (the stage family, over the long window: the slow rank's stage carries its
+// lateness, the column's other stages only wait for it), else the largest S_w this step.
+// Every dp unit's at once: one pass over the ranks (each column's in rank order), each stage's
+// test once (per dp unit, a pass over all ranks was O(dp x ranks) a step).
 void NoiseVerdict::find_column_ranks(const StepModel& m, const StepVerdict& v) {
   stage_p_.assign(static_cast<size_t>(std::max(0, m.pp_size)), 1.0);
   if (m.pp_size > 1) {
@@ -100,12 +101,12 @@ void NoiseVerdict::find_column_ranks(const StepModel& m, const StepVerdict& v) {
   }
 }
 
-int NoiseVerdict::column_rank(int d) const {
+int NoiseVerdict::column_rank(const StepModel&, const StepVerdict&, int d) const {
   return d >= 0 && static_cast<size_t>(d) < columns_.size() ? columns_[static_cast<size_t>(d)] : -1;
 }
 
-void NoiseVerdict::name_persistent(size_t d, StepVerdict* v) const {
-  const int r = column_rank(static_cast<int>(d));
+void NoiseVerdict::name_persistent(const StepModel& m, size_t d, StepVerdict* v) const {
+  const int r = column_rank(m, *v, static_cast<int>(d));
   if (r < 0) return;
   v->cause = Cause::kWorker;
   v->worst = "rank:" + std::to_string(r);
@@ -180,7 +181,7 @@ void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, SlowdownAna
       }
     }
     if (best_p < 2.0 && unit_p(dp_, best) < cfg_.alpha && dp_.step_z(best) > 0.0) {
-      name_persistent(best, v);
+      name_persistent(m, best, v);
     } else {
       const std::string would = std::string(cause_name(v->cause)) + " " + v->worst;
       v->cause = Cause::kNone;
@@ -194,7 +195,7 @@ void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, SlowdownAna
   } else {
     const int rank = parse_index(v->worst, "rank:");
     if (v->cause == Cause::kWorker && m.pp_size > 1 && rank >= 0 && rank < m.world) {
-      const int r = column_rank(m.rank_dp[static_cast<size_t>(rank)]);
+      const int r = column_rank(m, *v, m.rank_dp[static_cast<size_t>(rank)]);
       if (r >= 0 && r != rank) {
         v->worst = "rank:" + std::to_string(r);
         v->worst_S = v->worker_S[static_cast<size_t>(r)];
@@ -209,7 +210,7 @@ void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, SlowdownAna
   in.dp = &dp_;
   in.stages = m.pp_size > 1 ? &stages_ : nullptr;
   in.column_rank.resize(static_cast<size_t>(m.dp_size));
-  for (int d = 0; d < m.dp_size; ++d) in.column_rank[static_cast<size_t>(d)] = column_rank(d);
+  for (int d = 0; d < m.dp_size; ++d) in.column_rank[static_cast<size_t>(d)] = column_rank(m, *v, d);
   in.rank_stage = m.rank_stage;
   in.S = v->S;
   v->alarms = alarms_.update(in);

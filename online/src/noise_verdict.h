@@ -49,9 +49,10 @@ class NoiseVerdict {
   void draw_null(const StepModel& model, SlowdownAnalysis* slowdown);
   double unit_p(const UnitFamily& family, size_t unit) const;
   double cause_p(const StepModel& model, const SeqEvidence& seq, const StepVerdict& v) const;
+  int column_rank(const StepModel& model, const StepVerdict& v, int dp_rank) const;
+  void name_persistent(const StepModel& model, size_t dp_rank, StepVerdict* v) const;
+  // Each dp rank's column_rank for this step (column_rank then looks it up; -1: no ranks).
   void find_column_ranks(const StepModel& model, const StepVerdict& v);
-  int column_rank(int dp_rank) const;  // after find_column_ranks; -1: a dp rank without ranks
-  void name_persistent(size_t dp_rank, StepVerdict* v) const;
 
   NoiseConfig cfg_;
   NoiseWindow noise_;
