@@ -203,6 +203,10 @@ Row measure(const Shape& shape, int warmup, int measure_steps, bool noise_on, bo
     std::exit(1);
   }
   row.kept_mib = static_cast<double>(sp::bench::heap_live_bytes() - live0) / kMiB;
+  if (!cfg.output_dir.empty()) {  // the report too (report.json, timeline.json), after the kept heap
+    const sp::online::Status st = analyzer.write_report(cfg.output_dir + "/report");
+    if (!st.ok) std::fprintf(stderr, "report: %s\n", st.message.c_str());
+  }
   row.cpu = median(cpu);
   row.wall = median(wall);
   row.allocs = median(allocs);
@@ -263,7 +267,7 @@ int main(int argc, char** argv) {
   app.add_option("--measure", measure_steps, "steps measured (median)")->check(CLI::PositiveNumber);
   app.add_option("--noise", noise, "the noise model (NoiseConfig::enabled), on by default as in the product")
       ->check(CLI::IsMember({"on", "off"}));
-  app.add_option("--out", out_dir, "also write each cell's verdict JSONL under this folder (to diff answers)");
+  app.add_option("--out", out_dir, "also write each cell's verdict JSONL and report under this folder (to diff answers)");
   app.add_flag("--1f1b", one_f_one_b, "dp x pp jobs in 1F1B order instead of GPipe");
   app.add_flag("--callgrind", callgrind, "instrument only the measured steps (run under callgrind)");
   CLI11_PARSE(app, argc, argv);
