@@ -58,10 +58,11 @@ void fill(const Job& job, ReportTotals* totals, std::deque<TimelineStep>* timeli
     step.step = 99 + s;
     step.rank_dp = totals->rank_dp;
     step.rank_stage = totals->rank_stage;
+    step.type_names = {"forward-compute", "backward-compute"};
     for (int r = 0; r < world; ++r) {
       for (int i = 0; i < kOpsPerRank; ++i) {
         const double t = 0.02 * i;
-        step.ops.push_back(TimelineOp{r, i % 3 == 0 ? "forward-compute" : "backward-compute", i % 8 == 7,
+        step.ops.push_back(TimelineOp{r, i % 3 == 0 ? 0 : 1, i % 8 == 7,
                                       t, t + 0.015, t, t + 0.014});
       }
     }

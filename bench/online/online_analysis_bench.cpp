@@ -26,6 +26,7 @@
 
 #include "../heap_counter.h"
 #include "ideal_window.h"
+#include "noise_verdict.h"
 #include "slowdown_metrics.h"
 #include "step_model_builder.h"
 #include "straggler_probe/online/analyzer.h"
@@ -78,7 +79,8 @@ Shape make_shape(bool pipeline, int ranks, Schedule schedule) {
 struct Row {
   Shape shape;
   size_t nodes = 0;
-  double cpu = 0, wall = 0, model = 0, ideals = 0, metrics = 0;
+  double cpu = 0, wall = 0, model = 0, ideals = 0, metrics = 0, noise = 0;
+  double first_cpu = 0;  // the first analysed step (the noise model fills its pools there)
   double allocs = 0, peak_mib = 0, kept_mib = 0;
   double model_allocs = 0, metrics_allocs = 0;  // of the phases measured alone
   size_t full_replays = 0, lane_passes = 0;
@@ -91,12 +93,31 @@ std::vector<StepSummary> renumbered(const std::vector<StepSummary>& step, int64_
   return out;
 }
 
-// Phases on their own, on the same steps with a warm window: op model, ideals, metrics.
-void measure_phases(const std::vector<std::vector<StepSummary>>& steps, int measure, Row* row) {
-  sp::online::IdealWindow window{sp::online::IdealConfig{}};
+// The noise model's part of a step (NoiseVerdict: its window, the null draws, the tests, the
+// alarms) on a verdict carrying what it reads from the metrics; the cause rules' culprit is
+// left out (cause none), which skips only the naming, not the draws or the tests.
+sp::online::StepVerdict metrics_verdict(int64_t step, const sp::online::SlowdownMetrics& w) {
+  sp::online::StepVerdict v;
+  v.step = step;
+  v.analyzed = true;
+  v.ideal_s = w.T_ideal;
+  v.S = w.S();
+  v.worker_S = w.worker_S;
+  v.dp_S = w.dp_S;
+  v.stage_S = w.stage_S;
+  return v;
+}
+
+// Phases on their own, on the same steps with a warm window: op model, ideals, metrics, and
+// (when on) the noise model.
+void measure_phases(const std::vector<std::vector<StepSummary>>& steps, int measure, bool noise_on, Row* row) {
+  const sp::online::OnlineConfig defaults;
+  sp::online::IdealWindow window{defaults.ideal};
   sp::online::SlowdownAnalysis analysis;
   sp::online::SlowdownMetrics metrics;
-  std::vector<double> model_s, ideals_s, metrics_s, model_allocs, metrics_allocs;
+  sp::online::SeqWindow seq(defaults.ideal.window_steps);
+  sp::online::NoiseVerdict noise(defaults.noise, defaults.ideal.window_steps);
+  std::vector<double> model_s, ideals_s, metrics_s, noise_s, model_allocs, metrics_allocs;
   for (int k = 0; k < 20 + measure; ++k) {
     const auto& step = steps[static_cast<size_t>(k % kDistinctSteps)];
     std::vector<const StepSummary*> by_rank;
@@ -114,10 +135,19 @@ void measure_phases(const std::vector<std::vector<StepSummary>>& steps, int meas
     analysis.compute(*model, ideals, 0.03, true, &metrics);
     const double t3 = thread_cpu_s();
     const size_t a3 = sp::bench::heap_alloc_count();
+    seq.push(*model);
+    const double t4 = thread_cpu_s();
+    if (noise_on) {
+      noise.push(*model);
+      sp::online::StepVerdict v = metrics_verdict(k, metrics);
+      noise.judge(*model, seq.evidence(), &analysis, &v);
+    }
+    const double t5 = thread_cpu_s();
     if (k < 20) continue;  // the window fills first, as in the analyzer
     model_s.push_back(t1 - t0);
     ideals_s.push_back(t2 - t1);
     metrics_s.push_back(t3 - t2);
+    noise_s.push_back(t5 - t4);
     model_allocs.push_back(static_cast<double>(a1 - a0));
     metrics_allocs.push_back(static_cast<double>(a3 - a2));
     row->nodes = model->nodes.size();
@@ -127,17 +157,25 @@ void measure_phases(const std::vector<std::vector<StepSummary>>& steps, int meas
   row->model = median(model_s);
   row->ideals = median(ideals_s);
   row->metrics = median(metrics_s);
+  row->noise = median(noise_s);
   row->model_allocs = median(model_allocs);
   row->metrics_allocs = median(metrics_allocs);
 }
 
-Row measure(const Shape& shape, int warmup, int measure_steps, bool callgrind) {
+// out_dir: when set, the analyzer writes its verdict JSONL there (one folder per cell), so that
+// a change meant to be pure performance can be checked for identical answers by a diff.
+Row measure(const Shape& shape, int warmup, int measure_steps, bool noise_on, bool callgrind,
+            const std::string& out_dir) {
   Row row;
   row.shape = shape;
   const auto run = sp::online::testing::run_synthetic(shape.job, kDistinctSteps);
   const size_t live0 = sp::bench::heap_live_bytes();
   sp::online::OnlineConfig cfg;
   cfg.world_size = shape.ranks();
+  cfg.noise.enabled = noise_on;
+  if (!out_dir.empty()) {
+    cfg.output_dir = out_dir + "/" + (shape.job.pp > 1 ? "pp" : "dp") + "_" + std::to_string(shape.ranks());
+  }
   size_t lines = 0;
   cfg.log_sink = [&lines](const std::string&) { ++lines; };
   sp::online::OnlineAnalyzer analyzer(cfg);
@@ -153,6 +191,7 @@ Row measure(const Shape& shape, int warmup, int measure_steps, bool callgrind) {
     for (StepSummary& s : step) analyzer.add(std::move(s));
     const double c1 = thread_cpu_s(), w1 = wall_s();
     if (measured && callgrind) CALLGRIND_STOP_INSTRUMENTATION;
+    if (k == 0) row.first_cpu = c1 - c0;
     if (!measured) continue;
     cpu.push_back(c1 - c0);
     wall.push_back(w1 - w0);
@@ -164,11 +203,15 @@ Row measure(const Shape& shape, int warmup, int measure_steps, bool callgrind) {
     std::exit(1);
   }
   row.kept_mib = static_cast<double>(sp::bench::heap_live_bytes() - live0) / kMiB;
+  if (!cfg.output_dir.empty()) {  // the report too (report.json, timeline.json), after the kept heap
+    const sp::online::Status st = analyzer.write_report(cfg.output_dir + "/report");
+    if (!st.ok) std::fprintf(stderr, "report: %s\n", st.message.c_str());
+  }
   row.cpu = median(cpu);
   row.wall = median(wall);
   row.allocs = median(allocs);
   row.peak_mib = median(peak);
-  if (!callgrind) measure_phases(run.steps, measure_steps, &row);
+  if (!callgrind) measure_phases(run.steps, measure_steps, noise_on, &row);
   return row;
 }
 
@@ -191,8 +234,8 @@ void print(const std::vector<Row>& rows) {
     std::printf("| layout | ranks (dp x pp, mb) | nodes | allocations per step | of the op model | of the metrics | heap peak during the step | kept between steps |\n");
     std::printf("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
   } else {
-    std::printf("| layout | ranks (dp x pp, mb) | nodes | analysis CPU | wall | op model | ideals | metrics | full replays | dp ranks by |\n");
-    std::printf("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
+    std::printf("| layout | ranks (dp x pp, mb) | nodes | analysis CPU | wall | first step | op model | ideals | metrics | noise model | full replays | dp ranks by |\n");
+    std::printf("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
   }
   for (const Row& r : rows) {
     std::printf("| %s | %d (%d x %d, %d) | %zu |", r.shape.layout.c_str(), r.shape.ranks(),
@@ -201,9 +244,9 @@ void print(const std::vector<Row>& rows) {
       std::printf(" %.0f | %.0f | %.0f | %.1f MiB | %.1f MiB |\n", r.allocs, r.model_allocs,
                   r.metrics_allocs, r.peak_mib, r.kept_mib);
     } else {
-      std::printf(" %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %zu | %s |\n", r.cpu * 1e3,
-                  r.wall * 1e3, r.model * 1e3, r.ideals * 1e3, r.metrics * 1e3, r.full_replays,
-                  r.boundary ? "boundary" : "full replays");
+      std::printf(" %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %zu | %s |\n",
+                  r.cpu * 1e3, r.wall * 1e3, r.first_cpu * 1e3, r.model * 1e3, r.ideals * 1e3,
+                  r.metrics * 1e3, r.noise * 1e3, r.full_replays, r.boundary ? "boundary" : "full replays");
     }
   }
 }
@@ -216,11 +259,15 @@ int main(int argc, char** argv) {
   std::string layout = "both";
   int warmup = 20, measure_steps = 5;
   bool callgrind = false, one_f_one_b = false;
+  std::string noise = "on", out_dir;
   app.add_option("--ranks", ranks, "job sizes (dp x pp uses pp 8)")->delimiter(',')->check(CLI::PositiveNumber);
   app.add_option("--layout", layout, "dp, pp or both")->check(CLI::IsMember({"dp", "pp", "both"}));
   app.add_option("--warmup", warmup, "steps analysed before measuring (the ideal window is 20)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--measure", measure_steps, "steps measured (median)")->check(CLI::PositiveNumber);
+  app.add_option("--noise", noise, "the noise model (NoiseConfig::enabled), on by default as in the product")
+      ->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--out", out_dir, "also write each cell's verdict JSONL and report under this folder (to diff answers)");
   app.add_flag("--1f1b", one_f_one_b, "dp x pp jobs in 1F1B order instead of GPipe");
   app.add_flag("--callgrind", callgrind, "instrument only the measured steps (run under callgrind)");
   CLI11_PARSE(app, argc, argv);
@@ -231,7 +278,7 @@ int main(int argc, char** argv) {
     for (int n : ranks) {
       if (pipeline && n % 8 != 0) continue;
       rows.push_back(measure(make_shape(pipeline, n, one_f_one_b ? Schedule::k1F1B : Schedule::kGPipe),
-                             warmup, measure_steps, callgrind));
+                             warmup, measure_steps, noise == "on", callgrind, out_dir));
       std::fflush(stdout);
     }
     if (callgrind) continue;

@@ -5,17 +5,47 @@
 #include <set>
 
 namespace sp::online {
+
+// One key's per-rank sums over the window, dense over the ranks for the arithmetic and sparse
+// for the bookkeeping: only the entries of `ranks` are set, and they are zeroed again after the
+// key, so that each key costs its own entries, not the world.
+struct IdealWindow::Scratch {
+  std::vector<double> sum, count;  // per rank, over the window
+  std::vector<char> seen, dropped;  // per rank
+  std::vector<int> ranks;           // the ranks with an op under the key, ascending
+  std::vector<double> samples;
+  std::vector<const KeyStats*> found;              // the key's stats in each step that has it
+  std::vector<double> aligned_sum, aligned_count;  // window_sums' aligned path
+  std::set<int> excluded;
+
+  explicit Scratch(size_t world) : sum(world, 0.0), count(world, 0.0), seen(world, 0), dropped(world, 0) {}
+  void reset() {
+    for (int r : ranks) {
+      const auto i = static_cast<size_t>(r);
+      sum[i] = count[i] = 0.0;
+      seen[i] = dropped[i] = 0;
+    }
+    ranks.clear();
+    samples.clear();
+  }
+};
+
 namespace {
 
-KeyStats& stats_for(std::map<std::string, KeyStats>* map, const std::string& key, IdealRule rule,
-                    int world) {
-  KeyStats& ks = (*map)[key];
-  if (ks.sum.empty()) {
-    ks.rule = rule;
-    ks.sum.assign(world, 0.0);
-    ks.count.assign(world, 0.0);
+KeyStats& stats_for(std::map<std::string, KeyStats>* map, const std::string& key, IdealRule rule) {
+  auto [it, added] = map->try_emplace(key);
+  if (added) it->second.rule = rule;
+  return it->second;
+}
+
+void add_entry(KeyStats* ks, int rank, double value) {
+  if (ks->ranks.empty() || ks->ranks.back() != rank) {
+    ks->ranks.push_back(rank);
+    ks->sum.push_back(0.0);
+    ks->count.push_back(0);
   }
-  return ks;
+  ks->sum.back() += value;
+  ks->count.back() += 1;
 }
 
 double median_of(std::vector<double> v) {
@@ -38,15 +68,17 @@ double median_of(std::vector<double> v) {
 // median (beyond a MAD bound, with relative and absolute floors so that timer noise never
 // counts) is a persistent outlier and is left out of the mean. Averaging over the window first
 // makes the test about persistent slowness: one long micro-batch (a long sequence) is not it.
+// `ranks`: those with ops under the key in the window, ascending (the others have no sum to
+// add; skipping them leaves every sum as it was).
 double robust_mean(const std::vector<double>& sum, const std::vector<double>& count,
-                   const std::vector<int>& rank_stage, const IdealConfig& cfg,
-                   std::set<int>* excluded, std::vector<char>* dropped) {
+                   const std::vector<int>& ranks_with_ops, const std::vector<int>& rank_stage,
+                   const IdealConfig& cfg, std::set<int>* excluded, std::vector<char>* dropped) {
   std::vector<char>& drop = *dropped;
-  drop.assign(sum.size(), 0);
   if (cfg.exclude_outliers) {
     std::map<int, std::vector<int>> stage_ranks;
-    for (size_t r = 0; r < sum.size(); ++r) {
-      if (count[r] > 0) stage_ranks[r < rank_stage.size() ? rank_stage[r] : 0].push_back(static_cast<int>(r));
+    for (int r : ranks_with_ops) {
+      const auto i = static_cast<size_t>(r);
+      if (count[i] > 0) stage_ranks[i < rank_stage.size() ? rank_stage[i] : 0].push_back(r);
     }
     for (const auto& [stage, ranks] : stage_ranks) {
       if (ranks.size() < 2) continue;
@@ -76,35 +108,58 @@ double robust_mean(const std::vector<double>& sum, const std::vector<double>& co
     }
   }
   double total = 0, n = 0;
-  for (size_t r = 0; r < sum.size(); ++r) {
-    if (drop[r]) continue;
-    total += sum[r];
-    n += count[r];
+  for (int r : ranks_with_ops) {
+    const auto i = static_cast<size_t>(r);
+    if (drop[i]) continue;
+    total += sum[i];
+    n += count[i];
   }
   return n > 0 ? total / n : 0.0;
 }
 
 }  // namespace
 
+// Each key's entries are added rank by rank (ascending), each rank's ops in the model's order:
+// a rank's sum adds its values in the same order as a per-rank array filled op by op would.
 StepSamples collect_samples(const StepModel& m) {
   StepSamples s;
   s.step = m.step;
+  s.world = m.world;
   s.rank_stage = m.rank_stage;
+  const auto world = static_cast<size_t>(std::max(0, m.world));
+  // Each key's stats by its id (created in the ops' order, which sets the key's rule), and the
+  // ops by rank (a counting sort, stable).
+  std::vector<KeyStats*> duration(m.ideal_keys.size(), nullptr), delay(m.delay_keys.size(), nullptr);
+  std::vector<size_t> first(world + 1, 0);
   for (const LogicalOp& op : m.ops) {
-    KeyStats& d = stats_for(&s.durations, m.ideal_keys[op.key], op.rule, m.world);
-    d.sum[op.rank] += op.own;
-    d.count[op.rank] += 1;
-    if (op.rule == IdealRule::kMedian) d.samples.push_back(op.own);
+    auto& d = duration[static_cast<size_t>(op.key)];
+    if (!d) d = &stats_for(&s.durations, m.ideal_keys[static_cast<size_t>(op.key)], op.rule);
+    if (op.rule == IdealRule::kMedian) d->samples.push_back(op.own);
     if (op.first_node >= 0) {
-      KeyStats& l = stats_for(&s.delays, m.delay_keys[op.delay_key], IdealRule::kMean, m.world);
-      l.sum[op.rank] += m.nodes[op.first_node].launch_delay;
-      l.count[op.rank] += 1;
+      auto& l = delay[static_cast<size_t>(op.delay_key)];
+      if (!l) l = &stats_for(&s.delays, m.delay_keys[static_cast<size_t>(op.delay_key)], IdealRule::kMean);
     }
+    if (op.rank >= 0 && static_cast<size_t>(op.rank) < world) ++first[static_cast<size_t>(op.rank) + 1];
   }
-  for (int r = 0; r < m.world; ++r) {
-    KeyStats& l = stats_for(&s.delays, m.delay_keys[m.marker_delay_key], IdealRule::kMean, m.world);
-    l.sum[r] += m.nodes[m.markers[r]].launch_delay;
-    l.count[r] += 1;
+  KeyStats& markers = stats_for(&s.delays, m.delay_keys[static_cast<size_t>(m.marker_delay_key)], IdealRule::kMean);
+  for (size_t r = 0; r < world; ++r) first[r + 1] += first[r];
+  std::vector<int> by_rank(first[world]);
+  std::vector<size_t> next(first.begin(), first.end() - 1);
+  for (size_t o = 0; o < m.ops.size(); ++o) {
+    const int r = m.ops[o].rank;
+    if (r >= 0 && static_cast<size_t>(r) < world) by_rank[next[static_cast<size_t>(r)]++] = static_cast<int>(o);
+  }
+  for (size_t r = 0; r < world; ++r) {
+    const int rank = static_cast<int>(r);
+    for (size_t i = first[r]; i < first[r + 1]; ++i) {
+      const LogicalOp& op = m.ops[static_cast<size_t>(by_rank[i])];
+      add_entry(duration[static_cast<size_t>(op.key)], rank, op.own);
+      if (op.first_node >= 0) {
+        add_entry(delay[static_cast<size_t>(op.delay_key)], rank,
+                  m.nodes[static_cast<size_t>(op.first_node)].launch_delay);
+      }
+    }
+    add_entry(&markers, rank, m.nodes[static_cast<size_t>(m.markers[r])].launch_delay);
   }
   return s;
 }
@@ -125,63 +180,121 @@ void IdealWindow::push(StepSamples samples) {
 // step's own work spread evenly over the workers (the paper's re-balancing, per step), while the
 // window still decides who is persistently slow. Off with IdealConfig::follow_step_level = false
 // (the paper's fixed ideal over the window).
-double IdealWindow::step_level(const std::string& key, bool is_delay,
-                               const std::vector<double>& window_sum,
-                               const std::vector<double>& window_count,
-                               const std::vector<char>& dropped) const {
+double IdealWindow::step_level(const std::string& key, bool is_delay, const Scratch& w) const {
   if (!config_.follow_step_level || steps_.size() < 2) return 1.0;
-  const auto& map = is_delay ? steps_.back().delays : steps_.back().durations;
+  const StepSamples& last = steps_.back();
+  const auto& map = is_delay ? last.delays : last.durations;
   auto it = map.find(key);
   if (it == map.end()) return 1.0;
   const KeyStats& now = it->second;
+  // The current step is in the window: its ranks are among the window's.
   double now_sum = 0, now_n = 0, win_sum = 0, win_n = 0;
-  for (size_t r = 0; r < now.sum.size() && r < window_sum.size(); ++r) {
-    if (r < dropped.size() && dropped[r]) continue;
-    now_sum += now.sum[r];
-    now_n += now.count[r];
-    win_sum += window_sum[r];
-    win_n += window_count[r];
+  size_t j = 0;
+  for (int r : w.ranks) {
+    if (r >= last.world) break;
+    const auto i = static_cast<size_t>(r);
+    if (w.dropped[i]) continue;
+    while (j < now.ranks.size() && now.ranks[j] < r) ++j;
+    if (j < now.ranks.size() && now.ranks[j] == r) {
+      now_sum += now.sum[j];
+      now_n += now.count[j];
+    }
+    win_sum += w.sum[i];
+    win_n += w.count[i];
   }
   if (now_n <= 0 || win_n <= 0 || now_sum <= 0 || win_sum <= 0) return 1.0;
   return (now_sum / now_n) / (win_sum / win_n);
 }
 
+// Per rank, the sums of the key over the window's steps, added in step order. When every step
+// has the same ranks under the key (a steady job: always), the steps' entries line up and are
+// added as arrays, then spread to the ranks once; otherwise entry by entry.
+void IdealWindow::window_sums(int world, Scratch* w) const {
+  const KeyStats& first = *w->found.front();
+  bool aligned = first.ranks.empty() || first.ranks.back() < world;
+  for (const KeyStats* ks : w->found) aligned = aligned && ks->ranks == first.ranks;
+  if (aligned) {
+    const size_t n = first.ranks.size();
+    w->aligned_sum.assign(n, 0.0);
+    w->aligned_count.assign(n, 0.0);
+    for (const KeyStats* ks : w->found) {
+      for (size_t e = 0; e < n; ++e) {
+        w->aligned_sum[e] += ks->sum[e];
+        w->aligned_count[e] += ks->count[e];
+      }
+    }
+    w->ranks = first.ranks;
+    for (size_t e = 0; e < n; ++e) {
+      const auto i = static_cast<size_t>(first.ranks[e]);
+      w->sum[i] = w->aligned_sum[e];
+      w->count[i] = w->aligned_count[e];
+      w->seen[i] = 1;
+    }
+    return;
+  }
+  for (const KeyStats* ks : w->found) {
+    for (size_t e = 0; e < ks->ranks.size(); ++e) {
+      const int r = ks->ranks[e];
+      if (r >= world) break;  // ascending: the rest are beyond this step's world too
+      const auto i = static_cast<size_t>(r);
+      if (!w->seen[i]) {
+        w->seen[i] = 1;
+        w->ranks.push_back(r);
+      }
+      w->sum[i] += ks->sum[e];
+      w->count[i] += ks->count[e];
+    }
+  }
+  std::sort(w->ranks.begin(), w->ranks.end());
+}
+
+double IdealWindow::aggregate(const std::string& key, bool is_delay, const StepModel& m, Scratch* w) const {
+  IdealRule rule = IdealRule::kMean;  // the rule of a key is recorded with its samples
+  double slots = 0;
+  w->found.clear();
+  for (const StepSamples& st : steps_) {
+    const auto& map = is_delay ? st.delays : st.durations;
+    auto it = map.find(key);
+    // A step without this key still counts as slots for pauses: nobody paused then.
+    slots += static_cast<double>(st.rank_stage.size());
+    if (it == map.end()) continue;
+    rule = it->second.rule;
+    w->found.push_back(&it->second);
+  }
+  double value = 0;
+  switch (rule) {
+    case IdealRule::kMedian:
+      for (const KeyStats* ks : w->found) w->samples.insert(w->samples.end(), ks->samples.begin(), ks->samples.end());
+      value = median_of(std::move(w->samples));
+      break;
+    case IdealRule::kSlotMean: {
+      double slot_total = 0;
+      for (const KeyStats* ks : w->found) {
+        for (size_t e = 0; e < ks->ranks.size() && ks->ranks[e] < m.world; ++e) slot_total += ks->sum[e];
+      }
+      value = slots > 0 ? slot_total / slots : 0.0;
+      break;
+    }
+    case IdealRule::kMean: {
+      if (w->found.empty()) break;
+      window_sums(m.world, w);
+      const double mean = robust_mean(w->sum, w->count, w->ranks, m.rank_stage, config_, &w->excluded, &w->dropped);
+      value = mean * step_level(key, is_delay, *w);
+      break;
+    }
+  }
+  w->reset();
+  return value;
+}
+
 Ideals IdealWindow::ideals(const StepModel& m) const {
   Ideals out;
-  std::set<int> excluded;
-  auto aggregate = [&](const std::string& key, bool is_delay) {
-    IdealRule rule = IdealRule::kMean;  // the rule of a key is recorded with its samples
-    std::vector<double> sum(m.world, 0.0), count(m.world, 0.0), samples;
-    double slot_total = 0, slots = 0;
-    for (const StepSamples& st : steps_) {
-      const auto& map = is_delay ? st.delays : st.durations;
-      auto it = map.find(key);
-      // A step without this key still counts as slots for pauses: nobody paused then.
-      slots += static_cast<double>(st.rank_stage.size());
-      if (it == map.end()) continue;
-      const KeyStats& ks = it->second;
-      rule = ks.rule;
-      for (size_t r = 0; r < ks.sum.size() && r < sum.size(); ++r) {
-        sum[r] += ks.sum[r];
-        count[r] += ks.count[r];
-        slot_total += ks.sum[r];
-      }
-      samples.insert(samples.end(), ks.samples.begin(), ks.samples.end());
-    }
-    switch (rule) {
-      case IdealRule::kMedian: return median_of(std::move(samples));
-      case IdealRule::kSlotMean: return slots > 0 ? slot_total / slots : 0.0;
-      case IdealRule::kMean: break;
-    }
-    std::vector<char> dropped;
-    const double mean = robust_mean(sum, count, m.rank_stage, config_, &excluded, &dropped);
-    return mean * step_level(key, is_delay, sum, count, dropped);
-  };
+  Scratch w(static_cast<size_t>(std::max(0, m.world)));
   out.duration.assign(m.ideal_keys.size(), 0.0);
-  for (size_t k = 0; k < m.ideal_keys.size(); ++k) out.duration[k] = aggregate(m.ideal_keys[k], false);
+  for (size_t k = 0; k < m.ideal_keys.size(); ++k) out.duration[k] = aggregate(m.ideal_keys[k], false, m, &w);
   out.delay.assign(m.delay_keys.size(), 0.0);
-  for (size_t k = 0; k < m.delay_keys.size(); ++k) out.delay[k] = aggregate(m.delay_keys[k], true);
-  out.excluded_ranks.assign(excluded.begin(), excluded.end());
+  for (size_t k = 0; k < m.delay_keys.size(); ++k) out.delay[k] = aggregate(m.delay_keys[k], true, m, &w);
+  out.excluded_ranks.assign(w.excluded.begin(), w.excluded.end());
   return out;
 }
 

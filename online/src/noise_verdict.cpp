@@ -95,13 +95,24 @@ double NoiseVerdict::worker_p(size_t d, double dp_S_now) const {
 // The rank of dp unit d to name: in a pipeline, the one in the stage whose own evidence is the
 // strongest (the stage family, over the long window: the slow rank's stage carries its
 // lateness, the column's other stages only wait for it), else the largest S_w this step.
-int NoiseVerdict::column_rank(const StepModel& m, const StepVerdict& v, int d) const {
-  int best = -1;
-  double best_p = 2.0;
+// Every dp unit's at once: one pass over the ranks (each column's in rank order), each stage's
+// test once (per dp unit, a pass over all ranks was O(dp x ranks) a step).
+void NoiseVerdict::find_column_ranks(const StepModel& m, const StepVerdict& v) {
+  stage_p_.assign(static_cast<size_t>(std::max(0, m.pp_size)), 1.0);
+  if (m.pp_size > 1) {
+    for (size_t s = 0; s < stage_p_.size() && s < stages_.units(); ++s) stage_p_[s] = stages_.window_p1(s, cfg_.alarm_long_steps);
+  }
+  int columns = m.dp_size;
+  for (int r = 0; r < m.world; ++r) columns = std::max(columns, m.rank_dp[static_cast<size_t>(r)] + 1);
+  columns_.assign(static_cast<size_t>(std::max(0, columns)), -1);
+  column_p_.assign(columns_.size(), 2.0);
   for (int r = 0; r < m.world; ++r) {
-    if (m.rank_dp[static_cast<size_t>(r)] != d) continue;
+    const int d = m.rank_dp[static_cast<size_t>(r)];
+    if (d < 0) continue;
     const auto s = static_cast<size_t>(m.rank_stage[static_cast<size_t>(r)]);
-    const double p = m.pp_size > 1 && s < stages_.units() ? stages_.window_p1(s, cfg_.alarm_long_steps) : 1.0;
+    const double p = s < stage_p_.size() ? stage_p_[s] : 1.0;
+    int& best = columns_[static_cast<size_t>(d)];
+    double& best_p = column_p_[static_cast<size_t>(d)];
     const bool better = best < 0 || p < best_p ||
                         (p == best_p && v.worker_S[static_cast<size_t>(r)] > v.worker_S[static_cast<size_t>(best)]);
     if (better) {
@@ -109,7 +120,10 @@ int NoiseVerdict::column_rank(const StepModel& m, const StepVerdict& v, int d) c
       best_p = p;
     }
   }
-  return best;
+}
+
+int NoiseVerdict::column_rank(const StepModel&, const StepVerdict&, int d) const {
+  return d >= 0 && static_cast<size_t>(d) < columns_.size() ? columns_[static_cast<size_t>(d)] : -1;
 }
 
 void NoiseVerdict::name_persistent(const StepModel& m, size_t d, StepVerdict* v) const {
@@ -171,6 +185,7 @@ void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, SlowdownAna
   v->S_null = step_null_.mean_S();
   v->jitter = std::max(0.0, std::min(v->S, v->S_null) - 1.0);
   v->p_S = step_null_.p(v->S);
+  find_column_ranks(m, *v);
 
   const double p = cause_p(m, seq, *v);
   v->p = p;

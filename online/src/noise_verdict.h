@@ -52,6 +52,8 @@ class NoiseVerdict {
   double cause_p(const StepModel& model, const SeqEvidence& seq, const StepVerdict& v) const;
   int column_rank(const StepModel& model, const StepVerdict& v, int dp_rank) const;
   void name_persistent(const StepModel& model, size_t dp_rank, StepVerdict* v) const;
+  // Each dp rank's column_rank for this step (column_rank then looks it up; -1: no ranks).
+  void find_column_ranks(const StepModel& model, const StepVerdict& v);
 
   NoiseConfig cfg_;
   NoiseWindow noise_;
@@ -61,6 +63,8 @@ class NoiseVerdict {
   NullDraw draw_;
   int pool_steps_;
   uint64_t steps_ = 0;
+  std::vector<int> columns_;                 // per dp rank: the rank to name (column_rank)
+  std::vector<double> column_p_, stage_p_;  // find_column_ranks' scratch
 };
 
 }  // namespace sp::online

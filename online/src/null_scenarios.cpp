@@ -105,7 +105,12 @@ void SlowdownAnalysis::draw_factors(const StepModel& m, const NoiseSpread& sprea
 void SlowdownAnalysis::null_draw(const StepModel& m, const NoiseSpread& spread, uint64_t seed,
                                  NullDraw* out) {
   Draws rng{seed * 0x2545f4914f6cdd1dULL + 1};
-  null_values_ = values_;
+  // The draws overwrite the recorded side (work and delay) of every node but the step starts,
+  // which keep their offsets: one copy of the step's values serves all its draws.
+  if (!null_values_ready_) {
+    null_values_ = values_;
+    null_values_ready_ = true;
+  }
   auto& work = null_values_.work[0];
   auto& delay = null_values_.delay[static_cast<size_t>(DelayMode::kReal)];
   const auto& ideal_work = values_.work[1];
@@ -132,12 +137,12 @@ void SlowdownAnalysis::null_draw(const StepModel& m, const NoiseSpread& spread, 
   const double ideal = std::max(std::min(ideal_raw_, T), std::numeric_limits<double>::min());
   out->S = T / ideal;
   const ValueSide ideal_side{false, DelayMode::kIdeal}, drawn_side{true, DelayMode::kReal};
-  units_.run(plan_, null_values_, m.rank_dp, m.dp_size, ideal_side, drawn_side, unit_method_, &unit_times_);
+  dp_units_.run(plan_, null_values_, m.rank_dp, m.dp_size, ideal_side, drawn_side, unit_method_, &unit_times_);
   out->dp_S.clear();
   for (double t : unit_times_) out->dp_S.push_back(t / ideal);
   out->stage_S.clear();
   if (m.pp_size > 1) {
-    units_.run(plan_, null_values_, m.rank_stage, m.pp_size, ideal_side, drawn_side, unit_method_, &unit_times_);
+    stage_units_.run(plan_, null_values_, m.rank_stage, m.pp_size, ideal_side, drawn_side, unit_method_, &unit_times_);
     for (double t : unit_times_) out->stage_S.push_back(t / ideal);
   } else {
     out->stage_S.assign(1, out->S);

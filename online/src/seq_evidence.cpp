@@ -29,16 +29,32 @@ double pearson(const std::vector<double>& x, const std::vector<double>& y) {
 
 void SeqWindow::push(const StepModel& m) {
   Step step;
-  // Own compute time per (rank, micro-batch), and per rank for step-wide annotations.
-  std::map<std::pair<int, int>, std::pair<double, double>> fb;  // -> (forward, backward)
-  for (const LogicalOp& op : m.ops) {
-    if (op.kind != SP_OP_FORWARD && op.kind != SP_OP_BACKWARD) continue;
-    auto& slot = fb[{op.rank, op.microbatch}];
-    (op.kind == SP_OP_FORWARD ? slot.first : slot.second) += op.own;
+  // Own compute time per (rank, micro-batch), and per rank for step-wide annotations: the
+  // forward and backward ops sorted by (rank, micro-batch), stably, so that each slot adds its
+  // ops in the model's order (as a map filled op by op would; a map cost a node per slot, ~32k
+  // a step at 4096 ranks).
+  struct Slot {
+    int rank, microbatch;
+    double forward = 0, backward = 0;
+  };
+  std::vector<size_t> order;
+  for (size_t o = 0; o < m.ops.size(); ++o) {
+    if (m.ops[o].kind == SP_OP_FORWARD || m.ops[o].kind == SP_OP_BACKWARD) order.push_back(o);
   }
-  for (const auto& [key, fwd_bwd] : fb) {
-    if (fwd_bwd.first > 0 && fwd_bwd.second > 0) {
-      step.fb.push_back({m.rank_stage[static_cast<size_t>(key.first)], fwd_bwd.first, fwd_bwd.second});
+  std::stable_sort(order.begin(), order.end(), [&m](size_t a, size_t b) {
+    return std::pair(m.ops[a].rank, m.ops[a].microbatch) < std::pair(m.ops[b].rank, m.ops[b].microbatch);
+  });
+  std::vector<Slot> fb;  // by (rank, micro-batch)
+  for (size_t o : order) {
+    const LogicalOp& op = m.ops[o];
+    if (fb.empty() || fb.back().rank != op.rank || fb.back().microbatch != op.microbatch) {
+      fb.push_back({op.rank, op.microbatch});
+    }
+    (op.kind == SP_OP_FORWARD ? fb.back().forward : fb.back().backward) += op.own;
+  }
+  for (const Slot& slot : fb) {
+    if (slot.forward > 0 && slot.backward > 0) {
+      step.fb.push_back({m.rank_stage[static_cast<size_t>(slot.rank)], slot.forward, slot.backward});
     }
   }
   std::map<std::pair<int, int>, MicrobatchCost> costs;  // merged per (rank, micro-batch)
@@ -53,11 +69,10 @@ void SeqWindow::push(const StepModel& m) {
     double compute = 0;
     // The rank's entries only (fb is ordered by rank, then micro-batch): the same sum in the
     // same order as a scan of all of fb, without its cost of ranks x micro-batches per cost.
-    for (auto it = fb.lower_bound({c.rank, std::numeric_limits<int>::min()});
-         it != fb.end() && it->first.first == c.rank; ++it) {
-      const auto& [fk, fwd_bwd] = *it;
+    auto it = std::lower_bound(fb.begin(), fb.end(), c.rank, [](const Slot& x, int rank) { return x.rank < rank; });
+    for (; it != fb.end() && it->rank == c.rank; ++it) {
       // A step-wide annotation (micro-batch -1) covers all of the rank's compute.
-      if (c.microbatch < 0 || fk.second == c.microbatch) compute += fwd_bwd.first + fwd_bwd.second;
+      if (c.microbatch < 0 || it->microbatch == c.microbatch) compute += it->forward + it->backward;
     }
     if (compute > 0) {
       step.seq.push_back({m.rank_stage[static_cast<size_t>(c.rank)], c.sum_len_sq, compute, c.sum_len});

@@ -35,6 +35,7 @@ double SlowdownAnalysis::replay(const Selection& s, ScenarioReplay* into) {
 void SlowdownAnalysis::compute(const StepModel& m, const Ideals& ideals, double top_fraction,
                                bool want_timeline, SlowdownMetrics* out) {
   work_ = {};
+  null_values_ready_ = false;
   build_replay_plan(m, &plan_);
   compute_node_values(m, ideals, &node_values_);
   gather_plan_values(m, node_values_, plan_, &values_);
@@ -102,16 +103,16 @@ void SlowdownAnalysis::base_scenarios(const StepModel& m, SlowdownMetrics* r) {
 void SlowdownAnalysis::unit_scores(const StepModel& m, SlowdownMetrics* r) {
   const double ideal = r->T_ideal > 0 ? r->T_ideal : 1e-12;
   const ValueSide ideal_side{false, DelayMode::kIdeal}, real_side{true, DelayMode::kReal};
-  units_.run(plan_, values_, m.rank_dp, m.dp_size, ideal_side, real_side, unit_method_, &unit_times_);
-  work_.dp = units_.stats();
+  dp_units_.run(plan_, values_, m.rank_dp, m.dp_size, ideal_side, real_side, unit_method_, &unit_times_);
+  work_.dp = dp_units_.stats();
   for (double t : unit_times_) r->dp_S.push_back(t / ideal);
-  units_.run(plan_, values_, m.rank_stage, m.pp_size, ideal_side, real_side, unit_method_, &unit_times_);
-  work_.stage = units_.stats();
+  stage_units_.run(plan_, values_, m.rank_stage, m.pp_size, ideal_side, real_side, unit_method_, &unit_times_);
+  work_.stage = stage_units_.stats();
   for (double t : unit_times_) r->stage_S.push_back(t / ideal);
   r->fix_stage_share.assign(static_cast<size_t>(m.pp_size), 0.0);
   if (m.pp_size > 1) {
-    units_.run(plan_, values_, m.rank_stage, m.pp_size, real_side, ideal_side, unit_method_, &unit_times_);
-    work_.fix_stage = units_.stats();
+    stage_units_.run(plan_, values_, m.rank_stage, m.pp_size, real_side, ideal_side, unit_method_, &unit_times_);
+    work_.fix_stage = stage_units_.stats();
     for (size_t p = 0; p < unit_times_.size(); ++p) {
       r->fix_stage_share[p] = share(r->T_real, unit_times_[p], r->T_ideal);
     }

@@ -91,9 +91,12 @@ class SlowdownAnalysis {
   LaneBatch batch_;
   std::vector<LaneBatch::Lane> lanes_;
   std::vector<double> lane_times_;
-  UnitScenarios units_{&batch_};
+  // One per family (dp ranks, stages), so that each keeps its layout for the step's other runs
+  // of that family (the fix-stage scenarios, the null draws).
+  UnitScenarios dp_units_{&batch_}, stage_units_{&batch_};
   double ideal_raw_ = 0;       // the ideal replay's step time before the S >= 1 cap
   PlanValues null_values_;     // values_ with the null's draws as the "real" side
+  bool null_values_ready_ = false;  // null_values_ holds this step's values_ (compute() resets)
   std::vector<double> op_factor_, op_shift_, marker_shift_, group_factor_;  // the null's draws, per op / rank
   bool follow_step_level_ = true;
   void draw_factors(const StepModel& m, const NoiseSpread& spread, void* draws);

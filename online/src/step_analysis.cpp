@@ -159,13 +159,13 @@ void StepAnalysis::record_timeline(int64_t step, const StepModel& model) {
   ts.step = step;
   ts.rank_dp = model.rank_dp;
   ts.rank_stage = model.rank_stage;
+  ts.type_names = model.type_names;
   ts.ops.reserve(model.nodes.size());
   for (size_t i = 0; i < model.nodes.size(); ++i) {
     const Node& n = model.nodes[i];
     if (n.role == NodeRole::kMarker || n.role == NodeRole::kStart) continue;
     const LogicalOp& op = model.ops[static_cast<size_t>(n.logical)];
-    ts.ops.push_back({n.rank, model.type_names[static_cast<size_t>(op.type)],
-                      n.role == NodeRole::kComm, w.real_start[i], w.real_end[i],
+    ts.ops.push_back({n.rank, op.type, n.role == NodeRole::kComm, w.real_start[i], w.real_end[i],
                       w.ideal_start[i], w.ideal_end[i]});
   }
   timeline_.push_back(std::move(ts));

@@ -77,18 +77,27 @@ std::string timeline_json_text(const std::deque<TimelineStep>& steps, const nloh
   std::map<std::string, std::string> names;  // op type -> its JSON string, escaped once
   // Steps end to end; a step's real and ideal copies share one offset so they line up.
   double offset_us = 0;
+  std::vector<const std::string*> step_names;  // this step's: by type index
+  const std::string no_name = nlohmann::json("").dump();
   for (const TimelineStep& s : steps) {
     double span = 0;
+    step_names.clear();
+    for (const std::string& type : s.type_names) {
+      auto [name, fresh] = names.try_emplace(type);
+      if (fresh) name->second = nlohmann::json(type).dump();
+      step_names.push_back(&name->second);
+    }
     for (const TimelineOp& op : s.ops) {
       span = std::max({span, op.real_end, op.ideal_end});
-      auto [name, fresh] = names.try_emplace(op.type);
-      if (fresh) name->second = nlohmann::json(op.type).dump();
+      const std::string& name = op.type >= 0 && static_cast<size_t>(op.type) < step_names.size()
+                                    ? *step_names[static_cast<size_t>(op.type)]
+                                    : no_name;
       for (int ideal = 0; ideal < 2; ++ideal) {
         const double b = ideal ? op.ideal_start : op.real_start;
         const double e = ideal ? op.ideal_end : op.real_end;
         std::string& o = events.next();
         o += R"({"ph":"X","name":)";
-        o += name->second;
+        o += name;
         o += R"(,"pid":)";
         append_int(&o, ideal ? world + op.rank : op.rank);
         o += op.comm ? R"(,"tid":1,"ts":)" : R"(,"tid":0,"ts":)";

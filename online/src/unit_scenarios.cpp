@@ -1,6 +1,7 @@
 // The unit scenarios of one step: choosing the method, and the per-unit evaluation (the
 // per-step summary it needs is built in unit_scenarios_summary.cpp).
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
 #include "unit_scenarios.h"
@@ -12,10 +13,9 @@ constexpr double kNone = -std::numeric_limits<double>::infinity();
 
 double max2(double a, double b) { return b > a ? b : a; }
 
-void side_values(const PlanValues& v, ValueSide side, std::vector<double>* work,
-                 std::vector<double>* delay) {
-  *work = v.work[side.real_work ? 0 : 1];
-  *delay = v.delay[static_cast<size_t>(side.delay)];
+void side_values(const PlanValues& v, ValueSide side, const double** work, const double** delay) {
+  *work = v.work[side.real_work ? 0 : 1].data();
+  *delay = v.delay[static_cast<size_t>(side.delay)].data();
 }
 
 }  // namespace
@@ -25,7 +25,11 @@ void UnitScenarios::run(const ReplayPlan& plan, const PlanValues& values,
                         ValueSide alt, UnitMethod method, std::vector<double>* step_times) {
   stats_ = {};
   step_times->assign(static_cast<size_t>(units), 0.0);
-  layout(plan, unit_of_rank, units);
+  if (!same_layout(plan, unit_of_rank, units)) {
+    layout(plan, unit_of_rank, units);
+    summary_valid_ = false;
+  }
+  stats_.shared_groups = shared_unit_.size();
   // Both methods cost about one visit per position; a full replay per unit visits them all.
   // The boundary method visits each unit once per scenario plus the sweeps, plus the shared
   // groups and their edges once per unit; its visits cost about twice as much (the sweeps
@@ -41,7 +45,11 @@ void UnitScenarios::run(const ReplayPlan& plan, const PlanValues& values,
                   (method == UnitMethod::kAuto && 2 * (sweeps + fixed) < full);
   if (boundary) {
     side_values(values, base, &work_base_, &delay_base_);
-    summarise(plan);
+    if (!same_summary(n)) {
+      summarise(plan);
+      remember_summary(n);
+    }
+    stats_.edges = edges_.size();
     boundary = method == UnitMethod::kBoundary || 2 * (sweeps + n + units * (s + edges_.size())) < full;
   }
   if (!boundary) {
@@ -104,6 +112,24 @@ double UnitScenarios::unit_step_time(const ReplayPlan& plan, int32_t u) {
     }
   }
   return max2(t, others(s_count));
+}
+
+bool UnitScenarios::same_layout(const ReplayPlan& plan, const std::vector<int32_t>& unit_of_rank,
+                                int32_t units) const {
+  return units == layout_units_ && unit_of_rank == layout_unit_of_rank_ && plan.rank_at == layout_rank_at_ &&
+         plan.unit_begin == layout_unit_begin_;
+}
+
+bool UnitScenarios::same_summary(size_t n) const {
+  return summary_valid_ && summary_work_.size() == n && summary_delay_.size() == n &&
+         std::memcmp(summary_work_.data(), work_base_, n * sizeof(double)) == 0 &&
+         std::memcmp(summary_delay_.data(), delay_base_, n * sizeof(double)) == 0;
+}
+
+void UnitScenarios::remember_summary(size_t n) {
+  summary_work_.assign(work_base_, work_base_ + n);
+  summary_delay_.assign(delay_base_, delay_base_ + n);
+  summary_valid_ = true;
 }
 
 void UnitScenarios::full_replays(const ReplayPlan& plan, const PlanValues& values, int32_t units,

@@ -70,6 +70,10 @@ class UnitScenarios {
     Top2 w;
   };
   void layout(const ReplayPlan& plan, const std::vector<int32_t>& unit_of_rank, int32_t units);
+  // Whether layout()'s inputs are the last call's (then its outputs still hold): the plan's
+  // ranks and units and the ranks' units. Several runs a step share a layout (the metrics' and
+  // the null draws' of one family), and comparing costs far less than laying out.
+  bool same_layout(const ReplayPlan& plan, const std::vector<int32_t>& unit_of_rank, int32_t units) const;
   size_t sweep_cost(const ReplayPlan& plan, size_t limit) const;
   void summarise(const ReplayPlan& plan);
   void sweep(const ReplayPlan& plan, int32_t unit, int32_t entry_shared);
@@ -80,7 +84,21 @@ class UnitScenarios {
 
   UnitScenarioStats stats_;
   int32_t units_ = 0;
-  std::vector<double> work_base_, delay_base_, work_alt_, delay_alt_;
+  // The two sides' values, the caller's (valid during run()).
+  const double* work_base_ = nullptr;
+  const double* delay_base_ = nullptr;
+  const double* work_alt_ = nullptr;
+  const double* delay_alt_ = nullptr;
+  // layout()'s inputs, for same_layout().
+  std::vector<int32_t> layout_rank_at_, layout_unit_begin_, layout_unit_of_rank_;
+  int32_t layout_units_ = -1;
+  // summarise()'s inputs besides the layout: the base side's values, bit for bit. The null
+  // draws of a step keep the metrics' base side (the ideal) and change only the other, so
+  // their summary is the metrics' one.
+  bool same_summary(size_t positions) const;
+  void remember_summary(size_t positions);
+  bool summary_valid_ = false;
+  std::vector<double> summary_work_, summary_delay_;
   std::vector<int32_t> unit_at_;            // per position: its unit
   std::vector<int32_t> unit_pos_begin_, unit_pos_;  // CSR: positions of each unit, ascending
   std::vector<int32_t> shared_of_;          // per plan unit: shared group index, or -1

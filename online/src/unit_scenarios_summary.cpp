@@ -29,6 +29,10 @@ void UnitScenarios::layout(const ReplayPlan& plan, const std::vector<int32_t>& u
                            int32_t units) {
   const size_t n = plan.num_positions();
   units_ = units;
+  layout_units_ = units;
+  layout_unit_of_rank_ = unit_of_rank;
+  layout_rank_at_ = plan.rank_at;
+  layout_unit_begin_ = plan.unit_begin;
   unit_at_.resize(n);
   unit_pos_begin_.assign(static_cast<size_t>(units) + 1, 0);
   for (size_t p = 0; p < n; ++p) {
@@ -51,7 +55,6 @@ void UnitScenarios::layout(const ReplayPlan& plan, const std::vector<int32_t>& u
     shared_of_[k] = static_cast<int32_t>(shared_unit_.size());
     shared_unit_.push_back(static_cast<int32_t>(k));
   }
-  stats_.shared_groups = shared_unit_.size();
   // The distinct units of each shared group.
   std::vector<int32_t> seen(static_cast<size_t>(units), -1);
   members_begin_.assign(1, 0);
