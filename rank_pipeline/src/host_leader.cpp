@@ -211,8 +211,12 @@ bool HostLeader::ready(int64_t step, Clock::time_point now, bool stopping) const
       now - std::max(pending->second.first_seen, *eligible_since_) > host_timeout_) {
     return true;
   }
-  // A registered rank that has not said hello yet is waited for (up to the host timeout).
-  if (!stopping && hello_count() < expected_members_) return false;
+  // A registered rank that has not said hello yet is waited for (up to the host timeout), also
+  // while stopping as long as it may still be connecting: a job that ends right after it
+  // started would otherwise post its first steps without the members still on their way.
+  if (hello_count() < expected_members_ && (!stopping || now - started_ <= c_.o.connect_timeout)) {
+    return false;
+  }
   for (const Member& m : members_) {
     if (m.done) continue;
     if (m.rank < 0 || m.latest < step) return false;
