@@ -4,6 +4,8 @@
 #include <cmath>
 #include <set>
 
+#include "robust_stats.h"
+
 namespace sp::online {
 
 // One key's per-rank sums over the window, dense over the ranks for the arithmetic and sparse
@@ -48,15 +50,7 @@ void add_entry(KeyStats* ks, int rank, double value) {
   ks->count.back() += 1;
 }
 
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  const size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-  const double hi = v[mid];
-  if (v.size() % 2) return hi;
-  const double lo = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid));
-  return 0.5 * (lo + hi);
-}
+double median_of(std::vector<double> v) { return median_inplace(&v); }
 
 // The mean over the window and the workers, the paper's ideal for compute, with one guard.
 //

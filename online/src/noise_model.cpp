@@ -3,18 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "robust_stats.h"
+
 namespace sp::online {
 namespace {
-
-double median_inplace(std::vector<double>* v) {
-  if (v->empty()) return 0;
-  const size_t mid = v->size() / 2;
-  std::nth_element(v->begin(), v->begin() + static_cast<std::ptrdiff_t>(mid), v->end());
-  const double hi = (*v)[mid];
-  if (v->size() % 2) return hi;
-  const double lo = *std::max_element(v->begin(), v->begin() + static_cast<std::ptrdiff_t>(mid));
-  return 0.5 * (lo + hi);
-}
 
 // Variance of the median of m normal draws, in units of their variance: exact for m <= 3,
 // the large-m law pi / (2m) beyond.
@@ -56,13 +48,6 @@ void add_residuals(const std::vector<double>& peers, std::vector<float>* out) {
 }
 
 }  // namespace
-
-double mad_sigma(std::vector<double>* v) {
-  if (v->empty()) return 0;
-  const double med = median_inplace(v);
-  for (double& x : *v) x = std::fabs(x - med);
-  return 1.4826 * median_inplace(v);
-}
 
 void NoiseWindow::push(const StepModel& m) {
   // A fixed subset of the ranks (every stride-th), so that the baselines follow the same ranks

@@ -64,7 +64,4 @@ class NoiseWindow {
   Totals work_totals_, delay_totals_;  // over the steps in the window
 };
 
-// sd estimate 1.4826 x median(|x - median(x)|) of `v` (reordered); 0 when empty.
-double mad_sigma(std::vector<double>* v);
-
 }  // namespace sp::online

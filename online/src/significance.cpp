@@ -3,18 +3,12 @@
 #include <algorithm>
 #include <cmath>
 
+#include "robust_stats.h"
+
 namespace sp::online {
 namespace {
 
 double log_score(double S) { return std::log(std::max(S, 1e-300)); }
-
-double median_of(std::vector<double>* v) {
-  const size_t mid = v->size() / 2;
-  std::nth_element(v->begin(), v->begin() + static_cast<std::ptrdiff_t>(mid), v->end());
-  double med = (*v)[mid];
-  if (v->size() % 2 == 0) med = 0.5 * (med + *std::max_element(v->begin(), v->begin() + static_cast<std::ptrdiff_t>(mid)));
-  return med;
-}
 
 }  // namespace
 
@@ -30,7 +24,7 @@ void UnitFamily::relative_logs(const std::vector<double>& scores, const std::vec
   if (scores.empty()) return;
   if (!groups || groups->size() != scores.size()) {
     scratch_.assign(out->begin(), out->end());
-    const double med = median_of(&scratch_);
+    const double med = median_inplace(&scratch_);
     for (double& x : *out) x -= med;
     return;
   }
@@ -46,7 +40,7 @@ void UnitFamily::relative_logs(const std::vector<double>& scores, const std::vec
     for (; j < order_.size() && (*groups)[static_cast<size_t>(order_[j])] == g; ++j) {
       scratch_.push_back((*out)[static_cast<size_t>(order_[j])]);
     }
-    const double med = median_of(&scratch_);
+    const double med = median_inplace(&scratch_);
     for (; i < j; ++i) (*out)[static_cast<size_t>(order_[i])] -= med;
   }
 }
@@ -115,12 +109,12 @@ void UnitFamily::calibrate() {
   for (size_t u = 0; u < units; u += stride) {
     column_.clear();
     for (const auto& step : history_) column_.push_back(static_cast<double>(step[u]));
-    const double med = median_of(&column_);
+    const double med = median_inplace(&column_);
     for (double x : column_) scratch_.push_back(std::fabs(x - med));
     dof += static_cast<double>(column_.size()) - 1.0;
   }
   if (scratch_.empty()) return;
-  const double observed_sd = 1.4826 * median_of(&scratch_);
+  const double observed_sd = 1.4826 * median_inplace(&scratch_);
   widening_ = null_widening(observed_sd, dof, std::max(summary_.q84 - summary_.q50, floor_));
 }
 
@@ -227,7 +221,7 @@ double UnitFamily::window_median_z(size_t u, int k) const {
   for (size_t i = history_.size() - steps; i < history_.size(); ++i) {
     z.push_back(static_cast<double>(history_[i][u]) - offset_[u] - summary_.mean);
   }
-  return median_of(&z) / (std::max(summary_.sd, floor_) * widening_);
+  return median_inplace(&z) / (std::max(summary_.sd, floor_) * widening_);
 }
 
 double UnitFamily::window_median_p1(size_t u, int k) const {
@@ -257,13 +251,9 @@ void StepNull::add_observed(double S) {
 double StepNull::widening() const {
   if (observed_.size() < 2 || draws_.size() < 2) return 0;
   std::vector<double> v(observed_.begin(), observed_.end());
-  double med = median_of(&v);
-  for (double& x : v) x = std::fabs(x - med);
-  const double observed_sd = 1.4826 * median_of(&v);
+  const double observed_sd = mad_sigma(&v);
   std::vector<double> d(draws_.begin(), draws_.end());
-  med = median_of(&d);
-  for (double& x : d) x = std::fabs(x - med);
-  const double null_sd = std::max(1.4826 * median_of(&d), floor_);
+  const double null_sd = std::max(mad_sigma(&d), floor_);
   return null_widening(observed_sd, static_cast<double>(observed_.size()) - 1.0, null_sd);
 }
 
