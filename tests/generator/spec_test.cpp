@@ -9,6 +9,7 @@
 
 #include "straggler_probe/whatif/synthetic_trace.h"
 #include "straggler_probe/whatif/trace_loader.h"
+#include "../whatif_io/trace_table_expect.h"
 
 namespace sp::whatif {
 namespace {
@@ -23,25 +24,10 @@ SyntheticJobSpec small_spec() {
   return spec;
 }
 
-void expect_same_table(const TraceTable& a, const TraceTable& b) {
-  ASSERT_EQ(a.size(), b.size());
-  EXPECT_EQ(a.dp_rank, b.dp_rank);
-  EXPECT_EQ(a.stage, b.stage);
-  EXPECT_EQ(a.rank, b.rank);
-  EXPECT_EQ(a.step, b.step);
-  EXPECT_EQ(a.optype, b.optype);
-  EXPECT_EQ(a.start_ts, b.start_ts);
-  EXPECT_EQ(a.duration, b.duration);
-  EXPECT_EQ(a.seq_id, b.seq_id);
-  EXPECT_EQ(a.mc, b.mc);
-  EXPECT_EQ(a.mb_id, b.mb_id);
-  EXPECT_EQ(a.gmc, b.gmc);
-}
-
 TEST(Generator, SameSeedSameTraceOtherSeedOtherTimes) {
   const auto a = generate_synthetic_trace(small_spec());
   const auto b = generate_synthetic_trace(small_spec());
-  expect_same_table(a.table, b.table);
+  testing::expect_same_table(a.table, b.table);
   SyntheticJobSpec other = small_spec();
   other.seed = 2;
   const auto c = generate_synthetic_trace(other);
@@ -150,7 +136,7 @@ TEST(Generator, WrittenFilesLoadBackUnchanged) {
     EXPECT_EQ(meta.vpp_size, 2);
     EXPECT_EQ(meta.dsp_size, 2);
     EXPECT_EQ(meta.world_size, trace.meta.world_size);
-    expect_same_table(load_trace_csv(trace_path, meta), trace.table);
+    testing::expect_same_table(load_trace_csv(trace_path, meta), trace.table);
   }
   EXPECT_LT(std::filesystem::file_size(dir / "trace.csv.gz"),
             std::filesystem::file_size(dir / "trace.csv") / 2);

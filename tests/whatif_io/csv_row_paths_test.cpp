@@ -10,6 +10,8 @@
 
 #include "straggler_probe/whatif/trace_loader.h"
 
+#include "trace_table_expect.h"
+
 namespace sp::whatif {
 namespace {
 
@@ -49,21 +51,6 @@ std::string error_of(const std::string& text) {
   return "(no error)";
 }
 
-void expect_same_tables(const TraceTable& a, const TraceTable& b) {
-  ASSERT_EQ(a.size(), b.size());
-  EXPECT_EQ(a.dp_rank, b.dp_rank);
-  EXPECT_EQ(a.stage, b.stage);
-  EXPECT_EQ(a.rank, b.rank);
-  EXPECT_EQ(a.step, b.step);
-  EXPECT_EQ(a.optype, b.optype);
-  EXPECT_EQ(a.start_ts, b.start_ts);
-  EXPECT_EQ(a.duration, b.duration);
-  EXPECT_EQ(a.seq_id, b.seq_id);
-  EXPECT_EQ(a.mc, b.mc);
-  EXPECT_EQ(a.mb_id, b.mb_id);
-  EXPECT_EQ(a.gmc, b.gmc);
-}
-
 // Valid rows in unusual but accepted forms: exponents, no leading digit, "-0", zero times,
 // changes of op type, the largest ids the metadata allows.
 const std::vector<Row> kUnusualRows = {
@@ -81,7 +68,7 @@ TEST(CsvRowPaths, ReadUnusualValidRowsAlike) {
        {std::vector<std::string>{"\n"}, {"\r\n"}, {"\n", "\r\n"}, {"\n", "\n", "\n", "\n", ""}}) {
     const TraceTable fast = parse_trace_csv(csv(kUnusualRows, false, endings), "t.csv", meta());
     const TraceTable general = parse_trace_csv(csv(kUnusualRows, true, endings), "t.csv", meta());
-    expect_same_tables(fast, general);
+    testing::expect_same_table(fast, general);
     EXPECT_EQ(fast.step[3], 999999999999999999);
     EXPECT_EQ(fast.start_ts[1], 0.5);
     EXPECT_EQ(fast.mc[3], 0);
