@@ -19,13 +19,16 @@ std::string p_text(double p) {
   return buf;
 }
 
+// A rank's own alarm (its score is S_w); a cause alarm that names a rank carries the steps' S.
+bool is_rank_alarm(const AlarmEvent& e) { return e.unit >= 0 && e.target.rfind("rank:", 0) == 0; }
+
 // A standard error's worth above the null's mean: the short window's mean no longer shows it.
 const double kClearP1 = normal_upper(1.0);
 
 }  // namespace
 
 AlarmEvent AlarmTracker::evidence(const std::string& target, Cause cause, int64_t step,
-                                  double score, double p) const {
+                                  double score, double p, bool cause_alarm) const {
   AlarmEvent e;
   e.target = target;
   e.cause = cause;
@@ -35,7 +38,8 @@ AlarmEvent AlarmTracker::evidence(const std::string& target, Cause cause, int64_
   e.score = score;
   e.p = p;
   for (const Named& n : named_) {
-    const bool match = target.empty() ? n.cause == cause : n.target == target;
+    const bool match = target.empty() || cause_alarm ? counts_for(n, cause) && (target.empty() || n.target == target)
+                                                     : n.target == target;
     if (!match) continue;
     if (e.steps == 0) e.since = n.step;
     ++e.steps;
@@ -146,18 +150,18 @@ void AlarmTracker::unit_alarms(const StepInput& in, const UnitFamily& family,
 }
 
 void AlarmTracker::cause_alarms(const StepInput& in, std::vector<AlarmEvent>* out) {
-  for (Cause c : {Cause::kGc, Cause::kHostDelay, Cause::kComm, Cause::kSeqImbalance}) {
+  for (Cause c : {Cause::kWorker, Cause::kGc, Cause::kHostDelay, Cause::kComm, Cause::kSeqImbalance}) {
     int in_short = 0, in_long = 0;
     double sum_S = 0;
     for (size_t i = 0; i < named_.size(); ++i) {
-      if (named_[i].cause != c) continue;
+      if (!counts_for(named_[i], c)) continue;
       ++in_long;
       sum_S += named_[i].S;
       if (i + static_cast<size_t>(std::max(1, cfg_.alarm_short_steps)) >= named_.size()) ++in_short;
     }
     auto it = std::find_if(active_.begin(), active_.end(), [&](size_t a) {
       const AlarmEvent& e = records_[a - dropped_].raised;
-      return e.target.empty() && e.cause == c;
+      return e.unit < 0 && e.cause == c;
     });
     const double p = binomial_upper(in_long, static_cast<int>(named_.size()), cfg_.alpha);
     // Hysteresis: raised at alarm_alpha while recent steps name it; cleared once the short
@@ -171,8 +175,44 @@ void AlarmTracker::cause_alarms(const StepInput& in, std::vector<AlarmEvent>* ou
     // Not when a rank or stage already alarms for this cause: the same thing, said once.
     bool covered = false;
     for (size_t a : active_) covered = covered || records_[a - dropped_].raised.cause == c;
-    if (p < cfg_.alarm_alpha && !covered) raise(evidence("", c, in.step, sum_S / in_long, p), out);
+    if (p >= cfg_.alarm_alpha || covered) continue;
+    const std::string target = usual_target(c, in_long);
+    // worker: a rank slow on some steps only (every k-th step), whose own alarm never comes
+    // because it is not named on most recent steps; a rank that is, is its own alarm's
+    // business, and worker steps scattered over many ranks are not one straggler.
+    if (c == Cause::kWorker && !intermittent(target)) continue;
+    raise(evidence(target, c, in.step, sum_S / in_long, p, true), out);
   }
+}
+
+// Whether a step counts for the cause alarm of c (see alarms.h: worker counts slow steps only).
+bool AlarmTracker::counts_for(const Named& n, Cause c) { return n.cause == c && (c != Cause::kWorker || n.slow_step); }
+
+// Whether the recent steps named `target` on at most half of the steps since they first named
+// it: slow on some steps only. A rank that became slow and stays so is named on most of them
+// (its own alarm, unit_alarms, follows within a few steps).
+bool AlarmTracker::intermittent(const std::string& target) const {
+  if (target.empty()) return false;
+  size_t first = named_.size(), named = 0;
+  for (size_t i = 0; i < named_.size(); ++i) {
+    if (named_[i].target != target) continue;
+    first = std::min(first, i);
+    ++named;
+  }
+  return named > 0 && 2 * named <= named_.size() - first;
+}
+
+// The rank or stage that most of the `named` steps naming cause c named, when more than half
+// of them named the same one (gc pauses recurring on one rank: "rank:2 cause=gc"); else "".
+std::string AlarmTracker::usual_target(Cause c, int named) const {
+  std::map<std::string, int> count;
+  for (const Named& n : named_) {
+    if (counts_for(n, c) && !n.target.empty()) ++count[n.target];
+  }
+  for (const auto& [target, k] : count) {
+    if (2 * k > named) return target;
+  }
+  return "";
 }
 
 bool AlarmTracker::named_on_most_recent(size_t unit, bool columns) const {
@@ -186,6 +226,7 @@ bool AlarmTracker::named_on_most_recent(size_t unit, bool columns) const {
 
 std::vector<AlarmEvent> AlarmTracker::update(const StepInput& in) {
   Named named{in.step, in.cause, in.target, in.S};
+  named.slow_step = in.slow_step;
   if (in.cause != Cause::kNone && in.target.rfind("rank:", 0) == 0) {
     const auto r = static_cast<size_t>(std::atoi(in.target.c_str() + 5));
     if (r < in.rank_dp.size()) named.dp = in.rank_dp[r];
@@ -211,7 +252,7 @@ nlohmann::ordered_json alarm_event_json(const AlarmEvent& e) {
   j["since"] = e.since;
   j["steps"] = e.steps;
   j["of"] = e.of;
-  j[e.target.rfind("rank:", 0) == 0 ? "S_w" : "S"] = e.score;
+  j[is_rank_alarm(e) ? "S_w" : "S"] = e.score;
   j["p"] = e.p;
   return j;
 }
@@ -227,7 +268,7 @@ nlohmann::ordered_json AlarmTracker::to_json() const {
     j["since"] = r.raised.since;
     j["steps"] = r.raised.steps;
     j["of"] = r.raised.of;
-    j[r.raised.target.rfind("rank:", 0) == 0 ? "S_w" : "S"] = r.raised.score;
+    j[is_rank_alarm(r.raised) ? "S_w" : "S"] = r.raised.score;
     j["p"] = r.raised.p;
     list.push_back(std::move(j));
   }
@@ -236,7 +277,7 @@ nlohmann::ordered_json AlarmTracker::to_json() const {
 
 std::string format_alarm_line(const AlarmEvent& e) {
   const std::string what = (e.target.empty() ? std::string("job") : e.target) + " cause=" + std::string(cause_name(e.cause));
-  const std::string score = std::string(e.target.rfind("rank:", 0) == 0 ? "S_w=" : "S=") + fixed(e.score, 2);
+  const std::string score = std::string(is_rank_alarm(e) ? "S_w=" : "S=") + fixed(e.score, 2);
   if (e.raised) {
     return "straggler_probe alarm raised: " + what + " since step " + std::to_string(e.since) + " (" +
            std::to_string(e.steps) + " of the last " + std::to_string(e.of) + " steps, " + score + ", " +

@@ -15,7 +15,12 @@
 //   when the steps naming it over the long window are too many for chance, each step naming
 //   anything with probability <= alpha under the null (binomial test at alarm_alpha), and a step
 //   of the short window names it; cleared when no step of the short window names it and the
-//   long window's count is no longer significant at alpha.
+//   long window's count is no longer significant at alpha. When most of the steps naming the
+//   cause named one rank or stage (gc pauses that recur on one rank), the alarm names it too.
+//   The same for worker, when one rank is named on some steps but not on most recent ones (a
+//   rank slow every k-th step, which its own alarm above never raises), counting only the steps
+//   that were themselves significantly slow: a rank that makes some steps slow, not one named
+//   on unremarkable steps for a lateness over the window.
 // Bounded: the list keeps the last kMaxRecords alarms.
 #pragma once
 
@@ -53,6 +58,7 @@ class AlarmTracker {
     std::vector<int> rank_dp;
     double S = 1.0;
     double jitter_S = 1.0;  // the null's mean S: what jitter alone costs the step
+    bool slow_step = false;  // S itself significant against the null (p_S < alpha)
   };
   // The alarms this step raises or clears.
   std::vector<AlarmEvent> update(const StepInput& in);
@@ -68,12 +74,19 @@ class AlarmTracker {
     std::string target;
     double S;
     int dp = -1, stage = -1;  // the unit the target is in (its rank's dp rank, or the stage)
+    bool slow_step = false;   // StepInput::slow_step
   };
   bool named_on_most_recent(size_t unit, bool columns) const;
   struct Active {
     size_t record;  // index into records_ (adjusted when old records are dropped)
   };
-  AlarmEvent evidence(const std::string& target, Cause cause, int64_t step, double score, double p) const;
+  // cause_alarm: the evidence is the steps naming `cause` (and `target`, when one is given);
+  // else the steps naming `target` (a rank's or stage's alarm), whatever their cause.
+  AlarmEvent evidence(const std::string& target, Cause cause, int64_t step, double score, double p,
+                      bool cause_alarm = false) const;
+  std::string usual_target(Cause cause, int named) const;
+  bool intermittent(const std::string& target) const;
+  static bool counts_for(const Named& n, Cause c);
   Cause usual_cause(const std::string& target, Cause fallback) const;
   void unit_alarms(const StepInput& in, const UnitFamily& family, const std::string& prefix,
                    std::vector<AlarmEvent>* out);

@@ -40,6 +40,25 @@ double window_clip(const NoiseConfig& c) {
 
 int history_steps(const NoiseConfig& c) { return std::max(c.alarm_short_steps, c.alarm_long_steps); }
 
+// What the step's recorded pauses (gc, data-wait: ops with a per-slot ideal) cost it, as a
+// factor of the ideal: the product over their op types of S_t (only that type's real durations
+// put back), each at least 1 (a step where nobody paused has S_t a little below 1: the ideal is
+// the pauses' mean per slot). Pauses are measured, not jitter: the null keeps them at their ideal.
+double recorded_pause_S(const StepModel& m, const StepVerdict& v) {
+  std::vector<char> pause_type(m.type_names.size(), 0);
+  for (const LogicalOp& op : m.ops) {
+    if (op.rule == IdealRule::kSlotMean) pause_type[static_cast<size_t>(op.type)] = 1;
+  }
+  double factor = 1.0;
+  for (size_t t = 0; t < m.type_names.size(); ++t) {
+    if (!pause_type[t]) continue;
+    for (const auto& [name, S_t] : v.op_S) {
+      if (name == m.type_names[t]) factor *= std::max(1.0, S_t);
+    }
+  }
+  return factor;
+}
+
 }  // namespace
 
 NoiseVerdict::NoiseVerdict(const NoiseConfig& config, int window_steps)
@@ -227,9 +246,12 @@ void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, SlowdownAna
     }
     v->evidence += "; p=" + p_text(p);
   }
-  // The S null is calibrated to the steps the verdicts leave unexplained: a gc pause one step in
-  // four, once named, must not widen the band the next pause is tested against.
-  if (v->cause == Cause::kNone) step_null_.add_observed(v->S);
+  // The S null is calibrated to the steps the verdicts leave unexplained, and to what jitter did
+  // to them: a gc pause one step in four, named or not, must not widen the band the next pause
+  // is tested against (an unnamed one would widen it, so that fewer are named, which widens it
+  // further), so the recorded pauses' own cost is taken out of S first, as the jitter window
+  // leaves the pauses out of the jitter (noise_model.cpp).
+  if (v->cause == Cause::kNone) step_null_.add_observed(v->S / recorded_pause_S(m, *v));
   AlarmTracker::StepInput in;
   in.step = v->step;
   in.cause = v->cause;
@@ -241,6 +263,7 @@ void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, SlowdownAna
   in.rank_stage = m.rank_stage;
   in.rank_dp = m.rank_dp;
   in.S = v->S;
+  in.slow_step = v->p_S < cfg_.alpha;
   in.jitter_S = v->S_null;
   v->alarms = alarms_.update(in);
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "alarms.h"
 #include "analyze_run.h"
 #include "noise_model.h"
 #include "significance.h"
@@ -127,6 +128,46 @@ TEST(NoiseModel, TheAlarmClearsWhenTheRankRecovers) {
   EXPECT_LE(o.raised_at, 10);
   EXPECT_GT(o.cleared_at, 60);
   EXPECT_LE(o.cleared_at, 60 + 32);
+}
+
+// GC pauses on rank 2 every 5th step: the steps name gc on rank 2, and the job-level alarm for
+// the cause says which rank's pauses it is (a user acts on the rank), and nothing else alarms.
+TEST(NoiseModel, RecurringPausesOnOneRankRaiseAGcAlarmNamingIt) {
+  SyntheticJob j = job(8, 1, 0.03, 3);
+  for (int64_t step = 8; step < 120; step += 5) j.gc.push_back({step, 2, 0.05});
+  int gc_alarms = 0, other_alarms = 0;
+  for (const StepVerdict& v : testing::analyze_run(testing::run_synthetic(j, 120))) {
+    for (const AlarmEvent& a : v.alarms) {
+      if (!a.raised) continue;
+      const bool gc = a.cause == Cause::kGc && a.target == "rank:2";
+      gc_alarms += gc;
+      other_alarms += !gc;
+      if (gc) {
+        EXPECT_EQ(format_alarm_line(a).rfind("straggler_probe alarm raised: rank:2 cause=gc since step 8 (", 0), 0u)
+            << format_alarm_line(a);
+      }
+    }
+  }
+  EXPECT_EQ(gc_alarms, 1);
+  EXPECT_EQ(other_alarms, 0);
+}
+
+// Rank 1 30% slow on every 4th step only: named on those steps, never on most recent ones, so
+// its own alarm (named on most of the short window) cannot come; the worker cause alarm says
+// "rank:1" after a few of its slow steps, once.
+TEST(NoiseModel, AnIntermittentlySlowRankRaisesOneWorkerAlarm) {
+  SyntheticJob j = job(8, 1, 0.03, 5);
+  const testing::SyntheticRun healthy = testing::run_synthetic(j, 120);
+  j.rank_speed.assign(8, 1.0);
+  j.rank_speed[1] = 1.3;
+  const testing::SyntheticRun slow = testing::run_synthetic(j, 120);
+  testing::SyntheticRun run = healthy;
+  for (size_t s = 8; s < run.steps.size(); s += 4) run.steps[s] = slow.steps[s];
+  const Outcome o = judge(run);
+  EXPECT_EQ(o.alarms, 1);
+  EXPECT_GE(o.raised_at, 8);
+  EXPECT_LE(o.raised_at, 8 + 30);
+  EXPECT_GE(o.named_rank, 25);  // >= 90% of its 28 slow steps
 }
 
 TEST(NoiseModel, PValueHelpers) {
