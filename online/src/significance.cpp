@@ -97,25 +97,38 @@ void UnitFamily::add_observed(const std::vector<double>& scores, const std::vect
   calibrate();
 }
 
-// The observed scores' spread around each unit's own median over the history, pooled over (at
-// most kCalibrationUnits) units, against the null pool's (q84 - q50, the same robust scale).
+// The observed scores' step-to-step spread, pooled over (at most kCalibrationUnits) units,
+// against the null pool's (q84 - q50, the same robust scale). Two robust scales of the same
+// sigma, each blind to one thing a straggler does, and the smaller one is taken:
+// - deviations from each unit's own median over the history: one-off steps far out (a gc
+//   pause one step in four) move a median by one order statistic; but a rank that becomes slow
+//   shifts its level, a second mode that widens the null until most of its history is slow
+//   (with 2 dp ranks per stage it was half of the pooled deviations, and the straggler went
+//   unnamed for its first ~12 steps);
+// - successive differences (sd sqrt(2) sigma for iid scores): a level shift is one difference;
+//   but a one-off step is two.
+// The band's degrees of freedom are those of the differences, the smaller: only disjoint pairs
+// are independent, one per two steps.
 void UnitFamily::calibrate() {
   widening_ = 0;
   if (history_.empty()) return;
   const size_t units = history_.back().size();
   const size_t stride = std::max<size_t>(1, units / kCalibrationUnits);
   scratch_.clear();
+  differences_.clear();
   double dof = 0;
   for (size_t u = 0; u < units; u += stride) {
     column_.clear();
     for (const auto& step : history_) column_.push_back(static_cast<double>(step[u]));
+    for (size_t i = 1; i < column_.size(); ++i) differences_.push_back(std::fabs(column_[i] - column_[i - 1]));
     const double med = median_inplace(&column_);
-    for (double x : column_) scratch_.push_back(std::fabs(x - med));
-    dof += static_cast<double>(column_.size()) - 1.0;
+    for (const auto& step : history_) scratch_.push_back(std::fabs(static_cast<double>(step[u]) - med));
+    dof += static_cast<double>(history_.size() / 2);
   }
-  if (scratch_.empty()) return;
-  const double observed_sd = 1.4826 * median_inplace(&scratch_);
-  widening_ = null_widening(observed_sd, dof, std::max(summary_.q84 - summary_.q50, floor_));
+  if (differences_.empty()) return;
+  const double around_median = 1.4826 * median_inplace(&scratch_);
+  const double successive = 1.4826 * median_inplace(&differences_) / std::sqrt(2.0);
+  widening_ = null_widening(std::min(around_median, successive), dof, std::max(summary_.q84 - summary_.q50, floor_));
 }
 
 double UnitFamily::calibrated(double x, size_t u) const {

@@ -116,7 +116,7 @@ class UnitFamily {
   std::vector<double> last_;                // log scores of this step
   std::deque<std::vector<float>> history_;  // relative log scores of the recent steps, newest last
   std::deque<std::vector<float>> raw_history_;  // the scores themselves
-  std::vector<double> scratch_, last_draw_, sorted_, column_;
+  std::vector<double> scratch_, last_draw_, sorted_, column_, differences_;
   std::vector<int> order_;
   double widening_ = 0;
 };
