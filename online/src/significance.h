@@ -32,7 +32,9 @@ namespace sp::online {
 // (1.4826 x MAD) of the observed scores around each unit's own median over the recent steps,
 // at the upper end of its one-sided 95% confidence band, over the null's robust sd. A unit
 // slow on every step (a straggler) is its own median and does not widen anything; a one-off
-// step far out (a gc pause) moves a median only by one order statistic. Until a unit has been
+// step far out (a gc pause) moves a median only by one order statistic. For unit families the
+// smaller of that and the sd of successive differences is taken (UnitFamily::calibrate: a rank
+// that becomes slow mid-run is one large difference). Until a unit has been
 // seen twice the dispersion is unknown and nothing is significant (the first analysed step
 // names no one).
 //
