@@ -112,14 +112,20 @@ double NoiseVerdict::worker_p(size_t d, double dp_S_now) const {
 }
 
 // The rank of dp unit d to name: in a pipeline, the one in the stage whose own evidence is the
-// strongest (the stage family, over the long window: the slow rank's stage carries its
-// lateness, the column's other stages only wait for it), else the largest S_w this step.
+// strongest (the stage family, over the long window, significant at alpha: the slow rank's
+// stage carries its lateness, the column's other stages only wait for it), else the largest
+// S_w this step.
 // Every dp unit's at once: one pass over the ranks (each column's in rank order), each stage's
 // test once (per dp unit, a pass over all ranks was O(dp x ranks) a step).
 void NoiseVerdict::find_column_ranks(const StepModel& m, const StepVerdict& v) {
   stage_p_.assign(static_cast<size_t>(std::max(0, m.pp_size)), 1.0);
   if (m.pp_size > 1) {
-    for (size_t s = 0; s < stage_p_.size() && s < stages_.units(); ++s) stage_p_[s] = stages_.window_p1(s, cfg_.alarm_long_steps);
+    // Only evidence counts: a stage whose window is within the noise (a rank slow one step in
+    // four barely moves its stage's long-window mean) does not outrank this step's S_w.
+    for (size_t s = 0; s < stage_p_.size() && s < stages_.units(); ++s) {
+      const double p = stages_.window_p1(s, cfg_.alarm_long_steps);
+      stage_p_[s] = p < cfg_.alpha ? p : 1.0;
+    }
   }
   int columns = m.dp_size;
   for (int r = 0; r < m.world; ++r) columns = std::max(columns, m.rank_dp[static_cast<size_t>(r)] + 1);
