@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
 
 #include "straggler_probe/whatif/number_text.h"
@@ -27,8 +28,8 @@ const double kClearP1 = normal_upper(1.0);
 
 }  // namespace
 
-AlarmEvent AlarmTracker::evidence(const std::string& target, Cause cause, int64_t step,
-                                  double score, double p, bool cause_alarm) const {
+AlarmEvent AlarmTracker::evidence(const std::string& target, Cause cause, int64_t step, double score, double p,
+                                  const NamedFilter& counts) const {
   AlarmEvent e;
   e.target = target;
   e.cause = cause;
@@ -38,20 +39,18 @@ AlarmEvent AlarmTracker::evidence(const std::string& target, Cause cause, int64_
   e.score = score;
   e.p = p;
   for (const Named& n : named_) {
-    const bool match = target.empty() || cause_alarm ? counts_for(n, cause) && (target.empty() || n.target == target)
-                                                     : n.target == target;
-    if (!match) continue;
+    if (!counts(n)) continue;
     if (e.steps == 0) e.since = n.step;
     ++e.steps;
   }
   return e;
 }
 
-// The cause the steps naming `target` gave most often over the window.
-Cause AlarmTracker::usual_cause(const std::string& target, Cause fallback) const {
+// The cause the steps that `names` accepts gave most often over the window.
+Cause AlarmTracker::usual_cause(const NamedFilter& names, Cause fallback) const {
   std::map<Cause, int> count;
   for (const Named& n : named_) {
-    if (n.target == target && n.cause != Cause::kNone) ++count[n.cause];
+    if (names(n) && n.cause != Cause::kNone) ++count[n.cause];
   }
   Cause best = fallback;
   int most = 0;
@@ -62,6 +61,23 @@ Cause AlarmTracker::usual_cause(const std::string& target, Cause fallback) const
     }
   }
   return best;
+}
+
+// Whether a cause alarm already raised for `cause` names a rank of dp unit u (or stage u): a
+// slow p2p link's comm alarm names one of its ranks, and the dp column's lateness behind it
+// is the same thing, said once.
+bool AlarmTracker::cause_alarm_covers(const StepInput& in, size_t u, bool columns, Cause cause) const {
+  for (size_t a : active_) {
+    const AlarmEvent& e = records_[a - dropped_].raised;
+    if (e.unit >= 0 || e.cause != cause || e.target.empty()) continue;
+    if (columns && e.target.rfind("rank:", 0) == 0) {
+      const auto r = static_cast<size_t>(std::atoi(e.target.c_str() + 5));
+      if (r < in.rank_dp.size() && in.rank_dp[r] == static_cast<int>(u)) return true;
+    } else if (!columns && e.target == "stage:" + std::to_string(u)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 bool AlarmTracker::stage_has_rank_alarm(const StepInput& in, int stage) const {
@@ -117,6 +133,11 @@ void AlarmTracker::unit_alarms(const StepInput& in, const UnitFamily& family,
   for (size_t u = 0; u < family.units(); ++u) {
     const std::string target = columns ? "rank:" + std::to_string(u < in.column_rank.size() ? in.column_rank[u] : static_cast<int>(u))
                                        : prefix + std::to_string(u);
+    // The steps that named this unit: a rank of its dp column (the rank named may move within
+    // the column), or the stage.
+    const NamedFilter names_unit = [u, columns](const Named& step) {
+      return (columns ? step.dp : step.stage) == static_cast<int>(u);
+    };
     const double p_short = family.window_p1(u, cfg_.alarm_short_steps);
     const double p = sidak(2 * std::min(p_short, family.window_p1(u, cfg_.alarm_long_steps)), n);
     // A dp rank's alarm is kept under its unit (the rank named may move within its column).
@@ -128,7 +149,8 @@ void AlarmTracker::unit_alarms(const StepInput& in, const UnitFamily& family,
       // Hysteresis: cleared once neither window shows it, the short one no longer a standard
       // error above the null's mean and the long one no longer significant at alpha.
       if (p_short > kClearP1 && family.window_p1(u, cfg_.alarm_long_steps) > cfg_.alpha) {
-        clear(*it, evidence(target, Cause::kNone, in.step, family.window_mean_S(u, cfg_.alarm_short_steps), p_short), out);
+        clear(*it, evidence(target, Cause::kNone, in.step, family.window_mean_S(u, cfg_.alarm_short_steps), p_short, names_unit),
+              out);
       }
       continue;
     }
@@ -141,9 +163,11 @@ void AlarmTracker::unit_alarms(const StepInput& in, const UnitFamily& family,
     // A stage with a rank in alarm is slow because of that rank (ranks are judged against
     // their own stage's peers, so a stage that is heavier as a whole raises no rank alarm).
     if (prefix == "stage:" && (stage_has_rank_alarm(in, static_cast<int>(u)) || dp_rank_shows(in))) continue;
-    const Cause fallback = prefix == "stage:" ? Cause::kStageImbalance : Cause::kWorker;
-    AlarmEvent e = evidence(target, usual_cause(target, fallback), in.step,
-                            family.window_mean_S(u, cfg_.alarm_long_steps), p);
+    // The cause the steps naming the unit gave (a slow p2p link's verdicts say comm, on either
+    // of its ranks), unless a cause alarm says it already.
+    const Cause cause = usual_cause(names_unit, prefix == "stage:" ? Cause::kStageImbalance : Cause::kWorker);
+    if (cause_alarm_covers(in, u, columns, cause)) continue;
+    AlarmEvent e = evidence(target, cause, in.step, family.window_mean_S(u, cfg_.alarm_long_steps), p, names_unit);
     e.unit = static_cast<int>(u);
     raise(std::move(e), out);
   }
@@ -168,7 +192,10 @@ void AlarmTracker::cause_alarms(const StepInput& in, std::vector<AlarmEvent>* ou
     // window names it no more and the long window's count is no longer significant at alpha
     // (a cause named one step in four would otherwise clear and raise again every few steps).
     if (it != active_.end()) {
-      if (in_short == 0 && p >= cfg_.alpha) clear(*it, evidence("", c, in.step, in.S, 1.0), out);
+      if (in_short == 0 && p >= cfg_.alpha) {
+        const std::string& target = records_[*it - dropped_].raised.target;
+        clear(*it, evidence(target, c, in.step, in.S, 1.0, names_cause(c, target)), out);
+      }
       continue;
     }
     if (in_short == 0) continue;
@@ -181,8 +208,13 @@ void AlarmTracker::cause_alarms(const StepInput& in, std::vector<AlarmEvent>* ou
     // because it is not named on most recent steps; a rank that is, is its own alarm's
     // business, and worker steps scattered over many ranks are not one straggler.
     if (c == Cause::kWorker && !intermittent(target)) continue;
-    raise(evidence(target, c, in.step, sum_S / in_long, p, true), out);
+    raise(evidence(target, c, in.step, sum_S / in_long, p, names_cause(c, target)), out);
   }
+}
+
+// The steps a cause alarm's evidence counts: those naming the cause (and its target, if any).
+AlarmTracker::NamedFilter AlarmTracker::names_cause(Cause c, const std::string& target) {
+  return [c, target](const Named& n) { return counts_for(n, c) && (target.empty() || n.target == target); };
 }
 
 // Whether a step counts for the cause alarm of c (see alarms.h: worker counts slow steps only).

@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -80,14 +81,16 @@ class AlarmTracker {
   struct Active {
     size_t record;  // index into records_ (adjusted when old records are dropped)
   };
-  // cause_alarm: the evidence is the steps naming `cause` (and `target`, when one is given);
-  // else the steps naming `target` (a rank's or stage's alarm), whatever their cause.
+  using NamedFilter = std::function<bool(const Named&)>;
+  // An alarm's evidence: the recent steps `counts` accepts (how many, since when).
   AlarmEvent evidence(const std::string& target, Cause cause, int64_t step, double score, double p,
-                      bool cause_alarm = false) const;
+                      const NamedFilter& counts) const;
+  static NamedFilter names_cause(Cause cause, const std::string& target);
+  bool cause_alarm_covers(const StepInput& in, size_t unit, bool columns, Cause cause) const;
   std::string usual_target(Cause cause, int named) const;
   bool intermittent(const std::string& target) const;
   static bool counts_for(const Named& n, Cause c);
-  Cause usual_cause(const std::string& target, Cause fallback) const;
+  Cause usual_cause(const NamedFilter& names, Cause fallback) const;
   void unit_alarms(const StepInput& in, const UnitFamily& family, const std::string& prefix,
                    std::vector<AlarmEvent>* out);
   void cause_alarms(const StepInput& in, std::vector<AlarmEvent>* out);
