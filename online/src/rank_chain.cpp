@@ -315,7 +315,6 @@ class ChainBuilder {
  private:
   Node node(int logical, NodeRole role, double start, double end) const {
     Node n;
-    n.deps.reserve(4);  // one allocation for nearly every node, not one per dependency added
     n.logical = logical;
     n.rank = rank_;
     n.role = role;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "node_deps.h"
 #include "op_classes.h"
 
 namespace sp::online {
@@ -42,7 +43,7 @@ struct Node {
   double duration = 0;      // compute: segment length; comm: transfer; marker: 0
   double launch_delay = 0;  // start - max(dep ends), >= 0; roots: start - t0
   int group = -1;           // communication group index
-  std::vector<int> deps;    // in-rank dependencies (node indices)
+  NodeDeps deps;            // in-rank dependencies (node indices; up to 4 kept inline)
 };
 
 // Sum of sequence lengths (and of their squares) of one micro-batch on one rank.

@@ -254,13 +254,12 @@ class OpReader {
     const uint64_t piece_code = (static_cast<uint64_t>(static_cast<uint32_t>(type)) << 32) |
                                 static_cast<uint32_t>(ev.microbatch);
     const int piece = piece_slot(piece_code)++;
-    ideal_key_into(&key_, ev, m_.type_names[static_cast<size_t>(type)], name,
-                   type_count_[static_cast<size_t>(type)]++, m_.rank_stage[r], piece);
+    const int ordinal = type_count_[static_cast<size_t>(type)]++;
     LogicalOp op;
     op.rank = r;
     op.kind = ev.kind;
     op.type = type;
-    op.key = intern(&m_.ideal_keys, &key_index_, key_);
+    op.key = key_of(ev, type, name, ordinal, m_.rank_stage[r], piece);
     op.delay_key = delay_key(op.key);
     op.rule = ideal_rule(ev.kind);
     op.microbatch = ev.microbatch;
@@ -268,6 +267,66 @@ class OpReader {
     op.end = since_t0(m_, ev.end_ns, s.clock_offset_ns);
     m_.ops.push_back(op);
     return static_cast<int>(m_.ops.size()) - 1;
+  }
+
+  // The op's ideal key (an index into m_.ideal_keys). The key's text is a function of what
+  // KeyCode holds (ideal_key_into reads nothing else of a non-region op): looked up by the code,
+  // the text is written and interned only at a code's first appearance, so the indices are the
+  // ones interning every op's text gives (~213 k texts built and hashed a step at 4096 ranks).
+  // Named user regions keep the text lookup (their name is part of the key).
+  int key_of(const sp_event& ev, int type, std::string_view name, int ordinal, int stage, int piece) {
+    const bool named_region = ev.kind == SP_OP_OTHER && !name.empty();
+    const std::string_view type_name = m_.type_names[static_cast<size_t>(type)];
+    if (named_region) {
+      ideal_key_into(&key_, ev, type_name, name, ordinal, stage, piece);
+      return intern(&m_.ideal_keys, &key_index_, key_);
+    }
+    const KeyCode code = key_code(ev, type, ordinal, stage, piece);
+    const auto found = key_of_code_.find(code);
+    if (found != key_of_code_.end()) return found->second;
+    ideal_key_into(&key_, ev, type_name, name, ordinal, stage, piece);
+    const int key = intern(&m_.ideal_keys, &key_index_, key_);
+    key_of_code_.emplace(code, key);
+    return key;
+  }
+
+  // What ideal_key_into's text depends on for an op that is no named region; the inputs it
+  // ignores for the op's kind are left zero, so that ops with one text share one code.
+  struct KeyCode {
+    uint32_t kind = 0;
+    int type = 0;
+    int stage = 0, ordinal = 0, piece = 0;
+    uint64_t bytes = 0;
+    bool operator==(const KeyCode&) const = default;
+  };
+  struct KeyCodeHash {
+    size_t operator()(const KeyCode& c) const {
+      uint64_t h = (uint64_t{c.kind} << 56) ^ (uint64_t{static_cast<uint32_t>(c.type)} << 40) ^
+                   (uint64_t{static_cast<uint32_t>(c.stage)} << 24) ^ static_cast<uint32_t>(c.ordinal) ^
+                   (uint64_t{static_cast<uint32_t>(c.piece)} << 48);
+      h ^= c.bytes * 0x9E3779B97F4A7C15ull;
+      return static_cast<size_t>(h ^ (h >> 29));
+    }
+  };
+  static KeyCode key_code(const sp_event& ev, int type, int ordinal, int stage, int piece) {
+    KeyCode c;
+    c.kind = ev.kind;
+    c.type = type;
+    const OpRole role = op_role(ev.kind);
+    if (role == OpRole::kHost) {
+      c.piece = piece;
+    } else if (ev.kind == SP_OP_SEND || ev.kind == SP_OP_RECV) {
+      c.stage = stage;
+      c.ordinal = ordinal;
+      c.bytes = ev.bytes;
+    } else if (role == OpRole::kComm) {
+      if (ev.bytes > 0) {
+        c.bytes = ev.bytes;
+      } else {
+        c.ordinal = ordinal;
+      }
+    }
+    return c;
   }
 
   // This rank's count of ops of one (type, micro-batch). A rank has a few dozen such pairs: a
@@ -323,6 +382,7 @@ class OpReader {
   StepModel& m_;
   const Summaries& by_rank_;
   std::unordered_map<std::string, int> type_index_, key_index_;
+  std::unordered_map<KeyCode, int, KeyCodeHash> key_of_code_;  // ideal key by code (key_of)
   std::map<TypeCode, int> type_of_code_;
   std::unordered_map<uint64_t, int> delay_index_;  // (key, ordinal) -> delay key
   std::vector<int> type_count_, key_count_;        // this rank's ops so far per type / key
