@@ -218,8 +218,9 @@ class OpReader {
   // The ordinals count per rank: an op's place among the rank's ops of its type / key.
   void start_rank() {
     type_count_.assign(m_.type_names.size(), 0);
+    for (size_t i : pieces_touched_) piece_table_[i] = 0;
+    pieces_touched_.clear();
     piece_count_.clear();
-    piece_flat_.clear();
     for (int k : keys_counted_) key_count_[static_cast<size_t>(k)] = 0;
     keys_counted_.clear();
   }
@@ -251,9 +252,7 @@ class OpReader {
     const std::string_view name =
         ev.name_id ? std::string_view(s.names[ev.name_id]) : std::string_view();
     // The op's index among the rank's ops of its type and micro-batch (a cut forward's pieces).
-    const uint64_t piece_code = (static_cast<uint64_t>(static_cast<uint32_t>(type)) << 32) |
-                                static_cast<uint32_t>(ev.microbatch);
-    const int piece = piece_slot(piece_code)++;
+    const int piece = next_piece(type, ev.microbatch);
     const int ordinal = type_count_[static_cast<size_t>(type)]++;
     LogicalOp op;
     op.rank = r;
@@ -329,15 +328,18 @@ class OpReader {
     return c;
   }
 
-  // This rank's count of ops of one (type, micro-batch). A rank has a few dozen such pairs: a
-  // flat list searched in order beats a hash map cleared per rank (a node allocated per pair
-  // and rank, ~200k a step at 4096 ranks); past kFlatPieces pairs, the map.
-  int& piece_slot(uint64_t code) {
-    for (auto& [c, n] : piece_flat_) {
-      if (c == code) return n;
+  // This rank's count so far of ops of one (type, micro-batch), then one more. A rank has a few
+  // dozen such pairs: counted in a table indexed by the pair (reset where the rank touched it),
+  // not a hash map cleared per rank (a node per pair and rank, ~200k a step at 4096 ranks) nor
+  // a list searched per op (~25 M instructions a step); pairs beyond the table, in the map.
+  int next_piece(int type, int microbatch) {
+    if (type < kPieceTypes && microbatch >= -1 && microbatch < kPieceMicrobatches - 1) {
+      const size_t i = static_cast<size_t>(type) * kPieceMicrobatches + static_cast<size_t>(microbatch + 1);
+      if (piece_table_[i] == 0) pieces_touched_.push_back(i);
+      return piece_table_[i]++;
     }
-    if (piece_flat_.size() < kFlatPieces) return piece_flat_.emplace_back(code, 0).second;
-    return piece_count_[code];
+    const uint64_t code = (static_cast<uint64_t>(static_cast<uint32_t>(type)) << 32) | static_cast<uint32_t>(microbatch);
+    return piece_count_[code]++;
   }
 
   // "key@ordinal", the ordinal-th op of this key on the rank. Looked up by (key, ordinal):
@@ -387,9 +389,12 @@ class OpReader {
   std::unordered_map<uint64_t, int> delay_index_;  // (key, ordinal) -> delay key
   std::vector<int> type_count_, key_count_;        // this rank's ops so far per type / key
   std::vector<int> keys_counted_;                  // keys with a non-zero count on this rank
-  static constexpr size_t kFlatPieces = 64;
-  std::vector<std::pair<uint64_t, int>> piece_flat_;  // this rank's ops so far per (type, micro-batch),
-  std::unordered_map<uint64_t, int> piece_count_;     // the first kFlatPieces pairs, then the rest
+  // This rank's ops so far per (type, micro-batch): types below kPieceTypes and micro-batches
+  // -1 .. kPieceMicrobatches - 2 in the table, the others in the map.
+  static constexpr int kPieceTypes = 64, kPieceMicrobatches = 130;
+  std::vector<int> piece_table_ = std::vector<int>(static_cast<size_t>(kPieceTypes) * kPieceMicrobatches, 0);
+  std::vector<size_t> pieces_touched_;
+  std::unordered_map<uint64_t, int> piece_count_;
   std::string key_;                                // the op's ideal key, its buffer reused
 };
 
