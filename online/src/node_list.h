@@ -1,9 +1,11 @@
-// A node's in-rank dependency list (step_model.h's Node::deps): a vector of node indices that
-// keeps up to kInline of them in the node itself. Nearly every node has 1-3 dependencies; a
-// std::vector gave each of the step's nodes a heap block of its own, allocated and freed every
-// step (~213 k of each a step at 4096 ranks dp x pp, ~90 M instructions of malloc and free).
-// Longer lists (a rank's step-end marker waits for all its unconsumed communication) move to the
-// heap. The same size as a std::vector<int>; the interface is the part of vector the model uses.
+// A short list of node indices (step_model.h): a node's in-rank dependencies (Node::deps) and
+// a communication group's members (StepModel::groups). A vector that keeps up to kInline
+// indices in itself: nearly every node has 1-3 dependencies and every p2p group 2 members; a
+// std::vector gave each a heap block of its own, allocated and freed every step (~213 k nodes
+// and ~65 k p2p groups a step at 4096 ranks dp x pp). Longer lists (a rank's step-end marker
+// waits for all its unconsumed communication, a collective has every member of its group) move
+// to the heap. The same size as a std::vector<int>; the interface is the part of vector the
+// model uses.
 #pragma once
 
 #include <algorithm>
@@ -15,31 +17,31 @@
 
 namespace sp::online {
 
-class NodeDeps {
+class NodeList {
  public:
   using value_type = int;
   using iterator = int*;
   using const_iterator = const int*;
   static constexpr uint32_t kInline = 4;
 
-  NodeDeps() = default;
-  NodeDeps(std::initializer_list<int> values) { assign(values.begin(), values.end()); }
+  NodeList() = default;
+  NodeList(std::initializer_list<int> values) { assign(values.begin(), values.end()); }
   // Implicit, as a vector's copy would be (tests build nodes from vectors).
-  NodeDeps(const std::vector<int>& values) { assign(values.data(), values.data() + values.size()); }
-  NodeDeps(const NodeDeps& o) { assign(o.begin(), o.end()); }
-  NodeDeps(NodeDeps&& o) noexcept { take(&o); }
-  NodeDeps& operator=(const NodeDeps& o) {
+  NodeList(const std::vector<int>& values) { assign(values.data(), values.data() + values.size()); }
+  NodeList(const NodeList& o) { assign(o.begin(), o.end()); }
+  NodeList(NodeList&& o) noexcept { take(&o); }
+  NodeList& operator=(const NodeList& o) {
     if (this != &o) assign(o.begin(), o.end());
     return *this;
   }
-  NodeDeps& operator=(NodeDeps&& o) noexcept {
+  NodeList& operator=(NodeList&& o) noexcept {
     if (this != &o) {
       release();
       take(&o);
     }
     return *this;
   }
-  ~NodeDeps() { release(); }
+  ~NodeList() { release(); }
 
   void push_back(int v) {
     if (size_ == capacity_) grow(capacity_ * 2);
@@ -58,10 +60,10 @@ class NodeDeps {
   int& operator[](size_t i) { return data()[i]; }
   int back() const { return data()[size_ - 1]; }
 
-  friend bool operator==(const NodeDeps& a, const NodeDeps& b) {
+  friend bool operator==(const NodeList& a, const NodeList& b) {
     return a.size_ == b.size_ && std::equal(a.begin(), a.end(), b.begin());
   }
-  friend std::ostream& operator<<(std::ostream& os, const NodeDeps& d) {
+  friend std::ostream& operator<<(std::ostream& os, const NodeList& d) {
     os << '{';
     for (size_t i = 0; i < d.size(); ++i) os << (i ? ", " : "") << d[i];
     return os << '}';
@@ -83,7 +85,7 @@ class NodeDeps {
     std::copy(first, last, data());
     size_ = n;
   }
-  void take(NodeDeps* o) {
+  void take(NodeList* o) {
     size_ = o->size_;
     capacity_ = o->capacity_;
     if (o->on_heap()) {
