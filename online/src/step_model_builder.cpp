@@ -187,8 +187,11 @@ class OpReader {
       out.comm[r].reserve(s.ops.size());
       order.resize(s.ops.size());
       for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-      std::stable_sort(order.begin(), order.end(),
-                       [&s](size_t a, size_t b) { return s.ops[a].start_ns < s.ops[b].start_ns; });
+      const auto by_start = [&s](size_t a, size_t b) { return s.ops[a].start_ns < s.ops[b].start_ns; };
+      // Where a rank's ops already come in start order (the synthetic jobs' do) the stable sort
+      // would leave them as they are: one pass to check instead (~11 M instructions a step at
+      // 4096 ranks dp x pp).
+      if (!std::is_sorted(order.begin(), order.end(), by_start)) std::stable_sort(order.begin(), order.end(), by_start);
       for (size_t i : order) {
         if (!selected.keep[r][i]) continue;
         const sp_event& ev = s.ops[i];
