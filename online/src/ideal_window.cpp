@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <bit>
-#include <limits>
-#include <span>
 #include <cmath>
+#include <limits>
 #include <set>
+#include <span>
 
 #include "robust_stats.h"
 
