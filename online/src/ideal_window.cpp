@@ -1,8 +1,11 @@
 #include "ideal_window.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <limits>
 #include <set>
+#include <span>
 
 #include "robust_stats.h"
 
@@ -17,6 +20,7 @@ struct IdealWindow::Scratch {
   std::vector<int> ranks;           // the ranks with an op under the key, ascending
   std::vector<double> samples;
   std::vector<const KeyStats*> found;              // the key's stats in each step that has it
+  std::vector<std::span<const double>> runs;       // their sorted transfer samples
   std::vector<double> aligned_sum, aligned_count;  // window_sums' aligned path
   std::set<int> excluded;
 
@@ -159,9 +163,68 @@ StepSamples collect_samples(const StepModel& m) {
 }
 
 void IdealWindow::push(StepSamples samples) {
+  for (auto& [key, ks] : samples.durations) {
+    for (double x : ks.samples) runs_usable_ = runs_usable_ && x >= 0 && !std::signbit(x);
+    std::sort(ks.samples.begin(), ks.samples.end());
+  }
   steps_.push_back(std::move(samples));
   while (static_cast<int>(steps_.size()) > std::max(1, config_.window_steps)) steps_.pop_front();
 }
+
+namespace {
+
+// For non-negative doubles (no NaN, no -0) the order of the values is that of their bits.
+uint64_t order_bits(double x) { return std::bit_cast<uint64_t>(x); }
+double from_order_bits(uint64_t b) { return std::bit_cast<double>(b); }
+
+using Run = std::span<const double>;  // one step's samples of the key, sorted
+
+size_t count_at_most(const std::vector<Run>& runs, double v) {
+  size_t n = 0;
+  for (const Run& r : runs) n += static_cast<size_t>(std::upper_bound(r.begin(), r.end(), v) - r.begin());
+  return n;
+}
+
+// The k-th smallest (from 0) of the runs' values together: the smallest value with more than k
+// values at or below it, found by bisection over the bit patterns (a value of the runs, exactly).
+double kth_of_runs(const std::vector<Run>& runs, size_t k) {
+  uint64_t lo = order_bits(std::numeric_limits<double>::infinity()), hi = 0;
+  for (const Run& r : runs) {
+    lo = std::min(lo, order_bits(r.front()));
+    hi = std::max(hi, order_bits(r.back()));
+  }
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    if (count_at_most(runs, from_order_bits(mid)) > k) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return from_order_bits(lo);
+}
+
+// median_inplace's value for the runs' values together: the middle one, or the mean of the
+// two middle ones (the lower being the largest value below the upper, or the upper itself).
+double median_of_runs(const std::vector<Run>& runs) {
+  size_t n = 0;
+  for (const Run& r : runs) n += r.size();
+  if (n == 0) return 0;
+  const size_t mid = n / 2;
+  const double hi = kth_of_runs(runs, mid);
+  if (n % 2) return hi;
+  size_t below = 0;
+  double lo = -std::numeric_limits<double>::infinity();
+  for (const Run& r : runs) {
+    const auto at = std::lower_bound(r.begin(), r.end(), hi);
+    below += static_cast<size_t>(at - r.begin());
+    if (at != r.begin()) lo = std::max(lo, *(at - 1));
+  }
+  if (below <= mid - 1) lo = hi;
+  return 0.5 * (lo + hi);
+}
+
+}  // namespace
 
 // How much work per op this key took in the current step compared with the window, over the
 // workers the window keeps (persistent outliers stay out). For compute and for launch delays,
@@ -258,6 +321,14 @@ double IdealWindow::aggregate(const std::string& key, bool is_delay, const StepM
   double value = 0;
   switch (rule) {
     case IdealRule::kMedian:
+      if (runs_usable_) {
+        w->runs.clear();
+        for (const KeyStats* ks : w->found) {
+          if (!ks->samples.empty()) w->runs.emplace_back(ks->samples);
+        }
+        value = median_of_runs(w->runs);
+        break;
+      }
       for (const KeyStats* ks : w->found) w->samples.insert(w->samples.end(), ks->samples.begin(), ks->samples.end());
       value = median_of(std::move(w->samples));
       break;

@@ -4,8 +4,13 @@
 #include <limits>
 
 namespace sp::online {
+namespace {
 
-template <int L>
+bool same_side(const ValueSide& a, const ValueSide& b) { return a.real_work == b.real_work && a.delay == b.delay; }
+
+}  // namespace
+
+template <int L, bool kOneSide>
 void LaneBatch::pass(const ReplayPlan& plan, const PlanValues& values, const int32_t* class_at,
                      const Lane* lanes, int count, double* step_times) {
   const size_t n = plan.num_positions();
@@ -21,6 +26,12 @@ void LaneBatch::pass(const ReplayPlan& plan, const PlanValues& values, const int
     delay_other[l] = static_cast<uint8_t>(lane.others.delay);
     delay_own[l] = static_cast<uint8_t>(lane.own.delay);
   }
+  // kOneSide: every lane has the same two sides (the unit scenarios' lanes: "base, but unit u
+  // alt"). A lane's value is then one of two values per position, read once for all lanes.
+  const double* delay_other_at = values.delay[delay_other[0]].data();
+  const double* delay_own_at = values.delay[delay_own[0]].data();
+  const double* work_other_at = values.work[work_other[0]].data();
+  const double* work_own_at = values.work[work_own[0]].data();
   end_.resize(n * L);
   const int32_t* unit_begin = plan.unit_begin.data();
   const int32_t* dep_begin = plan.dep_begin.data();
@@ -32,11 +43,16 @@ void LaneBatch::pass(const ReplayPlan& plan, const PlanValues& values, const int
     double latest[L];
     std::fill(latest, latest + L, -std::numeric_limits<double>::infinity());
     for (int32_t p = b; p < e; ++p) {
-      const double delay[kDelayModes] = {values.delay[0][p], values.delay[1][p], values.delay[2][p],
-                                         values.delay[3][p]};
       const int32_t c = class_at[p];
       double d[L];
-      for (int l = 0; l < L; ++l) d[l] = delay[c == cls[l] ? delay_own[l] : delay_other[l]];
+      if constexpr (kOneSide) {
+        const double other = delay_other_at[p], own = delay_own_at[p];
+        for (int l = 0; l < L; ++l) d[l] = c == cls[l] ? own : other;
+      } else {
+        const double delay[kDelayModes] = {values.delay[0][p], values.delay[1][p], values.delay[2][p],
+                                           values.delay[3][p]};
+        for (int l = 0; l < L; ++l) d[l] = delay[c == cls[l] ? delay_own[l] : delay_other[l]];
+      }
       const int32_t d0 = dep_begin[p], d1 = dep_begin[p + 1];
       double s[L];
       if (d0 == d1) {
@@ -53,10 +69,15 @@ void LaneBatch::pass(const ReplayPlan& plan, const PlanValues& values, const int
       for (int l = 0; l < L; ++l) latest[l] = s[l] > latest[l] ? s[l] : latest[l];
     }
     for (int32_t p = b; p < e; ++p) {
-      const double work[2] = {values.work[0][p], values.work[1][p]};
       const int32_t c = class_at[p];
       double* out = end + static_cast<size_t>(p) * L;
-      for (int l = 0; l < L; ++l) out[l] = latest[l] + work[c == cls[l] ? work_own[l] : work_other[l]];
+      if constexpr (kOneSide) {
+        const double other = work_other_at[p], own = work_own_at[p];
+        for (int l = 0; l < L; ++l) out[l] = latest[l] + (c == cls[l] ? own : other);
+      } else {
+        const double work[2] = {values.work[0][p], values.work[1][p]};
+        for (int l = 0; l < L; ++l) out[l] = latest[l] + work[c == cls[l] ? work_own[l] : work_other[l]];
+      }
     }
   }
   // Step time per lane: the longest rank's step-end marker end minus its step start (a source
@@ -82,12 +103,24 @@ void LaneBatch::run(const ReplayPlan& plan, const PlanValues& values,
     const int count = static_cast<int>(std::min<size_t>(lanes.size() - done, 8));
     const Lane* batch = lanes.data() + done;
     double* out = step_times->data() + done;
+    bool one_side = true;
+    for (int l = 1; l < count; ++l) {
+      one_side = one_side && same_side(batch[l].others, batch[0].others) && same_side(batch[l].own, batch[0].own);
+    }
     if (count > 4) {
-      pass<8>(plan, values, class_at.data(), batch, count, out);
+      if (one_side) {
+        pass<8, true>(plan, values, class_at.data(), batch, count, out);
+      } else {
+        pass<8, false>(plan, values, class_at.data(), batch, count, out);
+      }
     } else if (count > 1) {
-      pass<4>(plan, values, class_at.data(), batch, count, out);
+      if (one_side) {
+        pass<4, true>(plan, values, class_at.data(), batch, count, out);
+      } else {
+        pass<4, false>(plan, values, class_at.data(), batch, count, out);
+      }
     } else {
-      pass<1>(plan, values, class_at.data(), batch, count, out);
+      pass<1, true>(plan, values, class_at.data(), batch, count, out);
     }
     done += static_cast<size_t>(count);
   }

@@ -30,7 +30,7 @@ class LaneBatch {
            const std::vector<Lane>& lanes, std::vector<double>* step_times);
 
  private:
-  template <int L>
+  template <int L, bool kOneSide>
   void pass(const ReplayPlan& plan, const PlanValues& values, const int32_t* class_at,
             const Lane* lanes, int count, double* step_times);
 

@@ -6,19 +6,6 @@
 
 namespace sp::online {
 
-OpRole op_role(uint32_t kind) {
-  const OpKindInfo* k = op_kind_info(kind);
-  if (k == nullptr) return OpRole::kInvalid;
-  switch (k->op_class) {
-    case OpKindClass::kCompute: return OpRole::kHost;
-    case OpKindClass::kComm: return OpRole::kComm;
-    // Single kernels and copies are finer than the step model (one op per micro-batch); they
-    // are counted and left out rather than guessed into the compute chain.
-    case OpKindClass::kFineGrained: return OpRole::kIgnored;
-  }
-  return OpRole::kInvalid;
-}
-
 IdealRule ideal_rule(uint32_t kind) {
   if (kind == SP_OP_GC || kind == SP_OP_DATA_WAIT) return IdealRule::kSlotMean;
   return op_role(kind) == OpRole::kComm ? IdealRule::kMedian : IdealRule::kMean;

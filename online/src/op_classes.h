@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "straggler_probe/op_kinds.h"
 #include "straggler_probe/probe.h"
 
 namespace sp::online {
@@ -19,7 +20,33 @@ enum class IdealRule : uint8_t {
 
 enum class OpRole : uint8_t { kHost, kComm, kIgnored, kInvalid };
 
-OpRole op_role(uint32_t kind);
+namespace detail {
+// The role of every sp_op_kind value, from op_kinds.h's table (kInvalid where it has no row).
+// Inline and by index because the op model asks for it several times per op of every rank each
+// step (a search of kOpKinds per call cost ~22 M instructions a step at 4096 ranks).
+constexpr OpRole role_of_class(OpKindClass c) {
+  switch (c) {
+    case OpKindClass::kCompute: return OpRole::kHost;
+    case OpKindClass::kComm: return OpRole::kComm;
+    // Single kernels and copies are finer than the step model (one op per micro-batch); they
+    // are counted and left out rather than guessed into the compute chain.
+    case OpKindClass::kFineGrained: return OpRole::kIgnored;
+  }
+  return OpRole::kInvalid;
+}
+struct RoleTable {
+  OpRole role[SP_OP_KIND_MAX];
+  constexpr RoleTable() : role{} {
+    for (OpRole& r : role) r = OpRole::kInvalid;
+    for (const OpKindInfo& k : kOpKinds) role[static_cast<uint32_t>(k.kind)] = role_of_class(k.op_class);
+  }
+};
+inline constexpr RoleTable kRoleTable{};
+}  // namespace detail
+
+inline OpRole op_role(uint32_t kind) {
+  return kind < SP_OP_KIND_MAX ? detail::kRoleTable.role[kind] : OpRole::kInvalid;
+}
 IdealRule ideal_rule(uint32_t kind);
 
 // The reported op type: forward-compute, backward-compute, optimizer, gc, data-wait, other,

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <unordered_map>
 #include <utility>
 
 namespace sp::online {
@@ -315,7 +314,6 @@ class ChainBuilder {
  private:
   Node node(int logical, NodeRole role, double start, double end) const {
     Node n;
-    n.deps.reserve(4);  // one allocation for nearly every node, not one per dependency added
     n.logical = logical;
     n.rank = rank_;
     n.role = role;
@@ -329,7 +327,8 @@ class ChainBuilder {
     Node n = node(c.logical, NodeRole::kComm, op.start, op.end);
     const int pi = piece_ending_by(pieces_, op.start, eps_);
     if (pi >= 0) n.deps.push_back(piece_node_[static_cast<size_t>(pi)]);
-    auto it = stream_last_.find(c.stream);
+    const auto it = std::find_if(stream_last_.begin(), stream_last_.end(),
+                                 [&c](const std::pair<uint64_t, int>& e) { return e.first == c.stream; });
     // Stream order only where the recorded times show it held (gloo may run two ops of one
     // group at once); otherwise the edge would force a serialisation that never happened.
     if (it != stream_last_.end() && m_.ops[it->second].end <= op.start + eps_) {
@@ -346,7 +345,11 @@ class ChainBuilder {
       if (std::find(n.deps.begin(), n.deps.end(), e->node) == n.deps.end()) n.deps.push_back(e->node);
     }
     if (n.deps.empty()) n.deps.push_back(start_node_);
-    stream_last_[c.stream] = c.logical;
+    if (it != stream_last_.end()) {
+      it->second = c.logical;
+    } else {
+      stream_last_.emplace_back(c.stream, c.logical);
+    }
     const int node = static_cast<int>(m_.nodes.size());
     comm_node_[static_cast<size_t>(c.logical - comm_base_)] = node;
     // After those that ended at the same time, as a multimap keeps them.
@@ -376,7 +379,9 @@ class ChainBuilder {
 
   int comm_base_ = std::numeric_limits<int>::max();  // the rank's lowest comm logical
   std::vector<int> comm_node_;       // logical - comm_base_ -> node (-1 before it is added)
-  std::unordered_map<uint64_t, int> stream_last_;  // stream -> logical of its latest op so far
+  // stream -> logical of its latest op so far. A rank has a few streams (its groups, its p2p
+  // peers): a list searched in order, not a hash map with a node per stream and rank.
+  std::vector<std::pair<uint64_t, int>> stream_last_;
   std::vector<Ended> ended_;         // comm nodes so far, by recorded end (ties: in added order)
 };
 

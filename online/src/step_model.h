@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "node_list.h"
 #include "op_classes.h"
 
 namespace sp::online {
@@ -42,7 +43,7 @@ struct Node {
   double duration = 0;      // compute: segment length; comm: transfer; marker: 0
   double launch_delay = 0;  // start - max(dep ends), >= 0; roots: start - t0
   int group = -1;           // communication group index
-  std::vector<int> deps;    // in-rank dependencies (node indices)
+  NodeList deps;            // in-rank dependencies (node indices; up to 4 kept inline)
 };
 
 // Sum of sequence lengths (and of their squares) of one micro-batch on one rank.
@@ -66,7 +67,7 @@ struct StepModel {
   std::vector<std::string> delay_keys;
   std::vector<LogicalOp> ops;
   std::vector<Node> nodes;
-  std::vector<std::vector<int>> groups;  // communication groups (node indices)
+  std::vector<NodeList> groups;          // communication groups (node indices)
   std::vector<int> markers;              // step-end marker node per rank
   std::vector<int> starts;               // step-start node per rank
   int marker_delay_key = 0;              // delay key of the step-end markers
