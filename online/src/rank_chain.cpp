@@ -345,11 +345,8 @@ class ChainBuilder {
       if (std::find(n.deps.begin(), n.deps.end(), e->node) == n.deps.end()) n.deps.push_back(e->node);
     }
     if (n.deps.empty()) n.deps.push_back(start_node_);
-    if (it != stream_last_.end()) {
-      it->second = c.logical;
-    } else {
-      stream_last_.emplace_back(c.stream, c.logical);
-    }
+    if (it != stream_last_.end()) it->second = c.logical;
+    else stream_last_.emplace_back(c.stream, c.logical);
     const int node = static_cast<int>(m_.nodes.size());
     comm_node_[static_cast<size_t>(c.logical - comm_base_)] = node;
     // After those that ended at the same time, as a multimap keeps them.
