@@ -84,7 +84,6 @@ void SeqWindow::push(const StepModel& m) {
   std::stable_sort(step.fb.begin(), step.fb.end(), by_stage);
   steps_.push_back(std::move(step));
   while (static_cast<int>(steps_.size()) > std::max(1, window_)) steps_.pop_front();
-  evidence_.reset();
 }
 
 namespace {
@@ -114,11 +113,6 @@ double pearson_over(const Visit& visit, size_t n, X x, Y y) {
 }  // namespace
 
 SeqEvidence SeqWindow::evidence() const {
-  if (!evidence_) evidence_ = compute_evidence();
-  return *evidence_;
-}
-
-SeqEvidence SeqWindow::compute_evidence() const {
   SeqEvidence e;
   // Stages do different work, so samples are only compared within a stage; the stages'
   // correlations are then averaged, weighted by their number of samples. Each step keeps its

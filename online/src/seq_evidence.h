@@ -4,7 +4,6 @@
 #pragma once
 
 #include <deque>
-#include <optional>
 #include <vector>
 
 #include "step_model.h"
@@ -26,10 +25,9 @@ class SeqWindow {
   void push(const StepModel& model);
   void pop_back() {
     if (!steps_.empty()) steps_.pop_back();
-    evidence_.reset();
   }
-  // Of the window as it is now; computed once per window (a step asks twice: the cause rules
-  // and the noise model, ~19 M instructions each at 4096 ranks dp x pp).
+  // Of the window as it is now (~19 M instructions at 4096 ranks dp x pp: a step computes it
+  // once, StepAnalysis::analyze, for the cause rules and the noise model both).
   SeqEvidence evidence() const;
 
  private:
@@ -41,10 +39,8 @@ class SeqWindow {
   struct Step {
     std::vector<Sample> seq, fb;
   };
-  SeqEvidence compute_evidence() const;
   int window_;
   std::deque<Step> steps_;
-  mutable std::optional<SeqEvidence> evidence_;  // evidence() of steps_ as they are
 };
 
 // Pearson correlation; 0 when fewer than 3 points or no variance.

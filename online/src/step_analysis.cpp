@@ -62,9 +62,10 @@ StepAnalysis::Outcome StepAnalysis::analyze(int64_t step,
       slowdown_.compute(*model, window_.ideals(*model), cfg_.thresholds.worker_top_fraction,
                         cfg_.timeline_steps > 0, &metrics_);
       out.verdict = verdict(step, *model);
-      classify_step(*model, &out.verdict);
+      const SeqEvidence seq = seq_.evidence();
+      classify_step(*model, seq, &out.verdict);
       const int rules_worst = named_rank(out.verdict);
-      if (cfg_.noise.enabled) noise_.judge(*model, seq_.evidence(), &slowdown_, &out.verdict);
+      if (cfg_.noise.enabled) noise_.judge(*model, seq, &slowdown_, &out.verdict);
       remember_worst(rules_worst);
       if (cfg_.timeline_steps > 0) record_timeline(step, *model);
       ++stats->steps_analyzed;
@@ -130,12 +131,12 @@ void StepAnalysis::remember_worst(int rank) {
 
 // The cause, with the persistence of the worst rank over the window (for the worker vs scatter
 // distinction): the ranks the recent steps named.
-void StepAnalysis::classify_step(const StepModel& model, StepVerdict* v) {
+void StepAnalysis::classify_step(const StepModel& model, const SeqEvidence& seq, StepVerdict* v) {
   const SlowdownMetrics& w = metrics_;
   CauseInput in;
   in.model = &model;
   in.what_if = &w;
-  in.seq = seq_.evidence();
+  in.seq = seq;
   in.worst_count.assign(static_cast<size_t>(model.world), 0);
   for (int r : worst_history_) {
     if (r >= 0 && r < model.world) {

@@ -39,7 +39,7 @@ class StepAnalysis {
 
  private:
   StepVerdict verdict(int64_t step, const StepModel& model) const;
-  void classify_step(const StepModel& model, StepVerdict* v);
+  void classify_step(const StepModel& model, const SeqEvidence& seq, StepVerdict* v);
   static int named_rank(const StepVerdict& v);
   void remember_worst(int rank);
   void record_timeline(int64_t step, const StepModel& model);
