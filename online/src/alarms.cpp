@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <functional>
 #include <map>
 
@@ -70,10 +69,10 @@ bool AlarmTracker::cause_alarm_covers(const StepInput& in, size_t u, bool column
   for (size_t a : active_) {
     const AlarmEvent& e = records_[a - dropped_].raised;
     if (e.unit >= 0 || e.cause != cause || e.target.empty()) continue;
-    if (columns && e.target.rfind("rank:", 0) == 0) {
-      const auto r = static_cast<size_t>(std::atoi(e.target.c_str() + 5));
-      if (r < in.rank_dp.size() && in.rank_dp[r] == static_cast<int>(u)) return true;
-    } else if (!columns && e.target == "stage:" + std::to_string(u)) {
+    const int r = target_index(e.target, "rank:");
+    if (columns && r >= 0) {
+      if (static_cast<size_t>(r) < in.rank_dp.size() && in.rank_dp[static_cast<size_t>(r)] == static_cast<int>(u)) return true;
+    } else if (!columns && target_index(e.target, "stage:") == static_cast<int>(u)) {
       return true;
     }
   }
@@ -82,10 +81,8 @@ bool AlarmTracker::cause_alarm_covers(const StepInput& in, size_t u, bool column
 
 bool AlarmTracker::stage_has_rank_alarm(const StepInput& in, int stage) const {
   for (size_t a : active_) {
-    const std::string& t = records_[a - dropped_].raised.target;
-    if (t.rfind("rank:", 0) != 0) continue;
-    const auto r = static_cast<size_t>(std::atoi(t.c_str() + 5));
-    if (r < in.rank_stage.size() && in.rank_stage[r] == stage) return true;
+    const int r = target_index(records_[a - dropped_].raised.target, "rank:");
+    if (r >= 0 && static_cast<size_t>(r) < in.rank_stage.size() && in.rank_stage[static_cast<size_t>(r)] == stage) return true;
   }
   return false;
 }
@@ -259,11 +256,10 @@ bool AlarmTracker::named_on_most_recent(size_t unit, bool columns) const {
 std::vector<AlarmEvent> AlarmTracker::update(const StepInput& in) {
   Named named{in.step, in.cause, in.target, in.S};
   named.slow_step = in.slow_step;
-  if (in.cause != Cause::kNone && in.target.rfind("rank:", 0) == 0) {
-    const auto r = static_cast<size_t>(std::atoi(in.target.c_str() + 5));
-    if (r < in.rank_dp.size()) named.dp = in.rank_dp[r];
-  } else if (in.cause != Cause::kNone && in.target.rfind("stage:", 0) == 0) {
-    named.stage = std::atoi(in.target.c_str() + 6);
+  if (in.cause != Cause::kNone) {
+    const int r = target_index(in.target, "rank:");
+    if (r >= 0 && static_cast<size_t>(r) < in.rank_dp.size()) named.dp = in.rank_dp[static_cast<size_t>(r)];
+    named.stage = target_index(in.target, "stage:");
   }
   named_.push_back(std::move(named));
   while (static_cast<int>(named_.size()) > std::max(1, cfg_.alarm_long_steps)) named_.pop_front();

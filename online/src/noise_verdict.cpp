@@ -21,12 +21,6 @@ std::string p_text(double p) {
   return buf;
 }
 
-int parse_index(const std::string& target, const char* prefix) {
-  const std::string pre(prefix);
-  if (target.rfind(pre, 0) != 0) return -1;
-  return std::atoi(target.c_str() + pre.size());
-}
-
 // A step counts in a window test at most as much as a step that is just significant alone
 // (one unit, level alpha).
 double window_clip(const NoiseConfig& c) {
@@ -176,9 +170,9 @@ double correlation_p(const SeqEvidence& q) {
 }
 
 double NoiseVerdict::cause_p(const StepModel& m, const SeqEvidence& seq, const StepVerdict& v) const {
-  const int rank = parse_index(v.worst, "rank:");
+  const int rank = target_index(v.worst, "rank:");
   const int dp = rank >= 0 && rank < m.world ? m.rank_dp[static_cast<size_t>(rank)] : -1;
-  const int stage = parse_index(v.worst, "stage:");
+  const int stage = target_index(v.worst, "stage:");
   const double p_rank_step = dp >= 0 ? std::min(1.0, 2 * dp_.step_p(static_cast<size_t>(dp))) : 1.0;
   switch (v.cause) {
     case Cause::kNone: return 1.0;
@@ -242,7 +236,7 @@ void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, SlowdownAna
   } else if (v->cause == Cause::kNone) {
     v->p = v->p_S;
   } else {
-    const int rank = parse_index(v->worst, "rank:");
+    const int rank = target_index(v->worst, "rank:");
     if (v->cause == Cause::kWorker && m.pp_size > 1 && rank >= 0 && rank < m.world) {
       const int r = column_rank(m, *v, m.rank_dp[static_cast<size_t>(rank)]);
       if (r >= 0 && r != rank) {

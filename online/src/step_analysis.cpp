@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <optional>
 
 #include "cause_rules.h"
@@ -120,8 +119,7 @@ StepVerdict StepAnalysis::verdict(int64_t step, const StepModel& model) const {
 // the slowest rank is from step to step, whether or not a step is significant; a job whose
 // steps are all within the noise would otherwise never have a history to tell them by).
 int StepAnalysis::named_rank(const StepVerdict& v) {
-  if (v.cause != Cause::kNone && v.worst.rfind("rank:", 0) == 0) return std::atoi(v.worst.c_str() + 5);
-  return -1;
+  return v.cause != Cause::kNone ? target_index(v.worst, "rank:") : -1;
 }
 
 void StepAnalysis::remember_worst(int rank) {

@@ -1,5 +1,9 @@
-// What verdict.h declares beside the verdict itself: the names of the causes.
+// What verdict.h declares beside the verdict itself: the names of the causes, and reading a
+// target ("rank:N", "stage:N") back.
 #include "straggler_probe/online/verdict.h"
+
+#include <cstdlib>
+#include <string>
 
 namespace sp::online {
 
@@ -14,6 +18,11 @@ std::string_view cause_name(Cause c) {
     case Cause::kHostDelay: return "host-delay";
   }
   return "none";
+}
+
+int target_index(std::string_view target, std::string_view prefix) {
+  if (target.substr(0, prefix.size()) != prefix) return -1;
+  return std::atoi(std::string(target.substr(prefix.size())).c_str());
 }
 
 }  // namespace sp::online

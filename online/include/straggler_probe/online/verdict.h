@@ -21,6 +21,10 @@ enum class Cause : uint8_t {
 
 std::string_view cause_name(Cause c);
 
+// The N of a target "rank:N" or "stage:N" with that prefix; -1 when it has another prefix (or
+// none: a cause without a rank or stage).
+int target_index(std::string_view target, std::string_view prefix);
+
 // A job-level alarm raised or cleared at some step (src/alarms.cpp): the same rank, stage or
 // cause significant over recent steps.
 struct AlarmEvent {
