@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <random>
 
 namespace sp::rank_pipeline {
@@ -81,11 +82,14 @@ bool FrameSocket::read(std::vector<Frame>* frames, size_t max_frames, std::strin
   // Whole frames already buffered first: a bounded read per call keeps one busy peer from
   // starving the others.
   if (!parse(frames, max_frames, error)) return false;
+  // Received into one buffer per thread, then only the bytes that came are appended: growing
+  // `in_` by a whole chunk before each recv zero-filled 64 KiB per call, and most calls of an
+  // idle transport get nothing (EAGAIN).
+  thread_local std::unique_ptr<char[]> chunk;
+  if (!chunk) chunk = std::make_unique<char[]>(kReadChunk);
   for (size_t got = 0; got < kReadPerCall && frames->size() < max_frames;) {
-    const size_t before = in_.size();
-    in_.resize(before + kReadChunk);
-    const ssize_t n = recv(fd_, in_.data() + before, kReadChunk, 0);
-    in_.resize(before + static_cast<size_t>(std::max<ssize_t>(n, 0)));
+    const ssize_t n = recv(fd_, chunk.get(), kReadChunk, 0);
+    if (n > 0) in_.append(chunk.get(), static_cast<size_t>(n));
     if (n == 0) return false;  // orderly close
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return true;
