@@ -1,6 +1,7 @@
 #include "coordinator.h"
 
 #include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -48,7 +49,31 @@ struct Child {
   std::FILE* from = nullptr;  // its stdout
 };
 
-Child spawn(const std::vector<std::string>& args, const std::string& log) {
+// Which cores a child runs on: all (the default), only `core`, or every core but `core`.
+struct Placement {
+  int core = -1;
+  bool alone = false;  // true: only `core`; false: every core but `core`
+};
+
+// In the child, before exec: a failure leaves the child where it was and says so on its log.
+void place(const Placement& p) {
+  if (p.core < 0) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (p.alone) {
+    CPU_SET(p.core, &set);
+  } else {
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    for (long c = 0; c < cores; ++c) {
+      if (c != p.core) CPU_SET(static_cast<int>(c), &set);
+    }
+  }
+  if (sched_setaffinity(0, sizeof set, &set) != 0) {
+    std::fprintf(stderr, "sp_scale_bench: could not set this process's cores (core %d)\n", p.core);
+  }
+}
+
+Child spawn(const std::vector<std::string>& args, const std::string& log, const Placement& where = {}) {
   int in[2], out[2];
   if (pipe(in) != 0 || pipe(out) != 0) throw std::runtime_error("pipe failed");
   const pid_t pid = fork();
@@ -60,6 +85,7 @@ Child spawn(const std::vector<std::string>& args, const std::string& log) {
     close(out[0]);
     std::FILE* f = std::freopen(log.c_str(), "w", stderr);
     (void)f;
+    place(where);
     std::vector<char*> argv;
     for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -136,11 +162,19 @@ json summarize(const ScaleJob& job, const RunOptions& o, const json& rank0,
   for (const json& r : others) {
     for (int s = 0; s < steps; ++s) last_push[s] = std::max(last_push[s], r["pushed_ns"][s].get<int64_t>());
   }
-  std::vector<double> latency_ms;
+  // Every step's line, and apart the lines of analysed steps (a skipped step's line says so at
+  // once, so it is no measure of how long a verdict takes).
+  std::vector<double> latency_ms, analysed_ms;
+  json by_step = json::array();
   for (const auto& entry : rank0["lines"]) {
-    const int64_t s = step_of(entry[1].get<std::string>());
+    const std::string& line = entry[1].get<std::string>();
+    const int64_t s = step_of(line);
     if (s < 0 || s >= steps) continue;
-    latency_ms.push_back(static_cast<double>(entry[0].get<int64_t>() - last_push[static_cast<size_t>(s)]) / 1e6);
+    const double ms = static_cast<double>(entry[0].get<int64_t>() - last_push[static_cast<size_t>(s)]) / 1e6;
+    const bool skipped = line.find(" skipped reason=") != std::string::npos;
+    latency_ms.push_back(ms);
+    if (!skipped) analysed_ms.push_back(ms);
+    by_step.push_back({{"step", s}, {"latency_ms", ms}, {"analysed", !skipped}});
   }
   const double analyzed = rank0["steps_analyzed"].get<double>();
   json row;
@@ -152,6 +186,7 @@ json summarize(const ScaleJob& job, const RunOptions& o, const json& rank0,
   row["protocol"] = rank0["protocol"].get<int>() == 1 ? "host-aggregated" : "per-rank";
   row["steps"] = steps;
   row["period_ms"] = o.period_ms;
+  row["rank0_core"] = o.rank0_core;
   row["steps_analyzed"] = analyzed;
   row["steps_skipped_behind"] = rank0["steps_skipped_behind"];
   row["steps_incomplete"] = rank0["steps_incomplete"];
@@ -160,6 +195,9 @@ json summarize(const ScaleJob& job, const RunOptions& o, const json& rank0,
   row["latency_ms_median"] = median(latency_ms);
   row["latency_ms_max"] = latency_ms.empty() ? kNaN : *std::max_element(latency_ms.begin(), latency_ms.end());
   row["verdict_lines"] = latency_ms.size();
+  row["analysed_latency_ms_median"] = median(analysed_ms);
+  row["analysed_latency_ms_max"] = analysed_ms.empty() ? kNaN : *std::max_element(analysed_ms.begin(), analysed_ms.end());
+  row["latency_by_step"] = by_step;
   // Store operations and CPU per step count from the third step on (rank_process.cpp).
   const int counted = rank0["counted_steps"].get<int>();
   row["counted_steps"] = counted;
@@ -206,9 +244,15 @@ int run_job(const ScaleJob& job, const RunOptions& o) {
   const auto summaries = make_summaries(job);
   const std::string file = (out / "summaries.bin").string();
   write_summaries(file, summaries);
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (o.rank0_core >= cores || (o.rank0_core >= 0 && cores < 2)) {
+    throw std::runtime_error("--rank0-core " + std::to_string(o.rank0_core) + " needs a machine with more cores than " +
+                             std::to_string(cores));
+  }
+  const Placement others_place{o.rank0_core, false};
   const int port = free_port();
   const Child store = spawn({"sp_scale_bench", "store", "--port", std::to_string(port), "--result",
-                             (out / "store.json").string()}, (out / "store.log").string());
+                             (out / "store.json").string()}, (out / "store.log").string(), others_place);
   auto ranks = [&](int from, int to, const std::string& name) {
     std::vector<std::string> a = {"sp_scale_bench", "ranks", "--summaries", file,
                                   "--from", std::to_string(from), "--to", std::to_string(to),
@@ -219,7 +263,8 @@ int run_job(const ScaleJob& job, const RunOptions& o) {
       a.push_back("--out-dir");
       a.push_back((out / "report").string());
     }
-    return spawn(a, (out / (name + ".log")).string());
+    return spawn(a, (out / (name + ".log")).string(),
+                 from == 0 ? Placement{o.rank0_core, true} : others_place);
   };
   std::vector<Child> children = {ranks(0, 1, "rank0")};
   if (!ready(children[0])) throw std::runtime_error("rank 0's process did not start: see " + o.out_dir);

@@ -19,6 +19,10 @@ struct RunOptions {
   int per_host = 8;
   std::string protocol = "auto";
   std::string out_dir;
+  // >= 0: rank 0's process runs on this core alone and every other process (the store, the
+  // simulated ranks) on the other cores. A real rank 0 shares its host with its own training,
+  // not with the 4095 other ranks this harness simulates on the same machine.
+  int rank0_core = -1;
 };
 
 int run_job(const ScaleJob& job, const RunOptions& o);

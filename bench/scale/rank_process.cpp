@@ -136,6 +136,7 @@ class RankProcess {
         ranks_[i]->source->push({s, static_cast<int32_t>(o_.from + static_cast<int>(i)),
                                  std::move(summaries_[static_cast<size_t>(s)][i])});
       }
+      for (auto& d : drivers_) d->wake();
       pushed[static_cast<size_t>(s)] = monotonic_ns();
     }
     wait_for_the_lines(steps);

@@ -33,6 +33,11 @@ run() {  # name, then sp_scale_bench arguments
 run host-64 run --dp 8 --pp 8 --steps "$STEPS"
 run host-512 run --dp 64 --pp 8 --steps "$STEPS"
 run host-4096 run --dp 512 --pp 8 --steps "$STEPS" --procs 8
+# The same with rank 0 alone on the last core (the simulated ranks and the store on the others): a
+# real rank 0 shares its host with its own training, not with 4095 simulated ranks.
+if [ "$(nproc)" -ge 2 ]; then
+  run host-4096-own-core run --dp 512 --pp 8 --steps "${OWN_CORE_STEPS:-30}" --procs 8 --rank0-core "$(($(nproc) - 1))"
+fi
 run rank-64 run --dp 8 --pp 8 --steps "$STEPS" --protocol rank
 run rank-512 run --dp 64 --pp 8 --steps "$STEPS" --protocol rank
 "$BIN" bytes --dp 512 --pp 8 --steps 4 > "$OUT/bytes-cpu.json"

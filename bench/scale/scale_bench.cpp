@@ -2,7 +2,8 @@
 // (rank_pipeline/) over a real c10d TCPStore, rank 0 with the real analysis (sp_online). See
 // bench/README.md for the method and the table.
 //
-//   sp_scale_bench run --dp 512 --pp 8 [--steps 12 --period-ms 1000 --procs 4 --protocol auto]
+//   sp_scale_bench run --dp 512 --pp 8 [--steps 12 --period-ms 1000 --procs 4 --protocol auto
+//                                       --rank0-core C]
 //   sp_scale_bench bytes --dp 512 --pp 8 [--gpu]      bytes per rank and step, both codecs
 // (`store` and `ranks` are the processes `run` starts.)
 #include <signal.h>
@@ -84,6 +85,8 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--per-host", run.per_host);
   run_cmd->add_option("--protocol", run.protocol)->check(CLI::IsMember({"auto", "host", "rank"}));
   run_cmd->add_option("--out", run.out_dir)->required();
+  run_cmd->add_option("--rank0-core", run.rank0_core,
+                      "run rank 0's process alone on this core, every other process on the others");
   auto* bytes_cmd = app.add_subcommand("bytes", "bytes per rank and step of the synthetic job");
   add_job(bytes_cmd);
   int port = 0;

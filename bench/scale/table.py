@@ -18,22 +18,31 @@ def fmt(v: float, digits: int = 1) -> str:
 
 def main(out: Path) -> None:
     rows = [(n, load(out, n)) for n in
-            ("host-64", "host-512", "host-4096", "rank-64", "rank-512", "rank-4096")]
+            ("host-64", "host-512", "host-4096", "host-4096-own-core", "rank-64", "rank-512",
+             "rank-4096")]
     rows = [(n, r) for n, r in rows if r]
-    print("| run | ranks | analysed / steps | analysis per step (mean, max) | latency last summary -> "
-          "verdict (median, max) | rank 0: store ops / bytes per step | store: ops / bytes per step "
-          "| store CPU per step | rank-0 CPU per step | rank-0 peak RSS |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| run | ranks | rank 0's core | analysed / steps | analysis per step (mean, max) | latency "
+          "last summary -> line (median, max) | the same, analysed steps | rank 0: store ops / bytes "
+          "per step | store: ops / bytes per step | store CPU per step | rank-0 CPU per step | rank-0 "
+          "peak RSS |")
+    print("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name, r in rows:
         r0, st = r["rank0_store_per_step"], r["store_per_step"]
-        print(f"| {r['protocol']} | {r['ranks']} | {int(r['steps_analyzed'])} / {r['steps']} "
+        core = "own" if r.get("rank0_core", -1) >= 0 else "shared"
+        print(f"| {r['protocol']} | {r['ranks']} | {core} | {int(r['steps_analyzed'])} / {r['steps']} "
               f"| {fmt(r['analysis_ms_mean'])} ms, {fmt(r['analysis_ms_max'])} ms "
               f"| {fmt(r['latency_ms_median'])} ms, {fmt(r['latency_ms_max'])} ms "
+              f"| {fmt(r.get('analysed_latency_ms_median'))} ms, {fmt(r.get('analysed_latency_ms_max'))} ms "
               f"| {fmt(r0['ops'])} / {fmt(r0['bytes'] / 1024)} KiB "
               f"| {fmt(st['ops'])} / {fmt(st['bytes'] / 1024)} KiB "
               f"| {fmt(r['store_cpu_ms_per_step'])} ms | {fmt(r['rank0_cpu_ms_per_step'])} ms "
               f"| {fmt(r['rank0_max_rss_mb'], 0)} MiB |")
-    host = {r["ranks"]: r for n, r in rows if n.startswith("host")}
+    for name, r in rows:
+        if r.get("rank0_core", -1) >= 0 and "latency_by_step" in r:
+            print(f"\n{name}, each step's line (ms after its last summary; * = skipped, said so):")
+            print(" ".join(f"{e['step']}:{e['latency_ms']:,.0f}{'' if e['analysed'] else '*'}"
+                           for e in r["latency_by_step"]))
+    host = {r["ranks"]: r for n, r in rows if n.startswith("host") and r.get("rank0_core", -1) < 0}
     for a, b in ((64, 512), (512, 4096)):
         if a in host and b in host and host[a]["analysis_ms_mean"] > 0:
             k = math.log(host[b]["analysis_ms_mean"] / host[a]["analysis_ms_mean"]) / math.log(b / a)
