@@ -93,7 +93,10 @@ bool CuptiCapture::Impl::start_locked(const cupti::CuptiApi& a, int maj, uint32_
       stop_thread = false;
       thread_done = false;
     }
-    flusher = std::thread([this] { thread_main(); });
+    flusher = std::thread([this] {
+      pthread_setname_np(pthread_self(), "sp_cupti_flush");  // top -H / perf show whose it is
+      thread_main();
+    });
   }
   log::info("CUPTI " + std::to_string(major) + " activity capture started (API version " +
        std::to_string(version) + ")");

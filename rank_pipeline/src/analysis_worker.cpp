@@ -219,7 +219,7 @@ AnalysisWorker::AnalysisWorker(AnalysisOptions options,
   impl_->report_sections = std::move(report_sections);
   impl_->counters = &counters_;
   Impl* impl = impl_.get();
-  impl_->thread.start([impl] { impl->run(); });
+  impl_->thread.start("sp_analysis", [impl] { impl->run(); });
 }
 
 AnalysisWorker::~AnalysisWorker() = default;

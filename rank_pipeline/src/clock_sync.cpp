@@ -48,11 +48,11 @@ ClockSync::ClockSync(ClockSyncOptions options, std::shared_ptr<KvClient> store,
     table_.resize(static_cast<size_t>(std::max(o_.world_size, 1)));
     for (size_t r = 0; r < table_.size(); ++r) table_[r].rank = static_cast<int>(r);
     table_[0].known = true;  // rank 0 is the reference
-    thread_.start([this] { run_server(); });
+    thread_.start("sp_clock_server", [this] { run_server(); });
   } else {
     table_.resize(1);
     table_[0].rank = o_.rank;
-    thread_.start([this] { run_client(); });
+    thread_.start("sp_clock_sync", [this] { run_client(); });
   }
 }
 

@@ -9,7 +9,7 @@ class Discarder final : public StoppableLoop {
  public:
   Discarder(std::shared_ptr<TransportCounters> counters, std::shared_ptr<SummarySource> source)
       : counters_(std::move(counters)), source_(std::move(source)) {
-    thread_.start([this] { run(); });
+    thread_.start("sp_discard", [this] { run(); });
   }
 
  private:

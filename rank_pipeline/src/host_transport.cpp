@@ -122,7 +122,7 @@ constexpr auto kLeaderMaxWait = std::chrono::milliseconds(10);
 class HostTransportThread final : public StoppableLoop {
  public:
   explicit HostTransportThread(TransportContext c) : transport_(std::move(c)) {
-    thread_.start([this] { run(); });
+    thread_.start("sp_transport", [this] { run(); });
   }
 
  private:

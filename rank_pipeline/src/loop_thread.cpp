@@ -1,13 +1,16 @@
 #include "loop_thread.h"
 
+#include <pthread.h>
+
 namespace sp::rank_pipeline {
 
 LoopThread::~LoopThread() {
   if (thread_.joinable()) thread_.detach();  // join_for decided; never block in a destructor
 }
 
-void LoopThread::start(std::function<void()> body) {
-  thread_ = std::thread([this, body = std::move(body)] {
+void LoopThread::start(const char* name, std::function<void()> body) {
+  thread_ = std::thread([this, name, body = std::move(body)] {
+    pthread_setname_np(pthread_self(), name);  // a failure only leaves the inherited name
     body();
     std::lock_guard<std::mutex> lock(mutex_);
     finished_ = true;

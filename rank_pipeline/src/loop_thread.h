@@ -20,7 +20,9 @@ class LoopThread {
   LoopThread(const LoopThread&) = delete;
   LoopThread& operator=(const LoopThread&) = delete;
 
-  void start(std::function<void()> body);
+  // `name` (at most 15 characters: the kernel's limit) is what top -H, perf and gdb show for the
+  // thread: a user who sees a busy thread in their training process can tell it is the probe's.
+  void start(const char* name, std::function<void()> body);
   bool join_for(std::chrono::milliseconds timeout);  // false: still running, now detached
   bool finished() const;
 

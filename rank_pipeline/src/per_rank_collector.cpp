@@ -22,7 +22,7 @@ class PerRankCollector final : public StoppableLoop {
     table_[0] = c_.o.identity;
     table_[0].rank = 0;
     c_.counters->protocol = 2;
-    thread_.start([this] { run(); });
+    thread_.start("sp_collector", [this] { run(); });
   }
 
  private:

@@ -17,7 +17,7 @@ class PerRankSender final : public StoppableLoop {
   explicit PerRankSender(TransportContext c)
       : c_(std::move(c)), warning_(c_.o.rank, c_.warn) {
     c_.counters->protocol = 2;
-    thread_.start([this] { run(); });
+    thread_.start("sp_transport", [this] { run(); });
   }
 
  private:

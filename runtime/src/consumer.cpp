@@ -54,7 +54,10 @@ void Consumer::discard_stale() {
 
 bool Consumer::start(std::string* error) {
   try {
-    thread_ = std::thread([this] { run(); });
+    thread_ = std::thread([this] {
+      pthread_setname_np(pthread_self(), "sp_consumer");  // top -H / perf show whose it is
+      run();
+    });
     return true;
   } catch (const std::exception& e) {
     *error = fmt::format("cannot start the consumer thread: {}", e.what());

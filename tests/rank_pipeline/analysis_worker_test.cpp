@@ -5,11 +5,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -134,6 +136,33 @@ TEST(AnalysisWorker, StepsDroppedBecauseTheAnalysisFellBehindAreOneLineForTheRan
   EXPECT_GT(dropped, 0u);
   EXPECT_EQ(worker.counters().steps_analyzed.load() + dropped, 12u);
   EXPECT_NE(behind[0].find(" skipped reason=\"behind: rank-0 analysis fell behind: "), std::string::npos) << behind[0];
+}
+
+// A user who sees a busy thread in their training process (top -H, perf, gdb) must be able to
+// tell it is the probe's: the analysis thread carries its name.
+TEST(AnalysisWorker, ItsThreadIsNamedSoThatUsersCanTellItFromTheTrainingsOwn) {
+  AnalysisOptions o;
+  o.world_size = 4;
+  o.summary_interval = 0;
+  AnalysisWorker worker(o, [](const std::string&) {}, [](const std::string&) {});
+  auto names = [] {
+    std::vector<std::string> out;
+    for (const auto& task : fs::directory_iterator("/proc/self/task")) {
+      std::ifstream comm(task.path() / "comm");
+      std::string name;
+      std::getline(comm, name);
+      out.push_back(name);
+    }
+    return out;
+  };
+  bool seen = false;
+  for (int i = 0; i < 200 && !seen; ++i) {  // the thread names itself as it starts
+    const auto now = names();
+    seen = std::find(now.begin(), now.end(), "sp_analysis") != now.end();
+    if (!seen) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(seen) << ::testing::PrintToString(names());
+  ASSERT_TRUE(worker.finish(std::chrono::seconds(30)));
 }
 
 }  // namespace

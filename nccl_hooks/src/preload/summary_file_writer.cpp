@@ -1,6 +1,7 @@
 #include "preload/summary_file_writer.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <sys/stat.h>
 
 #include <atomic>
@@ -110,6 +111,7 @@ bool start_summary_file_writer(int32_t rank, std::string* why) {
     auto* w = new Writer();  // leaked: used by the exit handler
     w->file = f;
     w->thread = std::thread([w] {
+      pthread_setname_np(pthread_self(), "sp_spsum_writer");  // top -H / perf show whose it is
       while (!w->stop.load(std::memory_order_relaxed)) drain_one(*w, 200);
     });
     g_writer.store(w);
