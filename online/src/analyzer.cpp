@@ -215,6 +215,7 @@ void OnlineAnalyzer::Impl::emit(std::vector<StepVerdict>* out, StepVerdict v, bo
       for (const AlarmEvent& e : v.alarms) jsonl << alarm_event_json(e).dump() << '\n';
       jsonl.flush();
     }
+    steps.settle(&stats);  // after the line and the JSONL: what the step owes waits for neither
     recent.push_back(v);
     while (static_cast<int>(recent.size()) > std::max(1, cfg.summary_interval)) recent.pop_front();
     if (cfg.summary_interval > 0 && ++since_summary >= static_cast<uint64_t>(cfg.summary_interval)) {

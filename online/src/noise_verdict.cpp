@@ -61,18 +61,32 @@ NoiseVerdict::NoiseVerdict(const NoiseConfig& config, int window_steps)
       stages_(window_steps, history_steps(config), window_clip(config), true),
       step_null_(window_steps, config.calibration_steps), alarms_(config), pool_steps_(std::max(1, window_steps)) {}
 
+void NoiseVerdict::add_draw(const StepModel& m, const NoiseSpread& spread, int d, SlowdownAnalysis* slowdown) {
+  slowdown->null_draw(m, spread, static_cast<uint64_t>(m.step) * 64 + static_cast<uint64_t>(d), &draw_);
+  dp_.add_null(draw_.dp_S);
+  if (m.pp_size > 1) stages_.add_null(draw_.stage_S);
+  step_null_.add_null(draw_.S);
+}
+
 void NoiseVerdict::draw_null(const StepModel& m, SlowdownAnalysis* slowdown) {
   const NoiseSpread spread = noise_.spread(m);
   // The first step fills the pools, so that the first tests already have a window's worth of
-  // null draws; then one a step replaces the oldest.
-  const int draws = steps_ == 0 ? pool_steps_ : 1;
-  for (int d = 0; d < draws; ++d) {
-    slowdown->null_draw(m, spread, static_cast<uint64_t>(m.step) * 64 + static_cast<uint64_t>(d), &draw_);
-    dp_.add_null(draw_.dp_S);
-    if (m.pp_size > 1) stages_.add_null(draw_.stage_S);
-    step_null_.add_null(draw_.S);
+  // null draws (all but its first drawn after its verdict: draw_owed); then one a step replaces
+  // the oldest.
+  add_draw(m, spread, 0, slowdown);
+  if (steps_ == 0 && pool_steps_ > 1) {
+    owed_draws_ = pool_steps_ - 1;
+    owed_spread_ = spread;
   }
   ++steps_;
+}
+
+void NoiseVerdict::draw_owed(const StepModel& m, SlowdownAnalysis* slowdown) {
+  const int owed = owed_draws_;
+  owed_draws_ = 0;  // owed once: a draw that throws is not retried
+  const NoiseSpread spread = std::move(owed_spread_);
+  owed_spread_ = NoiseSpread{};
+  for (int d = pool_steps_ - owed; d < pool_steps_; ++d) add_draw(m, spread, d, slowdown);
 }
 
 // A family's unit: this step or the recent ones (the window test: both windows, every unit),

@@ -45,8 +45,18 @@ class NoiseVerdict {
 
   nlohmann::ordered_json alarms_json() const { return alarms_.to_json(); }
 
+  // The first judged step draws one null before its verdict and owes the rest of the pool
+  // (window_steps - 1 more draws of the same step): drawn by draw_owed after its line is out, so
+  // that the job's first verdict waits for one null replay, not twenty. Nothing can be named on
+  // that step either way (no dispersion yet: every p is 1), and from the next step on the pools
+  // hold exactly what they held when all were drawn at once.
+  bool owes_draws() const { return owed_draws_ > 0; }
+  // `model` and `slowdown`: the judged step's, untouched since judge().
+  void draw_owed(const StepModel& model, SlowdownAnalysis* slowdown);
+
  private:
   void draw_null(const StepModel& model, SlowdownAnalysis* slowdown);
+  void add_draw(const StepModel& model, const NoiseSpread& spread, int index, SlowdownAnalysis* slowdown);
   double unit_p(const UnitFamily& family, size_t unit) const;
   double worker_p(size_t dp_rank, double dp_S_now) const;
   double cause_p(const StepModel& model, const SeqEvidence& seq, const StepVerdict& v) const;
@@ -63,6 +73,8 @@ class NoiseVerdict {
   NullDraw draw_;
   int pool_steps_;
   uint64_t steps_ = 0;
+  int owed_draws_ = 0;
+  NoiseSpread owed_spread_;  // the first step's spread, for the owed draws
   std::vector<int> columns_;                 // per dp rank: the rank to name (column_rank)
   std::vector<double> column_p_, stage_p_;  // find_column_ranks' scratch
 };

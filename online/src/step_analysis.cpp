@@ -68,6 +68,7 @@ StepAnalysis::Outcome StepAnalysis::analyze(int64_t step,
       remember_worst(rules_worst);
       if (cfg_.timeline_steps > 0) record_timeline(step, *model);
       ++stats->steps_analyzed;
+      if (cfg_.noise.enabled && noise_.owes_draws()) owing_model_.emplace(std::move(*model));  // settle()
     } catch (const whatif::GraphError& e) {
       window_.pop_back();
       seq_.pop_back();
@@ -85,6 +86,22 @@ StepAnalysis::Outcome StepAnalysis::analyze(int64_t step,
   stats->analysis_cpu_s += cpu;
   stats->analysis_cpu_max_s = std::max(stats->analysis_cpu_max_s, cpu);
   return out;
+}
+
+void StepAnalysis::settle(OnlineStats* stats) {
+  if (!owing_model_) return;
+  const double cpu0 = thread_cpu_seconds();
+  const StepModel model = std::move(*owing_model_);
+  owing_model_.reset();
+  try {
+    noise_.draw_owed(model, &slowdown_);
+  } catch (const std::exception& e) {  // the pool then fills one draw a step
+    ++stats->analysis_errors;
+    stats->last_error = std::string("the noise model's first null pool: ") + e.what();
+  }
+  const double cpu = thread_cpu_seconds() - cpu0;
+  budget_.spend(cpu);
+  stats->analysis_cpu_s += cpu;
 }
 
 StepVerdict StepAnalysis::verdict(int64_t step, const StepModel& model) const {

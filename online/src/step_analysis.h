@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,11 @@ class StepAnalysis {
   Outcome analyze(int64_t step, const std::vector<const runtime::StepSummary*>& by_rank,
                   int64_t now_ns, OnlineStats* stats);
 
+  // Work owed by the step just analysed, done once its line is out (the noise model's pool fill
+  // after the first step: NoiseVerdict::owes_draws); charged to the CPU budget like the step.
+  void settle(OnlineStats* stats);
+  bool owes_work() const { return owing_model_.has_value(); }
+
   const std::deque<TimelineStep>& timeline() const { return timeline_; }
   // report.json's "alarms" (always a list).
   nlohmann::ordered_json alarms_json() const { return noise_.alarms_json(); }
@@ -53,6 +59,7 @@ class StepAnalysis {
   std::deque<int> worst_history_;  // per analysed step: the named rank, or -1 when none
   std::deque<TimelineStep> timeline_;
   CpuBudget budget_;
+  std::optional<StepModel> owing_model_;  // the step whose owed work settle() does
 };
 
 }  // namespace sp::online

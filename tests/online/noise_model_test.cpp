@@ -14,6 +14,7 @@
 #include "noise_model.h"
 #include "significance.h"
 #include "step_model_builder.h"
+#include "step_analysis.h"
 #include "synthetic_job.h"
 
 namespace sp::online {
@@ -256,5 +257,36 @@ TEST(NoiseModel, APersistentlySlowRankDoesNotWidenTheJitter) {
   EXPECT_NEAR(s_slow / s_clean, 1.0, 0.25);
 }
 
+
+// The job's first verdict waits for one null replay, not a window's worth: the first step owes
+// the rest of its pool (window_steps - 1 more replays of that step) until the host settles it
+// after the line is out (OnlineAnalyzer::emit), charged to the analysis's CPU; the second step
+// is tested against the full pool and owes nothing.
+TEST(NoiseModel, TheFirstStepOwesTheRestOfItsNullPoolUntilItsLineIsOut) {
+  const testing::SyntheticRun run = testing::run_synthetic(job(8, 1, 0.02, 3), 2);
+  OnlineConfig cfg;
+  cfg.world_size = 8;
+  StepAnalysis analysis(cfg);
+  OnlineStats stats;
+  auto analyze = [&](size_t i) {
+    std::vector<const runtime::StepSummary*> by_rank;
+    for (const auto& summary : run.steps[i]) by_rank.push_back(&summary);
+    StepAnalysis::Outcome o = analysis.analyze(run.steps[i][0].step, by_rank, 0, &stats);
+    EXPECT_EQ(o.skip_kind, "") << o.skip_reason;
+    return o.verdict;
+  };
+  const StepVerdict first = analyze(0);
+  EXPECT_EQ(first.cause, Cause::kNone);  // nothing is named on the first step either way
+  EXPECT_TRUE(analysis.owes_work());
+  const double cpu_before = stats.analysis_cpu_s;
+  analysis.settle(&stats);
+  EXPECT_FALSE(analysis.owes_work());
+  EXPECT_GT(stats.analysis_cpu_s, cpu_before);
+  const StepVerdict second = analyze(1);
+  EXPECT_FALSE(analysis.owes_work());
+  EXPECT_TRUE(second.null_ready);
+  EXPECT_GT(second.S_null, 1.0);
+  EXPECT_EQ(stats.analysis_errors, 0u) << stats.last_error;
+}
 }  // namespace
 }  // namespace sp::online
