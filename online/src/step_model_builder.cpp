@@ -314,6 +314,7 @@ void build_chains(StepModel* m, const Summaries& by_rank, const RankOps& ops, do
   m->starts.assign(m->world, -1);
   m->marker_delay_key = static_cast<int>(m->delay_keys.size());
   m->delay_keys.push_back("step-end");  // the ops' delay keys all end in "@ordinal": no clash
+  RankChainScratch scratch;
   for (int r = 0; r < m->world; ++r) {
     const runtime::StepSummary& s = *by_rank[r];
     const double step_end = s.step_end_ns > 0 ? since_t0(*m, s.step_end_ns, s.clock_offset_ns) : -1.0;
@@ -324,7 +325,7 @@ void build_chains(StepModel* m, const Summaries& by_rank, const RankOps& ops, do
     for (int op : ops.host[r]) step_start = std::min(step_start, m->ops[op].start);
     for (const CommStreamOp& c : ops.comm[r]) step_start = std::min(step_start, m->ops[c.logical].start);
     if (!std::isfinite(step_start)) step_start = 0;
-    build_rank_chain(m, r, ops.host[r], ops.comm[r], step_start, step_end, eps);
+    build_rank_chain(m, &scratch, r, ops.host[r], ops.comm[r], step_start, step_end, eps);
   }
   m->time_s = 0;
   for (int r = 0; r < m->world; ++r) {
