@@ -50,7 +50,7 @@ void LaneBatch::pass(const ReplayPlan& plan, const PlanValues& values, const int
   const double* delay_own_at = values.delay[delay_own[0]].data();
   const double* work_other_at = values.work[work_other[0]].data();
   const double* work_own_at = values.work[work_own[0]].data();
-  end_.resize(n * L);
+  if (end_.size() < n * L) end_.resize(n * L);  // not shrunk: a later wider pass would zero it again
   const int32_t* unit_begin = plan.unit_begin.data();
   const int32_t* dep_begin = plan.dep_begin.data();
   const int32_t* deps = plan.deps.data();
@@ -122,14 +122,42 @@ void LaneBatch::pass(const ReplayPlan& plan, const PlanValues& values, const int
   std::copy(t, t + count, step_times);
 }
 
+// Lanes that share both sides replay together, the largest such set first: a batch of one
+// side reads one value per position for all its lanes (pass<L, true>), and the "ideal, but op
+// type t recorded" lanes are most of the base scenarios. A lane's time does not depend on the
+// lanes it is batched with, so the order changes none.
+void LaneBatch::order_lanes(const std::vector<Lane>& lanes) {
+  side_lanes_.clear();  // per distinct pair of sides: its lanes, in order
+  for (size_t i = 0; i < lanes.size(); ++i) {
+    auto same = [&](const std::vector<size_t>& group) {
+      const Lane& first = lanes[group.front()];
+      return same_side(first.others, lanes[i].others) && same_side(first.own, lanes[i].own);
+    };
+    const auto it = std::find_if(side_lanes_.begin(), side_lanes_.end(), same);
+    if (it != side_lanes_.end()) {
+      it->push_back(i);
+    } else {
+      side_lanes_.push_back({i});
+    }
+  }
+  std::stable_sort(side_lanes_.begin(), side_lanes_.end(),
+                   [](const std::vector<size_t>& a, const std::vector<size_t>& b) { return a.size() > b.size(); });
+  order_.clear();
+  for (const std::vector<size_t>& group : side_lanes_) order_.insert(order_.end(), group.begin(), group.end());
+  ordered_.clear();
+  for (size_t i : order_) ordered_.push_back(lanes[i]);
+}
+
 void LaneBatch::run(const ReplayPlan& plan, const PlanValues& values,
-                    const std::vector<int32_t>& class_at, const std::vector<Lane>& lanes,
+                    const std::vector<int32_t>& class_at, const std::vector<Lane>& all_lanes,
                     std::vector<double>* step_times) {
-  step_times->assign(lanes.size(), 0.0);
+  order_lanes(all_lanes);
+  const std::vector<Lane>& lanes = ordered_;
+  times_.assign(lanes.size(), 0.0);
   for (size_t done = 0; done < lanes.size();) {
     const int count = static_cast<int>(std::min<size_t>(lanes.size() - done, 8));
     const Lane* batch = lanes.data() + done;
-    double* out = step_times->data() + done;
+    double* out = times_.data() + done;
     bool one_side = true;
     for (int l = 1; l < count; ++l) {
       one_side = one_side && same_side(batch[l].others, batch[0].others) && same_side(batch[l].own, batch[0].own);
@@ -151,6 +179,8 @@ void LaneBatch::run(const ReplayPlan& plan, const PlanValues& values,
     }
     done += static_cast<size_t>(count);
   }
+  step_times->assign(lanes.size(), 0.0);
+  for (size_t k = 0; k < order_.size(); ++k) (*step_times)[order_[k]] = times_[k];
 }
 
 }  // namespace sp::online
