@@ -64,8 +64,15 @@ void SlowdownAnalysis::draw_factors(const StepModel& m, const NoiseSpread& sprea
   op_factor_.assign(ops, 1.0);
   group_factor_.assign(m.groups.size(), 0.0);
   op_shift_.assign(ops, 0.0);
-  std::vector<int> key(ops), delay_key(ops);
-  std::vector<char> follows(ops), has_delay(ops);
+  // Sized, not zeroed: the loop below writes every op's entries.
+  std::vector<int>& key = draw_key_;
+  std::vector<int>& delay_key = draw_delay_key_;
+  std::vector<char>& follows = draw_follows_;
+  std::vector<char>& has_delay = draw_has_delay_;
+  key.resize(ops);
+  delay_key.resize(ops);
+  follows.resize(ops);
+  has_delay.resize(ops);
   for (size_t o = 0; o < ops; ++o) {
     const LogicalOp& op = m.ops[o];
     key[o] = op.key;

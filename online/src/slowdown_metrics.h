@@ -98,6 +98,8 @@ class SlowdownAnalysis {
   PlanValues null_values_;     // values_ with the null's draws as the "real" side
   bool null_values_ready_ = false;  // null_values_ holds this step's values_ (compute() resets)
   std::vector<double> op_factor_, op_shift_, marker_shift_, group_factor_;  // the null's draws, per op / rank
+  std::vector<int> draw_key_, draw_delay_key_;  // draw_factors' per-op keys and what follows the step level
+  std::vector<char> draw_follows_, draw_has_delay_;
   bool follow_step_level_ = true;
   void draw_factors(const StepModel& m, const NoiseSpread& spread, void* draws);
   std::vector<double> unit_times_;
