@@ -118,22 +118,6 @@ void cut_at_launches(const std::vector<Piece>& pieces, HostScratch& s, double ep
   }
 }
 
-}  // namespace
-
-// The latest piece (not removed) that ends by time t: what an op launched at t depends on.
-// Pieces are in start order and do not overlap, so it is at or just before the last piece that
-// starts by t.
-int piece_ending_by(const std::vector<Piece>& pieces, double t, double eps) {
-  auto it = std::upper_bound(pieces.begin(), pieces.end(), t + eps,
-                             [](double v, const Piece& p) { return v < p.s; });
-  for (int i = static_cast<int>(it - pieces.begin()) - 1; i >= 0; --i) {
-    if (!pieces[i].removed && pieces[i].e <= t + eps) return i;
-  }
-  return -1;
-}
-
-namespace {
-
 // A host op that launched collectives and then ended after some of them finished waited for
 // them: from its last launch until the last of those finished it was blocked, not working
 // (DDP's reducer waits for every bucket at the end of backward). That stretch is removed from

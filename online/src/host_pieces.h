@@ -3,6 +3,7 @@
 // the time an op spent blocked on its own collectives taken out.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -54,7 +55,14 @@ void cut_host_ops(const StepModel& m, const std::vector<int>& host_ops, const st
                   uint64_t* clamped);
 
 // The latest piece (not removed) that ends by time t: what an op launched at t depends on; -1
-// if none.
-int piece_ending_by(const std::vector<Piece>& pieces, double t, double eps);
+// if none. Pieces are in start order and do not overlap, so it is at or just before the last
+// piece that starts by t. Inline: called for every comm op twice, from two files.
+inline int piece_ending_by(const std::vector<Piece>& pieces, double t, double eps) {
+  auto it = std::upper_bound(pieces.begin(), pieces.end(), t + eps, [](double v, const Piece& p) { return v < p.s; });
+  for (int i = static_cast<int>(it - pieces.begin()) - 1; i >= 0; --i) {
+    if (!pieces[i].removed && pieces[i].e <= t + eps) return i;
+  }
+  return -1;
+}
 
 }  // namespace sp::online
