@@ -34,7 +34,15 @@ class LaneBatch {
   void pass(const ReplayPlan& plan, const PlanValues& values, const int32_t* class_at,
             const Lane* lanes, int count, double* step_times);
 
+  void order_lanes(const std::vector<Lane>& lanes);
+
   std::vector<double> end_;  // [position][lane]
+  // order_lanes: the lanes' replay order (indices into run()'s lanes) and the lanes in it;
+  // the distinct pairs of sides with their lanes; the times in replay order.
+  std::vector<size_t> order_;
+  std::vector<Lane> ordered_;
+  std::vector<std::vector<size_t>> side_lanes_;
+  std::vector<double> times_;
 };
 
 }  // namespace sp::online

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "slowdown_metrics.h"
 
@@ -64,8 +65,15 @@ void SlowdownAnalysis::draw_factors(const StepModel& m, const NoiseSpread& sprea
   op_factor_.assign(ops, 1.0);
   group_factor_.assign(m.groups.size(), 0.0);
   op_shift_.assign(ops, 0.0);
-  std::vector<int> key(ops), delay_key(ops);
-  std::vector<char> follows(ops), has_delay(ops);
+  // Sized, not zeroed: the loop below writes every op's entries.
+  std::vector<int>& key = draw_key_;
+  std::vector<int>& delay_key = draw_delay_key_;
+  std::vector<char>& follows = draw_follows_;
+  std::vector<char>& has_delay = draw_has_delay_;
+  key.resize(ops);
+  delay_key.resize(ops);
+  follows.resize(ops);
+  has_delay.resize(ops);
   for (size_t o = 0; o < ops; ++o) {
     const LogicalOp& op = m.ops[o];
     key[o] = op.key;
@@ -105,21 +113,25 @@ void SlowdownAnalysis::draw_factors(const StepModel& m, const NoiseSpread& sprea
 void SlowdownAnalysis::null_draw(const StepModel& m, const NoiseSpread& spread, uint64_t seed,
                                  NullDraw* out) {
   Draws rng{seed * 0x2545f4914f6cdd1dULL + 1};
-  // The draws overwrite the recorded side (work and delay) of every node but the step starts,
-  // which keep their offsets: one copy of the step's values serves all its draws.
-  if (!null_values_ready_) {
-    null_values_ = values_;
-    null_values_ready_ = true;
-  }
-  auto& work = null_values_.work[0];
-  auto& delay = null_values_.delay[static_cast<size_t>(DelayMode::kReal)];
+  // The draws take the place of the recorded side (work and delay) of every node but the step
+  // starts, which keep their offsets. Drawn into arrays of their own, which are swapped into
+  // values_ for the replays and back after them: the step's other values are not copied.
+  const size_t real = static_cast<size_t>(DelayMode::kReal);
+  std::vector<double>& work = null_work_;
+  std::vector<double>& delay = null_delay_;
+  work.resize(plan_.num_positions());
+  delay.resize(plan_.num_positions());
   const auto& ideal_work = values_.work[1];
   const auto& ideal_delay = values_.delay[static_cast<size_t>(DelayMode::kIdeal)];
   draw_factors(m, spread, &rng);
   for (size_t i = 0; i < m.nodes.size(); ++i) {
     const Node& node = m.nodes[i];
     const auto p = static_cast<size_t>(plan_.position_of[i]);
-    if (node.role == NodeRole::kStart) continue;  // its offset, as in every scenario
+    if (node.role == NodeRole::kStart) {  // its offset, as in every scenario
+      work[p] = values_.work[0][p];
+      delay[p] = values_.delay[real][p];
+      continue;
+    }
     if (node.role == NodeRole::kMarker) {
       work[p] = ideal_work[p];
       delay[p] = std::max(0.0, ideal_delay[p] + marker_shift_[static_cast<size_t>(node.rank)]);
@@ -130,23 +142,27 @@ void SlowdownAnalysis::null_draw(const StepModel& m, const NoiseSpread& spread, 
     const LogicalOp& op = m.ops[logical];
     delay[p] = op.first_node == static_cast<int>(i) ? std::max(0.0, ideal_delay[p] + op_shift_[logical]) : ideal_delay[p];
   }
+  std::swap(values_.work[0], null_work_);
+  std::swap(values_.delay[real], null_delay_);
   selection_.reset(values_.num_types, static_cast<size_t>(m.world), true, DelayMode::kReal);
   ++work_.null_replays;
-  const double T = other_.run(plan_, null_values_, selection_);
+  const double T = other_.run(plan_, values_, selection_);
   // As for the real step: the ideal is never slower than the step it is the ideal of.
   const double ideal = std::max(std::min(ideal_raw_, T), std::numeric_limits<double>::min());
   out->S = T / ideal;
   const ValueSide ideal_side{false, DelayMode::kIdeal}, drawn_side{true, DelayMode::kReal};
-  dp_units_.run(plan_, null_values_, m.rank_dp, m.dp_size, ideal_side, drawn_side, unit_method_, &unit_times_);
+  dp_units_.run(plan_, values_, m.rank_dp, m.dp_size, ideal_side, drawn_side, unit_method_, &unit_times_);
   out->dp_S.clear();
   for (double t : unit_times_) out->dp_S.push_back(t / ideal);
   out->stage_S.clear();
   if (m.pp_size > 1) {
-    stage_units_.run(plan_, null_values_, m.rank_stage, m.pp_size, ideal_side, drawn_side, unit_method_, &unit_times_);
+    stage_units_.run(plan_, values_, m.rank_stage, m.pp_size, ideal_side, drawn_side, unit_method_, &unit_times_);
     for (double t : unit_times_) out->stage_S.push_back(t / ideal);
   } else {
     out->stage_S.assign(1, out->S);
   }
+  std::swap(values_.work[0], null_work_);
+  std::swap(values_.delay[real], null_delay_);
 }
 
 }  // namespace sp::online

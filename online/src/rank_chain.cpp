@@ -1,213 +1,50 @@
 #include "rank_chain.h"
 
+#include "host_pieces.h"
+
 #include <algorithm>
 #include <limits>
+#include <memory>
 #include <utility>
 
 namespace sp::online {
 namespace {
 
-// A host op's interval after nesting has been resolved; children are nested host ops.
-struct Span {
-  int logical = 0;
-  double s = 0, e = 0;
-  std::vector<int> children;  // indices into the span vector, in time order
+// What a rank's chain is built in (RankChainScratch's buffers), cleared per rank.
+struct Ended {
+  double end;  // recorded
+  int node;
 };
 
-// A stretch of time owned by one host op (the innermost one running then).
-struct Piece {
-  int owner = 0;  // logical op
-  double s = 0, e = 0;
-  bool removed = false;           // time the op spent blocked on its own collectives
-  std::vector<int> waits_for;     // logical comm ops this piece waits for
-};
+}  // namespace
 
-// Sorts host ops into a forest: an op that starts inside another one is nested in it (a GC
-// pause inside forward). An op that starts inside another but ends after it is clipped to it.
-std::vector<Span> nest_host_ops(const StepModel& m, const std::vector<int>& host_ops, double eps,
-                                std::vector<int>* roots, uint64_t* clamped) {
-  std::vector<Span> spans;
-  spans.reserve(host_ops.size());
-  for (int idx : host_ops) spans.push_back({idx, m.ops[idx].start, m.ops[idx].end, {}});
-  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
-    if (a.s != b.s) return a.s < b.s;
-    if (a.e != b.e) return a.e > b.e;
-    return a.logical < b.logical;
-  });
-  std::vector<int> stack;
-  for (int i = 0; i < static_cast<int>(spans.size()); ++i) {
-    while (!stack.empty() && spans[stack.back()].e <= spans[i].s + eps) stack.pop_back();
-    if (stack.empty()) {
-      roots->push_back(i);
-    } else {
-      Span& parent = spans[stack.back()];
-      if (spans[i].e > parent.e) {
-        spans[i].e = parent.e;
-        ++*clamped;
-      }
-      parent.children.push_back(i);
-    }
-    stack.push_back(i);
-  }
-  return spans;
-}
-
-// Flattens the forest into time-ordered pieces: each op owns the gaps between its children.
-// Iterative, so that a pathological nesting depth cannot overflow the stack.
-std::vector<Piece> flatten(const std::vector<Span>& spans, const std::vector<int>& roots) {
+struct RankChainScratch::Buffers {
+  HostScratch host;
   std::vector<Piece> pieces;
-  struct Frame {
-    int span;
-    size_t next_child;
-    double pos;
-  };
-  std::vector<Frame> stack;  // one for all roots
-  for (int root : roots) {
-    stack.assign(1, Frame{root, 0, spans[root].s});
-    while (!stack.empty()) {
-      Frame& f = stack.back();
-      const Span& sp = spans[f.span];
-      if (f.next_child < sp.children.size()) {
-        const Span& child = spans[sp.children[f.next_child]];
-        pieces.push_back({sp.logical, f.pos, std::max(f.pos, child.s), false, {}});
-        f.pos = std::max(f.pos, child.e);
-        ++f.next_child;
-        stack.push_back({sp.children[f.next_child - 1], 0, child.s});
-      } else {
-        pieces.push_back({sp.logical, f.pos, std::max(f.pos, sp.e), false, {}});
-        stack.pop_back();
-      }
-    }
-  }
-  // Drop empty pieces of ops that have a non-empty one; keep one piece per op in any case.
-  // (Per owner, indexed from the lowest logical: a rank's ops are consecutive in the model.)
-  int base = std::numeric_limits<int>::max(), top = -1;
-  for (const Piece& p : pieces) {
-    base = std::min(base, p.owner);
-    top = std::max(top, p.owner);
-  }
-  std::vector<int> positive(pieces.empty() ? 0 : static_cast<size_t>(top - base + 1), 0);
-  for (const Piece& p : pieces) positive[static_cast<size_t>(p.owner - base)] += p.e > p.s ? 1 : 0;
-  std::vector<Piece> kept;
-  kept.reserve(pieces.size());
-  std::vector<char> has_piece(positive.size(), 0);
-  for (Piece& p : pieces) {
-    const auto o = static_cast<size_t>(p.owner - base);
-    if (p.e > p.s || (positive[o] == 0 && !has_piece[o])) {
-      has_piece[o] = 1;
-      kept.push_back(std::move(p));
-    }
-  }
-  return kept;
-}
+  std::vector<char> consumed;
+  std::vector<int> piece_node, host_nodes, comm_node, order, by_end;
+  std::vector<std::pair<uint64_t, int>> stream_last;
+  std::vector<Ended> ended;
+};
 
-// Cuts pieces where communication ops are launched, so that each launch has a piece ending at
-// it to depend on (DDP launches bucket all-reduces part-way through backward).
-std::vector<Piece> cut_at_launches(const std::vector<Piece>& pieces, std::vector<double> launches,
-                                   double eps) {
-  std::sort(launches.begin(), launches.end());
-  std::vector<Piece> out;
-  out.reserve(pieces.size() + launches.size());
-  for (const Piece& p : pieces) {
-    double pos = p.s;
-    auto it = std::upper_bound(launches.begin(), launches.end(), p.s + eps);
-    for (; it != launches.end() && *it < p.e - eps; ++it) {
-      if (*it <= pos + eps) continue;
-      out.push_back({p.owner, pos, *it, false, {}});
-      pos = *it;
-    }
-    out.push_back({p.owner, pos, p.e, false, {}});
-  }
-  return out;
-}
+RankChainScratch::RankChainScratch() : buffers_(std::make_unique<Buffers>()) {}
+RankChainScratch::~RankChainScratch() = default;
 
-// The latest piece (not removed) that ends by time t: what an op launched at t depends on.
-// Pieces are in start order and do not overlap, so it is at or just before the last piece that
-// starts by t.
-int piece_ending_by(const std::vector<Piece>& pieces, double t, double eps) {
-  auto it = std::upper_bound(pieces.begin(), pieces.end(), t + eps,
-                             [](double v, const Piece& p) { return v < p.s; });
-  for (int i = static_cast<int>(it - pieces.begin()) - 1; i >= 0; --i) {
-    if (!pieces[i].removed && pieces[i].e <= t + eps) return i;
-  }
-  return -1;
-}
-
-// A host op that launched collectives and then ended after some of them finished waited for
-// them: from its last launch until the last of those finished it was blocked, not working
-// (DDP's reducer waits for every bucket at the end of backward). That stretch is removed from
-// its duration, and the rest of the op depends on those collectives instead.
-void split_waits(const StepModel& m, const std::vector<Span>& spans,
-                 const std::vector<CommStreamOp>& comm_ops, double eps,
-                 std::vector<Piece>* pieces, std::vector<char>* consumed) {
-  if (spans.empty()) return;
-  // host logical -> (clipped) end, indexed from the lowest (a rank's ops are consecutive)
-  int base = std::numeric_limits<int>::max(), top = -1;
-  for (const Span& s : spans) {
-    base = std::min(base, s.logical);
-    top = std::max(top, s.logical);
-  }
-  std::vector<double> op_end(static_cast<size_t>(top - base + 1), 0.0);
-  for (const Span& s : spans) op_end[static_cast<size_t>(s.logical - base)] = s.e;
-  // (host logical, comm position) for each launch, then grouped by host op in logical order
-  std::vector<std::pair<int, int>> launches;
-  for (int c = 0; c < static_cast<int>(comm_ops.size()); ++c) {
-    const LogicalOp& op = m.ops[comm_ops[c].logical];
-    const int pi = piece_ending_by(*pieces, op.start, eps);
-    if (pi < 0) continue;
-    const int owner = (*pieces)[pi].owner;
-    if (op.start <= op_end[static_cast<size_t>(owner - base)] + eps) launches.emplace_back(owner, c);
-  }
-  std::stable_sort(launches.begin(), launches.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<int> cs;
-  for (size_t from = 0; from < launches.size();) {
-    const int owner = launches[from].first;
-    cs.clear();
-    for (; from < launches.size() && launches[from].first == owner; ++from) cs.push_back(launches[from].second);
-    const double a_end = op_end[static_cast<size_t>(owner - base)];
-    double last_launch = -std::numeric_limits<double>::infinity();
-    for (int c : cs) last_launch = std::max(last_launch, m.ops[comm_ops[c].logical].start);
-    std::vector<int> waited;
-    double wait_end = last_launch;
-    for (int c : cs) {
-      const LogicalOp& op = m.ops[comm_ops[c].logical];
-      if (op.end > last_launch && op.end <= a_end + eps) {
-        waited.push_back(c);
-        wait_end = std::max(wait_end, op.end);
-      }
-    }
-    if (waited.empty()) continue;
-    int tail = -1;
-    for (int i = 0; i < static_cast<int>(pieces->size()); ++i) {
-      Piece& p = (*pieces)[i];
-      if (p.owner != owner || p.removed) continue;
-      if (p.s >= last_launch - eps && p.e <= wait_end + eps) {
-        p.removed = true;
-      } else if (p.s >= last_launch - eps && p.s < wait_end && p.e > wait_end) {
-        p.s = wait_end;
-      }
-      if (!p.removed && p.s >= wait_end - eps && tail < 0) tail = i;
-    }
-    if (tail < 0) {
-      // The op ended with the wait: an empty piece at its end carries the dependency.
-      int pos = 0;
-      while (pos < static_cast<int>(pieces->size()) && (*pieces)[pos].s < a_end) ++pos;
-      pieces->insert(pieces->begin() + pos, Piece{owner, a_end, a_end, false, {}});
-      tail = pos;
-    }
-    for (int c : waited) {
-      (*pieces)[tail].waits_for.push_back(comm_ops[c].logical);
-      (*consumed)[c] = 1;
-    }
-  }
-}
+namespace {
 
 // Adds one rank's nodes to the model, in the order the steps below need them.
 class ChainBuilder {
  public:
-  ChainBuilder(StepModel* m, int rank, const std::vector<CommStreamOp>& comm_ops, double eps)
-      : m_(*m), rank_(rank), comm_ops_(comm_ops), eps_(eps), consumed_(comm_ops.size(), 0) {
+  ChainBuilder(StepModel* m, RankChainScratch::Buffers* b, int rank, const std::vector<CommStreamOp>& comm_ops,
+               double eps)
+      : m_(*m), rank_(rank), comm_ops_(comm_ops), eps_(eps), host_(b->host), pieces_(b->pieces),
+        consumed_(b->consumed), piece_node_(b->piece_node), host_nodes_(b->host_nodes), order_(b->order),
+        by_end_(b->by_end), comm_node_(b->comm_node), stream_last_(b->stream_last), ended_(b->ended) {
+    consumed_.assign(comm_ops.size(), 0);
+    host_nodes_.clear();
+    stream_last_.clear();
+    ended_.clear();
+    comm_node_.clear();
     // A rank's ops are consecutive in the model: its comm nodes are indexed from the lowest.
     int top = -1;
     for (const CommStreamOp& c : comm_ops) {
@@ -228,12 +65,7 @@ class ChainBuilder {
   // The host ops as time-ordered pieces: nesting resolved, cut at communication launches, and
   // the time an op spent blocked on its own collectives taken out.
   void cut_host_ops(const std::vector<int>& host_ops) {
-    std::vector<int> roots;
-    const std::vector<Span> spans = nest_host_ops(m_, host_ops, eps_, &roots, &m_.clamped);
-    std::vector<double> launches;
-    for (const CommStreamOp& c : comm_ops_) launches.push_back(m_.ops[c.logical].start);
-    pieces_ = cut_at_launches(flatten(spans, roots), launches, eps_);
-    split_waits(m_, spans, comm_ops_, eps_, &pieces_, &consumed_);
+    sp::online::cut_host_ops(m_, host_ops, comm_ops_, eps_, &host_, &pieces_, &consumed_, &m_.clamped);
   }
 
   // Host nodes: one chain in time order.
@@ -257,7 +89,8 @@ class ChainBuilder {
   // Communication nodes: after the piece that launched them and the previous op of their
   // stream; then the pieces that waited for them (DDP's bucket wait) get their edges.
   void add_comm_nodes() {
-    std::vector<int> order(comm_ops_.size());
+    std::vector<int>& order = order_;
+    order.resize(comm_ops_.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
     std::sort(order.begin(), order.end(), [&](int a, int b) {
       const double sa = m_.ops[comm_ops_[a].logical].start, sb = m_.ops[comm_ops_[b].logical].start;
@@ -273,7 +106,8 @@ class ChainBuilder {
   // A host op that starts right after a collective ended (in the gap before it) waited for it:
   // a blocking call, or the optimizer waiting for the gradients.
   void add_waits_for_comm() {
-    std::vector<int> by_end(comm_ops_.size());
+    std::vector<int>& by_end = by_end_;
+    by_end.resize(comm_ops_.size());
     for (size_t i = 0; i < by_end.size(); ++i) by_end[i] = static_cast<int>(i);
     std::sort(by_end.begin(), by_end.end(), [&](int a, int b) {
       return m_.ops[comm_ops_[a].logical].end < m_.ops[comm_ops_[b].logical].end;
@@ -363,31 +197,29 @@ class ChainBuilder {
   const double eps_;
   double step_start_ = 0;
   int start_node_ = -1;
-  std::vector<Piece> pieces_;
-  std::vector<char> consumed_;       // per comm op: a host piece or the pieces' waits depend on it
-  std::vector<int> piece_node_;      // node per piece, -1 for removed pieces
-  std::vector<int> host_nodes_;      // the host chain, in time order
+  HostScratch& host_;
+  std::vector<Piece>& pieces_;
+  std::vector<char>& consumed_;      // per comm op: a host piece or the pieces' waits depend on it
+  std::vector<int>& piece_node_;     // node per piece, -1 for removed pieces
+  std::vector<int>& host_nodes_;     // the host chain, in time order
+  std::vector<int>& order_;          // add_comm_nodes' comm ops by start
+  std::vector<int>& by_end_;         // add_waits_for_comm's comm ops by end
   int comm_node_of(int logical) const { return comm_node_[static_cast<size_t>(logical - comm_base_)]; }
 
-  struct Ended {
-    double end;  // recorded
-    int node;
-  };
-
   int comm_base_ = std::numeric_limits<int>::max();  // the rank's lowest comm logical
-  std::vector<int> comm_node_;       // logical - comm_base_ -> node (-1 before it is added)
+  std::vector<int>& comm_node_;      // logical - comm_base_ -> node (-1 before it is added)
   // stream -> logical of its latest op so far. A rank has a few streams (its groups, its p2p
   // peers): a list searched in order, not a hash map with a node per stream and rank.
-  std::vector<std::pair<uint64_t, int>> stream_last_;
-  std::vector<Ended> ended_;         // comm nodes so far, by recorded end (ties: in added order)
+  std::vector<std::pair<uint64_t, int>>& stream_last_;
+  std::vector<Ended>& ended_;        // comm nodes so far, by recorded end (ties: in added order)
 };
 
 }  // namespace
 
-void build_rank_chain(StepModel* model, int rank, const std::vector<int>& host_ops,
+void build_rank_chain(StepModel* model, RankChainScratch* scratch, int rank, const std::vector<int>& host_ops,
                       const std::vector<CommStreamOp>& comm_ops, double step_start_s,
                       double step_end_s, double eps) {
-  ChainBuilder b(model, rank, comm_ops, eps);
+  ChainBuilder b(model, &scratch->buffers(), rank, comm_ops, eps);
   b.add_start(step_start_s);
   b.cut_host_ops(host_ops);
   b.add_host_nodes();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "step_model.h"
@@ -14,11 +15,28 @@ struct CommStreamOp {
   uint64_t stream = 0;   // ops of one stream run in order (one per process group / p2p peer)
 };
 
+// build_rank_chain's working arrays, kept from one rank to the next (one for a step's ranks):
+// a rank's chain needs a few dozen small arrays, which allocated and freed per rank cost the
+// allocator's bookkeeping more than the work.
+class RankChainScratch {
+ public:
+  RankChainScratch();
+  ~RankChainScratch();
+  RankChainScratch(const RankChainScratch&) = delete;
+  RankChainScratch& operator=(const RankChainScratch&) = delete;
+
+  struct Buffers;
+  Buffers& buffers() { return *buffers_; }
+
+ private:
+  std::unique_ptr<Buffers> buffers_;
+};
+
 // Appends the rank's nodes to model->nodes. host_ops: logical indices of the rank's host ops;
 // comm_ops: its communication ops. Sets LogicalOp::first_node and, for host ops, ::own.
 // step_start_s / step_end_s: the rank's step start and mark (seconds since t0); a negative
 // step_end_s means unknown.
-void build_rank_chain(StepModel* model, int rank, const std::vector<int>& host_ops,
+void build_rank_chain(StepModel* model, RankChainScratch* scratch, int rank, const std::vector<int>& host_ops,
                       const std::vector<CommStreamOp>& comm_ops, double step_start_s,
                       double step_end_s, double eps);
 

@@ -42,14 +42,20 @@ void prefix_sum(std::vector<int32_t>& counts) {
 // group; numbered by first appearance in node order, with their members as a CSR.
 size_t flatten_and_number(const StepModel& m, Scratch& s) {
   const size_t n = m.nodes.size();
-  s.node_dep_begin.assign(n + 1, 0);
-  s.node_deps.clear();
+  // Sized, then written through: every entry is set below (a range insert per node cost a
+  // call and a copy loop each).
+  s.node_dep_begin.resize(n + 1);
+  s.node_dep_begin[0] = 0;
+  size_t total = 0;
+  for (const Node& node : m.nodes) total += node.deps.size();
+  s.node_deps.resize(total);
+  int32_t* flat = s.node_deps.data();
   s.unit_of_node.assign(n, -1);
   size_t units = 0;
   for (size_t v = 0; v < n; ++v) {
     const Node& node = m.nodes[v];
-    s.node_deps.insert(s.node_deps.end(), node.deps.begin(), node.deps.end());
-    s.node_dep_begin[v + 1] = static_cast<int32_t>(s.node_deps.size());
+    for (int d : node.deps) *flat++ = d;
+    s.node_dep_begin[v + 1] = static_cast<int32_t>(flat - s.node_deps.data());
     if (node.role == NodeRole::kComm && node.group < 0) throw_engine_error(m);
     if (s.unit_of_node[v] >= 0) continue;
     const auto id = static_cast<int32_t>(units++);
@@ -62,7 +68,7 @@ size_t flatten_and_number(const StepModel& m, Scratch& s) {
   s.members_begin.assign(units + 1, 0);
   for (size_t v = 0; v < n; ++v) ++s.members_begin[static_cast<size_t>(s.unit_of_node[v]) + 1];
   prefix_sum(s.members_begin);
-  s.members.assign(n, 0);
+  s.members.resize(n);  // each entry written once below
   s.fill.assign(s.members_begin.begin(), s.members_begin.end() - 1);
   for (size_t v = 0; v < n; ++v) s.members[static_cast<size_t>(s.fill[static_cast<size_t>(s.unit_of_node[v])]++)] = static_cast<int32_t>(v);
   return units;
@@ -130,7 +136,8 @@ void build_replay_plan(const StepModel& m, ReplayPlan* plan) {
     p.unit_begin.push_back(static_cast<int32_t>(p.node_at.size()));
   }
   // Dependencies and ranks by position, the nodes read in their own order.
-  p.dep_begin.assign(n + 1, 0);
+  p.dep_begin.resize(n + 1);  // positions are a permutation of the nodes: each entry written
+  p.dep_begin[0] = 0;
   p.rank_at.resize(n);
   for (size_t v = 0; v < n; ++v) {
     const auto pos = static_cast<size_t>(p.position_of[v]);

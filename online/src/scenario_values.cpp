@@ -38,10 +38,11 @@ std::vector<double> slot_totals(const StepModel& m) {
 void compute_node_values(const StepModel& m, const Ideals& ideals, NodeValues* out) {
   NodeValues& v = *out;
   const size_t n = m.nodes.size();
-  v.real_work.assign(n, 0.0);
-  v.real_delay.assign(n, 0.0);
-  v.ideal_work.assign(n, 0.0);
-  v.ideal_delay.assign(n, 0.0);
+  // Sized, not zeroed: the loop below writes every node's four values.
+  v.real_work.resize(n);
+  v.real_delay.resize(n);
+  v.ideal_work.resize(n);
+  v.ideal_delay.resize(n);
   std::vector<int> pieces(m.ops.size(), 0);
   for (const Node& node : m.nodes) {
     if (node.logical >= 0) ++pieces[static_cast<size_t>(node.logical)];

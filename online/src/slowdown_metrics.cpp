@@ -19,10 +19,7 @@ double share(double T, double T_fixed, double T_ideal) {
 void SlowdownMetrics::clear() {
   T_real = T_nodelay = T_ideal = 0;
   M_S = M_W = 0;
-  for (auto* v : {&dp_S, &stage_S, &worker_S, &fix_stage_share, &real_start, &real_end,
-                  &ideal_start, &ideal_end}) {
-    v->clear();
-  }
+  for (auto* v : {&dp_S, &stage_S, &worker_S, &fix_stage_share}) v->clear();
   op_S.clear();
   top_workers.clear();
 }
@@ -35,7 +32,6 @@ double SlowdownAnalysis::replay(const Selection& s, ScenarioReplay* into) {
 void SlowdownAnalysis::compute(const StepModel& m, const Ideals& ideals, double top_fraction,
                                bool want_timeline, SlowdownMetrics* out) {
   work_ = {};
-  null_values_ready_ = false;
   build_replay_plan(m, &plan_);
   compute_node_values(m, ideals, &node_values_);
   gather_plan_values(m, node_values_, plan_, &values_);
@@ -45,7 +41,13 @@ void SlowdownAnalysis::compute(const StepModel& m, const Ideals& ideals, double 
   base_scenarios(m, &r);
   unit_scores(m, &r);
   worker_scores(m, top_fraction, &r);
-  if (want_timeline) timeline(m, &r);
+  // The timeline's arrays are left out of clear(): timeline() overwrites them whole (not zeroed
+  // first), or they are emptied here.
+  if (want_timeline) {
+    timeline(m, &r);
+  } else {
+    for (auto* v : {&r.real_start, &r.real_end, &r.ideal_start, &r.ideal_end}) v->clear();
+  }
 }
 
 // Where each rank would start this step had the previous step been ideal: its step starts at

@@ -37,7 +37,8 @@ struct SlowdownMetrics {
   // Per node, seconds since t0: replay with real values and with ideal values (for timelines).
   std::vector<double> real_start, real_end, ideal_start, ideal_end;
 
-  // Back to the defaults, keeping the vectors' capacity.
+  // Back to the defaults, keeping the vectors' capacity; all but the timeline's arrays, which
+  // SlowdownAnalysis::compute sets whole or empties.
   void clear();
 };
 
@@ -95,9 +96,11 @@ class SlowdownAnalysis {
   // of that family (the fix-stage scenarios, the null draws).
   UnitScenarios dp_units_{&batch_}, stage_units_{&batch_};
   double ideal_raw_ = 0;       // the ideal replay's step time before the S >= 1 cap
-  PlanValues null_values_;     // values_ with the null's draws as the "real" side
-  bool null_values_ready_ = false;  // null_values_ holds this step's values_ (compute() resets)
+  // A null draw's work and kReal delays, swapped with values_' recorded side while it replays.
+  std::vector<double> null_work_, null_delay_;
   std::vector<double> op_factor_, op_shift_, marker_shift_, group_factor_;  // the null's draws, per op / rank
+  std::vector<int> draw_key_, draw_delay_key_;  // draw_factors' per-op keys and what follows the step level
+  std::vector<char> draw_follows_, draw_has_delay_;
   bool follow_step_level_ = true;
   void draw_factors(const StepModel& m, const NoiseSpread& spread, void* draws);
   std::vector<double> unit_times_;

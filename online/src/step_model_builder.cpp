@@ -6,7 +6,6 @@
 #include <limits>
 #include <map>
 #include <string_view>
-#include <tuple>
 #include <unordered_map>
 
 #include "comm_groups.h"
@@ -140,10 +139,11 @@ class OpReader {
       direction = peer_stage > my_stage ? 1 : 2;
     }
     const TypeCode code{ev.kind, ev.kind == SP_OP_COLLECTIVE ? ev.coll : 0u, direction};
-    const auto found = type_of_code_.find(code);
+    const auto found = std::find_if(type_of_code_.begin(), type_of_code_.end(),
+                                    [&code](const std::pair<TypeCode, int>& e) { return e.first == code; });
     if (found != type_of_code_.end()) return found->second;
     const int type = intern(&m_.type_names, &type_index_, op_type_name(ev, my_stage, peer_stage));
-    type_of_code_.emplace(code, type);
+    type_of_code_.emplace_back(code, type);
     if (type_count_.size() < m_.type_names.size()) type_count_.resize(m_.type_names.size(), 0);
     return type;
   }
@@ -282,16 +282,16 @@ class OpReader {
   struct TypeCode {
     uint32_t kind, coll;
     int direction;
-    bool operator<(const TypeCode& o) const {
-      return std::tie(kind, coll, direction) < std::tie(o.kind, o.coll, o.direction);
-    }
+    bool operator==(const TypeCode&) const = default;
   };
 
   StepModel& m_;
   const Summaries& by_rank_;
   std::unordered_map<std::string, int> type_index_, key_index_;
   std::unordered_map<KeyCode, int, KeyCodeHash> key_of_code_;  // ideal key by code (key_of)
-  std::map<TypeCode, int> type_of_code_;
+  // (code, type) per distinct code: a few (kinds x collectives x directions), searched in order
+  // (a std::map's walk cost more).
+  std::vector<std::pair<TypeCode, int>> type_of_code_;
   std::unordered_map<uint64_t, int> delay_index_;  // (key, ordinal) -> delay key
   std::vector<int> type_count_, key_count_;        // this rank's ops so far per type / key
   std::vector<int> keys_counted_;                  // keys with a non-zero count on this rank
@@ -314,6 +314,7 @@ void build_chains(StepModel* m, const Summaries& by_rank, const RankOps& ops, do
   m->starts.assign(m->world, -1);
   m->marker_delay_key = static_cast<int>(m->delay_keys.size());
   m->delay_keys.push_back("step-end");  // the ops' delay keys all end in "@ordinal": no clash
+  RankChainScratch scratch;
   for (int r = 0; r < m->world; ++r) {
     const runtime::StepSummary& s = *by_rank[r];
     const double step_end = s.step_end_ns > 0 ? since_t0(*m, s.step_end_ns, s.clock_offset_ns) : -1.0;
@@ -324,7 +325,7 @@ void build_chains(StepModel* m, const Summaries& by_rank, const RankOps& ops, do
     for (int op : ops.host[r]) step_start = std::min(step_start, m->ops[op].start);
     for (const CommStreamOp& c : ops.comm[r]) step_start = std::min(step_start, m->ops[c.logical].start);
     if (!std::isfinite(step_start)) step_start = 0;
-    build_rank_chain(m, r, ops.host[r], ops.comm[r], step_start, step_end, eps);
+    build_rank_chain(m, &scratch, r, ops.host[r], ops.comm[r], step_start, step_end, eps);
   }
   m->time_s = 0;
   for (int r = 0; r < m->world; ++r) {
