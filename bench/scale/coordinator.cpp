@@ -187,10 +187,13 @@ json summarize(const ScaleJob& job, const RunOptions& o, const json& rank0,
   row["steps"] = steps;
   row["period_ms"] = o.period_ms;
   row["rank0_core"] = o.rank0_core;
-  row["steps_analyzed"] = analyzed;
+  row["steps_analyzed"] = analysed_ms.size();  // lines with a verdict
+  row["steps_to_analysis"] = analyzed;          // handed to the analysis (the budget may skip them)
   row["steps_skipped_behind"] = rank0["steps_skipped_behind"];
   row["steps_incomplete"] = rank0["steps_incomplete"];
-  row["analysis_ms_mean"] = analyzed > 0 ? rank0["analysis_us_total"].get<double>() / analyzed / 1e3 : kNaN;
+  // Per analysed step: a step the budget skipped costs the worker next to nothing.
+  const double with_verdict = static_cast<double>(analysed_ms.size());
+  row["analysis_ms_mean"] = with_verdict > 0 ? rank0["analysis_us_total"].get<double>() / with_verdict / 1e3 : kNaN;
   row["analysis_ms_max"] = rank0["analysis_us_max"].get<double>() / 1e3;
   row["latency_ms_median"] = median(latency_ms);
   row["latency_ms_max"] = latency_ms.empty() ? kNaN : *std::max_element(latency_ms.begin(), latency_ms.end());
