@@ -1,16 +1,16 @@
 #include "rank_chain.h"
 
-#include "host_pieces.h"
-
 #include <algorithm>
 #include <limits>
 #include <memory>
 #include <utility>
 
+#include "host_pieces.h"
+
 namespace sp::online {
 namespace {
 
-// What a rank's chain is built in (RankChainScratch's buffers), cleared per rank.
+// A comm node added so far, by its recorded end.
 struct Ended {
   double end;  // recorded
   int node;
@@ -18,6 +18,7 @@ struct Ended {
 
 }  // namespace
 
+// What a rank's chain is built in, kept from rank to rank; ChainBuilder clears what it uses.
 struct RankChainScratch::Buffers {
   HostScratch host;
   std::vector<Piece> pieces;
