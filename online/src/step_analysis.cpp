@@ -44,6 +44,7 @@ StepAnalysis::Outcome StepAnalysis::analyze(int64_t step,
                                             const std::vector<const runtime::StepSummary*>& by_rank,
                                             int64_t now_ns, OnlineStats* stats) {
   Outcome out;
+  settle(stats);  // the previous step's owed work, if its host did not settle it after its line
   if (!budget_.allow(now_ns)) {
     out.skip_kind = "cpu budget";
     out.skip_reason = budget_reason(*stats, budget_.share());

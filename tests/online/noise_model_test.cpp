@@ -287,6 +287,21 @@ TEST(NoiseModel, TheFirstStepOwesTheRestOfItsNullPoolUntilItsLineIsOut) {
   EXPECT_TRUE(second.null_ready);
   EXPECT_GT(second.S_null, 1.0);
   EXPECT_EQ(stats.analysis_errors, 0u) << stats.last_error;
+
+  // A host that never settles: the next analyze() does it first, and the second step is judged
+  // against the same full pool.
+  StepAnalysis unsettled(cfg);
+  OnlineStats stats2;
+  for (size_t i = 0; i < 2; ++i) {
+    std::vector<const runtime::StepSummary*> by_rank;
+    for (const auto& summary : run.steps[i]) by_rank.push_back(&summary);
+    const StepAnalysis::Outcome o = unsettled.analyze(run.steps[i][0].step, by_rank, 0, &stats2);
+    if (i == 1) {
+      EXPECT_FALSE(unsettled.owes_work());
+      EXPECT_EQ(o.verdict.S_null, second.S_null);
+      EXPECT_EQ(o.verdict.p_S, second.p_S);
+    }
+  }
 }
 }  // namespace
 }  // namespace sp::online
