@@ -1,12 +1,11 @@
 #include "ideal_window.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
-#include <limits>
 #include <set>
 #include <span>
 
+#include "outlier_guard.h"
 #include "robust_stats.h"
 
 namespace sp::online {
@@ -22,13 +21,17 @@ struct IdealWindow::Scratch {
   std::vector<const KeyStats*> found;              // the key's stats in each step that has it
   std::vector<std::span<const double>> runs;       // their sorted transfer samples
   std::vector<double> aligned_sum, aligned_count;  // window_sums' aligned path
+  std::vector<WorkPoint> points;                   // the guard's work fit
+  std::vector<double> work_duration, work, work_count;  // per rank: the guard's annotated ops
   std::set<int> excluded;
 
-  explicit Scratch(size_t world) : sum(world, 0.0), count(world, 0.0), seen(world, 0), dropped(world, 0) {}
+  explicit Scratch(size_t world)
+      : sum(world, 0.0), count(world, 0.0), seen(world, 0), dropped(world, 0), work_duration(world, 0.0),
+        work(world, 0.0), work_count(world, 0.0) {}
   void reset() {
     for (int r : ranks) {
       const auto i = static_cast<size_t>(r);
-      sum[i] = count[i] = 0.0;
+      sum[i] = count[i] = work_duration[i] = work[i] = work_count[i] = 0.0;
       seen[i] = dropped[i] = 0;
     }
     ranks.clear();
@@ -54,61 +57,70 @@ void add_entry(KeyStats* ks, int rank, double value) {
   ks->count.back() += 1;
 }
 
-double median_of(std::vector<double> v) { return median_inplace(&v); }
+// An op's micro-batch's sequence lengths, into its entry (the one add_entry just added to).
+// A key is work-known only while every op of it has them.
+void add_work(KeyStats* ks, const MicrobatchCost* cost) {
+  if (!ks->work_known) return;
+  if (!cost) {
+    ks->work_known = false;
+    ks->len.clear();
+    ks->len_sq.clear();
+    return;
+  }
+  ks->len.resize(ks->ranks.size(), 0.0);
+  ks->len_sq.resize(ks->ranks.size(), 0.0);
+  ks->len.back() += cost->sum_len;
+  ks->len_sq.back() += cost->sum_len_sq;
+}
 
-// The mean over the window and the workers, the paper's ideal for compute, with one guard.
-//
-// Why the guard: the mean re-balances work, which is right when the work itself is uneven
-// (pipeline stages, sequence lengths) but wrong for a worker that is simply slow. In a small
-// job the slow worker drags the mean towards itself: with 4 ranks of which one is 30% slower
-// the mean is 1.075x the healthy speed, so S would come out ~7% low. Workers doing the same
-// work are the dp ranks of one stage; a worker whose window-mean sits far above its stage's
-// median (beyond a MAD bound, with relative and absolute floors so that timer noise never
-// counts) is a persistent outlier and is left out of the mean. Averaging over the window first
-// makes the test about persistent slowness: one long micro-batch (a long sequence) is not it.
-// `ranks`: those with ops under the key in the window, ascending (the others have no sum to
-// add; skipping them leaves every sum as it was).
-double robust_mean(const std::vector<double>& sum, const std::vector<double>& count,
-                   const std::vector<int>& ranks_with_ops, const std::vector<int>& rank_stage,
-                   const IdealConfig& cfg, std::set<int>* excluded, std::vector<char>* dropped) {
-  std::vector<char>& drop = *dropped;
-  if (cfg.exclude_outliers) {
-    std::map<int, std::vector<int>> stage_ranks;
-    for (int r : ranks_with_ops) {
-      const auto i = static_cast<size_t>(r);
-      if (count[i] > 0) stage_ranks[i < rank_stage.size() ? rank_stage[i] : 0].push_back(r);
-    }
-    for (const auto& [stage, ranks] : stage_ranks) {
-      if (ranks.size() < 2) continue;
-      std::vector<double> means;
-      for (int r : ranks) means.push_back(sum[r] / count[r]);
-      double bound = 0;
-      if (static_cast<int>(ranks.size()) >= cfg.outlier_min_workers) {
-        const double med = median_of(means);
-        std::vector<double> dev;
-        for (double x : means) dev.push_back(std::fabs(x - med));
-        const double mad = median_of(dev);
-        bound = med + std::max({cfg.outlier_mad_k * 1.4826 * mad, cfg.outlier_rel_floor * med,
-                                cfg.outlier_abs_floor_s});
-      } else {
-        // Too few workers for a spread (2 dp ranks per stage, common in pipelines): the faster
-        // one stands for the stage's work, since stragglers are slow, not fast; the same
-        // floors keep timer noise and small differences in.
-        const double fastest = *std::min_element(means.begin(), means.end());
-        bound = fastest + std::max(cfg.outlier_rel_floor * fastest, cfg.outlier_abs_floor_s);
-      }
-      for (size_t i = 0; i < ranks.size(); ++i) {
-        if (means[i] > bound) {
-          drop[ranks[i]] = 1;
-          excluded->insert(ranks[i]);
-        }
-      }
+// The micro-batches' sequence lengths by (rank, micro-batch), merged as seq_evidence merges
+// them; empty when the step has none.
+struct CostTable {
+  int microbatches = 0;
+  std::vector<MicrobatchCost> by_slot;
+  std::vector<char> known;
+  explicit CostTable(const StepModel& m) {
+    if (m.costs.empty() || m.world <= 0) return;
+    for (const MicrobatchCost& c : m.costs) microbatches = std::max(microbatches, c.microbatch + 1);
+    if (microbatches <= 0) return;
+    const size_t slots = static_cast<size_t>(m.world) * static_cast<size_t>(microbatches);
+    by_slot.assign(slots, MicrobatchCost{});
+    known.assign(slots, 0);
+    for (const MicrobatchCost& c : m.costs) {
+      if (c.rank < 0 || c.rank >= m.world || c.microbatch < 0) continue;
+      const size_t i = slot(c.rank, c.microbatch);
+      by_slot[i].sum_len += c.sum_len;
+      by_slot[i].sum_len_sq += c.sum_len_sq;
+      known[i] = 1;
     }
   }
+  size_t slot(int rank, int mb) const {
+    return static_cast<size_t>(rank) * static_cast<size_t>(microbatches) + static_cast<size_t>(mb);
+  }
+  const MicrobatchCost* find(int rank, int mb) const {
+    if (known.empty() || mb < 0 || mb >= microbatches) return nullptr;
+    const size_t i = slot(rank, mb);
+    return i < known.size() && known[i] ? &by_slot[i] : nullptr;
+  }
+};
+
+double median_of(std::vector<double> v) { return median_inplace(&v); }
+
+// The mean over the window and the workers, the paper's ideal for compute, without the ranks
+// the guard dropped.
+//
+// Why the guard (outlier_guard.h): the mean re-balances work, which is right when the work
+// itself is uneven (pipeline stages, sequence lengths) but wrong for a worker that is simply
+// slow. In a small job the slow worker drags the mean towards itself: with 4 ranks of which
+// one is 30% slower the mean is 1.075x the healthy speed, so S would come out ~7% low.
+// `ranks`: those with ops under the key in the window, ascending (the others have no sum to
+// add; skipping them leaves every sum as it was).
+double kept_mean(const std::vector<double>& sum, const std::vector<double>& count,
+                 const std::vector<int>& ranks_with_ops, const std::vector<char>& dropped) {
   double total = 0, n = 0;
   for (int r : ranks_with_ops) {
     const auto i = static_cast<size_t>(r);
-    if (drop[i]) continue;
+    if (dropped[i]) continue;
     total += sum[i];
     n += count[i];
   }
@@ -141,6 +153,7 @@ StepSamples collect_samples(const StepModel& m) {
   }
   KeyStats& markers = stats_for(&s.delays, m.delay_keys[static_cast<size_t>(m.marker_delay_key)], IdealRule::kMean);
   for (size_t r = 0; r < world; ++r) first[r + 1] += first[r];
+  const CostTable costs(m);
   std::vector<int> by_rank(first[world]);
   std::vector<size_t> next(first.begin(), first.end() - 1);
   for (size_t o = 0; o < m.ops.size(); ++o) {
@@ -151,7 +164,9 @@ StepSamples collect_samples(const StepModel& m) {
     const int rank = static_cast<int>(r);
     for (size_t i = first[r]; i < first[r + 1]; ++i) {
       const LogicalOp& op = m.ops[static_cast<size_t>(by_rank[i])];
-      add_entry(duration[static_cast<size_t>(op.key)], rank, op.own);
+      KeyStats* d = duration[static_cast<size_t>(op.key)];
+      add_entry(d, rank, op.own);
+      if (op.rule == IdealRule::kMean) add_work(d, costs.find(rank, op.microbatch));
       if (op.first_node >= 0) {
         add_entry(delay[static_cast<size_t>(op.delay_key)], rank,
                   m.nodes[static_cast<size_t>(op.first_node)].launch_delay);
@@ -170,61 +185,6 @@ void IdealWindow::push(StepSamples samples) {
   steps_.push_back(std::move(samples));
   while (static_cast<int>(steps_.size()) > std::max(1, config_.window_steps)) steps_.pop_front();
 }
-
-namespace {
-
-// For non-negative doubles (no NaN, no -0) the order of the values is that of their bits.
-uint64_t order_bits(double x) { return std::bit_cast<uint64_t>(x); }
-double from_order_bits(uint64_t b) { return std::bit_cast<double>(b); }
-
-using Run = std::span<const double>;  // one step's samples of the key, sorted
-
-size_t count_at_most(const std::vector<Run>& runs, double v) {
-  size_t n = 0;
-  for (const Run& r : runs) n += static_cast<size_t>(std::upper_bound(r.begin(), r.end(), v) - r.begin());
-  return n;
-}
-
-// The k-th smallest (from 0) of the runs' values together: the smallest value with more than k
-// values at or below it, found by bisection over the bit patterns (a value of the runs, exactly).
-double kth_of_runs(const std::vector<Run>& runs, size_t k) {
-  uint64_t lo = order_bits(std::numeric_limits<double>::infinity()), hi = 0;
-  for (const Run& r : runs) {
-    lo = std::min(lo, order_bits(r.front()));
-    hi = std::max(hi, order_bits(r.back()));
-  }
-  while (lo < hi) {
-    const uint64_t mid = lo + (hi - lo) / 2;
-    if (count_at_most(runs, from_order_bits(mid)) > k) {
-      hi = mid;
-    } else {
-      lo = mid + 1;
-    }
-  }
-  return from_order_bits(lo);
-}
-
-// median_inplace's value for the runs' values together: the middle one, or the mean of the
-// two middle ones (the lower being the largest value below the upper, or the upper itself).
-double median_of_runs(const std::vector<Run>& runs) {
-  size_t n = 0;
-  for (const Run& r : runs) n += r.size();
-  if (n == 0) return 0;
-  const size_t mid = n / 2;
-  const double hi = kth_of_runs(runs, mid);
-  if (n % 2) return hi;
-  size_t below = 0;
-  double lo = -std::numeric_limits<double>::infinity();
-  for (const Run& r : runs) {
-    const auto at = std::lower_bound(r.begin(), r.end(), hi);
-    below += static_cast<size_t>(at - r.begin());
-    if (at != r.begin()) lo = std::max(lo, *(at - 1));
-  }
-  if (below <= mid - 1) lo = hi;
-  return 0.5 * (lo + hi);
-}
-
-}  // namespace
 
 // How much work per op this key took in the current step compared with the window, over the
 // workers the window keeps (persistent outliers stay out). For compute and for launch delays,
@@ -305,6 +265,31 @@ void IdealWindow::window_sums(int world, Scratch* w) const {
   std::sort(w->ranks.begin(), w->ranks.end());
 }
 
+// The guard (outlier_guard.h) for one compute or delay key, once its window sums are in `w`:
+// the work of the window's annotated steps (their fit, then each rank's sums) first.
+void IdealWindow::guard(const StepModel& m, Scratch* w) const {
+  if (!config_.exclude_outliers) return;
+  w->points.clear();
+  for (const KeyStats* ks : w->found) {
+    if (!ks->work_known || ks->len.size() != ks->ranks.size()) continue;
+    for (size_t e = 0; e < ks->ranks.size(); ++e) w->points.push_back({ks->sum[e], ks->len[e], ks->len_sq[e]});
+  }
+  const WorkFit fit = fit_work(w->points);
+  if (fit.usable()) {
+    for (const KeyStats* ks : w->found) {
+      if (!ks->work_known || ks->len.size() != ks->ranks.size()) continue;
+      for (size_t e = 0; e < ks->ranks.size() && ks->ranks[e] < m.world; ++e) {
+        const auto i = static_cast<size_t>(ks->ranks[e]);
+        w->work_duration[i] += ks->sum[e];
+        w->work[i] += fit.work(ks->len[e], ks->len_sq[e]);
+        w->work_count[i] += ks->count[e];
+      }
+    }
+  }
+  drop_persistent_outliers(config_, {w->sum, w->count, w->ranks, m.rank_stage, w->work_duration, w->work,
+                                     w->work_count, w->dropped, w->excluded});
+}
+
 double IdealWindow::aggregate(const std::string& key, bool is_delay, const StepModel& m, Scratch* w) const {
   IdealRule rule = IdealRule::kMean;  // the rule of a key is recorded with its samples
   double slots = 0;
@@ -343,7 +328,8 @@ double IdealWindow::aggregate(const std::string& key, bool is_delay, const StepM
     case IdealRule::kMean: {
       if (w->found.empty()) break;
       window_sums(m.world, w);
-      const double mean = robust_mean(w->sum, w->count, w->ranks, m.rank_stage, config_, &w->excluded, &w->dropped);
+      guard(m, w);
+      const double mean = kept_mean(w->sum, w->count, w->ranks, w->dropped);
       value = mean * step_level(key, is_delay, *w);
       break;
     }

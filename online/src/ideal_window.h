@@ -23,6 +23,10 @@ struct KeyStats {
   std::vector<double> sum;        // per entry of `ranks`: total own duration (or delay)
   std::vector<uint32_t> count;    // per entry of `ranks`: number of ops (>= 1)
   std::vector<double> samples;    // median rule: every transfer time
+  // Compute keys whose ops all carry their micro-batch's sequence lengths (a seq_lens
+  // annotation): per entry of `ranks`, the sums of sum(len) and sum(len^2). Empty otherwise.
+  bool work_known = true;
+  std::vector<double> len, len_sq;
 };
 
 struct StepSamples {
@@ -55,6 +59,7 @@ class IdealWindow {
  private:
   struct Scratch;  // per-rank sums over the window of one key at a time (ideal_window.cpp)
   double aggregate(const std::string& key, bool is_delay, const StepModel& m, Scratch* s) const;
+  void guard(const StepModel& m, Scratch* s) const;
   void window_sums(int world, Scratch* s) const;
   double step_level(const std::string& key, bool is_delay, const Scratch& s) const;
   IdealConfig config_;

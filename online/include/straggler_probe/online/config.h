@@ -26,8 +26,9 @@ struct CauseThresholds {
 // How the ideal (straggler-free) durations are estimated.
 struct IdealConfig {
   int window_steps = 20;           // sliding window of recent analysed steps
-  // Persistent-outlier exclusion for compute means (see src/ideal_window.cpp): a worker whose
-  // window-mean duration of an op class exceeds its stage's median by more than
+  // Persistent-outlier exclusion for compute means (see src/outlier_guard.h): a worker whose
+  // window-mean duration of an op class (per unit of work when the micro-batches' sequence
+  // lengths are annotated) exceeds its stage's median by more than
   // max(outlier_mad_k * 1.4826 * MAD, outlier_rel_floor * median, outlier_abs_floor_s) is left
   // out of the mean.
   bool exclude_outliers = true;
