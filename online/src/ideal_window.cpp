@@ -23,6 +23,9 @@ struct IdealWindow::Scratch {
   std::vector<double> aligned_sum, aligned_count;  // window_sums' aligned path
   std::vector<WorkPoint> points;                   // the guard's work fit
   std::vector<double> work_duration, work, work_count;  // per rank: the guard's annotated ops
+  bool last_has_key = false;                             // the window's last step has the key
+  double transfer_keys = 0;                              // this step's, for the reference's test
+  std::vector<std::pair<std::string, TransferReference::Window>> transfer_windows;
   std::set<int> excluded;
 
   explicit Scratch(size_t world)
@@ -290,6 +293,23 @@ void IdealWindow::guard(const StepModel& m, Scratch* w) const {
                                      w->work_count, w->dropped, w->excluded});
 }
 
+// The window's per-step levels (each step's median transfer; its samples are sorted) for the
+// reference (transfer_reference.h), kept in the Ideals for remember().
+double IdealWindow::transfer_ideal(const std::string& key, double window_median, Scratch* w) const {
+  TransferReference::Window tw;
+  tw.median = window_median;
+  tw.now = w->last_has_key;
+  for (const KeyStats* ks : w->found) {
+    const std::vector<double>& x = ks->samples;
+    if (x.empty()) continue;
+    const size_t mid = x.size() / 2;
+    tw.levels.push_back(x.size() % 2 ? x[mid] : 0.5 * (x[mid - 1] + x[mid]));
+  }
+  const double ideal = reference_.ideal(key, tw, w->transfer_keys);
+  w->transfer_windows.emplace_back(key, std::move(tw));
+  return ideal;
+}
+
 double IdealWindow::aggregate(const std::string& key, bool is_delay, const StepModel& m, Scratch* w) const {
   IdealRule rule = IdealRule::kMean;  // the rule of a key is recorded with its samples
   double slots = 0;
@@ -299,6 +319,7 @@ double IdealWindow::aggregate(const std::string& key, bool is_delay, const StepM
     auto it = map.find(key);
     // A step without this key still counts as slots for pauses: nobody paused then.
     slots += static_cast<double>(st.rank_stage.size());
+    w->last_has_key = it != map.end();
     if (it == map.end()) continue;
     rule = it->second.rule;
     w->found.push_back(&it->second);
@@ -312,10 +333,11 @@ double IdealWindow::aggregate(const std::string& key, bool is_delay, const StepM
           if (!ks->samples.empty()) w->runs.emplace_back(ks->samples);
         }
         value = median_of_runs(w->runs);
-        break;
+      } else {
+        for (const KeyStats* ks : w->found) w->samples.insert(w->samples.end(), ks->samples.begin(), ks->samples.end());
+        value = median_of(std::move(w->samples));
       }
-      for (const KeyStats* ks : w->found) w->samples.insert(w->samples.end(), ks->samples.begin(), ks->samples.end());
-      value = median_of(std::move(w->samples));
+      value = transfer_ideal(key, value, w);
       break;
     case IdealRule::kSlotMean: {
       double slot_total = 0;
@@ -341,11 +363,15 @@ double IdealWindow::aggregate(const std::string& key, bool is_delay, const StepM
 Ideals IdealWindow::ideals(const StepModel& m) const {
   Ideals out;
   Scratch w(static_cast<size_t>(std::max(0, m.world)));
+  if (!steps_.empty()) {
+    for (const auto& [key, ks] : steps_.back().durations) w.transfer_keys += ks.rule == IdealRule::kMedian ? 1 : 0;
+  }
   out.duration.assign(m.ideal_keys.size(), 0.0);
   for (size_t k = 0; k < m.ideal_keys.size(); ++k) out.duration[k] = aggregate(m.ideal_keys[k], false, m, &w);
   out.delay.assign(m.delay_keys.size(), 0.0);
   for (size_t k = 0; k < m.delay_keys.size(); ++k) out.delay[k] = aggregate(m.delay_keys[k], true, m, &w);
   out.excluded_ranks.assign(w.excluded.begin(), w.excluded.end());
+  out.transfer_windows = std::move(w.transfer_windows);
   return out;
 }
 

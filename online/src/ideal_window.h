@@ -7,10 +7,12 @@
 #include <deque>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "straggler_probe/online/config.h"
 #include "step_model.h"
+#include "transfer_reference.h"
 
 namespace sp::online {
 
@@ -43,11 +45,16 @@ struct Ideals {
   std::vector<double> duration;   // per StepModel::ideal_keys entry (slot mean: per rank-step)
   std::vector<double> delay;      // per StepModel::delay_keys entry
   std::vector<int> excluded_ranks;  // left out of some compute mean as persistent outliers
+  // Each transfer key's window this step (IdealWindow::remember takes them in).
+  std::vector<std::pair<std::string, TransferReference::Window>> transfer_windows;
 };
 
 class IdealWindow {
  public:
-  explicit IdealWindow(IdealConfig config) : config_(config) {}
+  // reference_alpha: the level of the transfer reference's test (transfer_reference.h; the
+  // noise model's alpha), 0: off.
+  explicit IdealWindow(IdealConfig config, double reference_alpha = 0)
+      : config_(config), reference_(reference_alpha) {}
   void push(StepSamples samples);
   void pop_back() {
     if (!steps_.empty()) steps_.pop_back();
@@ -55,14 +62,20 @@ class IdealWindow {
   // Ideal values for every key of `model`, from the steps in the window.
   Ideals ideals(const StepModel& model) const;
   size_t size() const { return steps_.size(); }
+  // After the step's analysis: its transfer windows update their keys' references.
+  void remember(const Ideals& ideals) {
+    for (const auto& [key, w] : ideals.transfer_windows) reference_.remember(key, w);
+  }
 
  private:
   struct Scratch;  // per-rank sums over the window of one key at a time (ideal_window.cpp)
   double aggregate(const std::string& key, bool is_delay, const StepModel& m, Scratch* s) const;
   void guard(const StepModel& m, Scratch* s) const;
+  double transfer_ideal(const std::string& key, double window_median, Scratch* s) const;
   void window_sums(int world, Scratch* s) const;
   double step_level(const std::string& key, bool is_delay, const Scratch& s) const;
   IdealConfig config_;
+  TransferReference reference_;
   std::deque<StepSamples> steps_;
   // Each step's transfer samples (median rule) are sorted when it is pushed, so that a key's
   // median over the window is selected from its 20 sorted runs (median_of_runs) instead of

@@ -263,8 +263,13 @@ void StepNull::add_observed(double S) {
 
 double StepNull::widening() const {
   if (observed_.size() < 2 || draws_.size() < 2) return 0;
-  std::vector<double> v(observed_.begin(), observed_.end());
-  const double observed_sd = mad_sigma(&v);
+  // As UnitFamily::calibrate: the smaller of the spread around the median and that of
+  // successive differences, so that S changing level once (a fault from some step on, its
+  // steps unexplained while the evidence builds) does not widen the null it is tested against.
+  std::vector<double> v(observed_.begin(), observed_.end()), differences;
+  for (size_t i = 1; i < v.size(); ++i) differences.push_back(std::fabs(v[i] - v[i - 1]));
+  const double successive = 1.4826 * median_inplace(&differences) / std::sqrt(2.0);
+  const double observed_sd = std::min(mad_sigma(&v), successive);
   std::vector<double> d(draws_.begin(), draws_.end());
   const double null_sd = std::max(mad_sigma(&d), floor_);
   return null_widening(observed_sd, static_cast<double>(observed_.size()) - 1.0, null_sd);

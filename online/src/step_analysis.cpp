@@ -34,7 +34,7 @@ std::string budget_reason(const OnlineStats& stats, double share) {
 }  // namespace
 
 StepAnalysis::StepAnalysis(const OnlineConfig& config)
-    : cfg_(config), window_(config.ideal), seq_(config.ideal.window_steps),
+    : cfg_(config), window_(config.ideal, config.noise.enabled ? config.noise.alpha : 0.0), seq_(config.ideal.window_steps),
       noise_(config.noise, config.ideal.window_steps),
       budget_(config.cpu_budget, config.cpu_budget_burst_s) {
   slowdown_.set_follow_step_level(config.ideal.follow_step_level);
@@ -59,14 +59,15 @@ StepAnalysis::Outcome StepAnalysis::analyze(int64_t step,
     seq_.push(*model);
     if (cfg_.noise.enabled) noise_.push(*model);
     try {
-      slowdown_.compute(*model, window_.ideals(*model), cfg_.thresholds.worker_top_fraction,
-                        cfg_.timeline_steps > 0, &metrics_);
+      const Ideals ideals = window_.ideals(*model);
+      slowdown_.compute(*model, ideals, cfg_.thresholds.worker_top_fraction, cfg_.timeline_steps > 0, &metrics_);
       out.verdict = verdict(step, *model);
       const SeqEvidence seq = seq_.evidence();
       classify_step(*model, seq, &out.verdict);
       const int rules_worst = named_rank(out.verdict);
       if (cfg_.noise.enabled) noise_.judge(*model, seq, &slowdown_, &out.verdict);
       remember_worst(rules_worst);
+      window_.remember(ideals);
       if (cfg_.timeline_steps > 0) record_timeline(step, *model);
       ++stats->steps_analyzed;
       if (cfg_.noise.enabled && noise_.owes_draws()) owing_model_.emplace(std::move(*model));  // settle()

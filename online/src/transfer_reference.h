@@ -1,0 +1,49 @@
+// The transfer time a collective or p2p key has shown it can sustain, as the ideal's reference
+// when this step's transfers are significantly slower than that.
+//
+// Why: a transfer's ideal is the window's median (the paper's rule: flaps would skew a mean),
+// which follows a link that turns slow for good within half a window. In a data-parallel job
+// every member's all-reduce is slow together (they end together), so nothing in the step says
+// that the link is at fault: only the job's own past does. So each key remembers the lowest
+// window median it has had (its demonstrated level, with that median's standard error), and a
+// step whose own transfer level is above it beyond the job's step-to-step dispersion of that
+// level (the window's robust sd of the per-step levels, and the reference's error), at the
+// noise model's level alpha over every key (Sidak), is replayed with the demonstrated level:
+// the link is then what makes the step slower than its ideal, and S says by how much.
+// A step whose level is within that dispersion keeps the window median, so that a job whose
+// transfers merely vary (a shared network, an oversubscribed CPU) is not called slow.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace sp::online {
+
+class TransferReference {
+ public:
+  // alpha <= 0: off (the window median always), as with the noise model off.
+  explicit TransferReference(double alpha) : alpha_(alpha) {}
+
+  // One key's window this step: its median and each step's own level (the median of that
+  // step's transfers), oldest first; `now`: the last level is this step's.
+  struct Window {
+    double median = 0;
+    std::vector<double> levels;
+    bool now = false;
+  };
+  // The key's ideal transfer time this step. `keys`: the transfer keys tested this step.
+  double ideal(const std::string& key, const Window& w, double keys) const;
+  // After an analysed step: the window's median becomes the key's reference if it is lower.
+  void remember(const std::string& key, const Window& w);
+
+ private:
+  struct Level {
+    double log_level = 0, se = 0;  // log of the window median, its standard error
+  };
+  static double log_sd(const std::vector<double>& levels);
+  double alpha_;
+  std::map<std::string, Level> best_;
+};
+
+}  // namespace sp::online
