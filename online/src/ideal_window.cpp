@@ -305,7 +305,7 @@ double IdealWindow::transfer_ideal(const std::string& key, double window_median,
     const size_t mid = x.size() / 2;
     tw.levels.push_back(x.size() % 2 ? x[mid] : 0.5 * (x[mid - 1] + x[mid]));
   }
-  const double ideal = reference_.ideal(key, tw, w->transfer_keys);
+  const double ideal = reference_.ideal(key, &tw, w->transfer_keys);
   w->transfer_windows.emplace_back(key, std::move(tw));
   return ideal;
 }

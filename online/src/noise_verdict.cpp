@@ -183,7 +183,7 @@ double correlation_p(const SeqEvidence& q) {
   return normal_upper(std::atanh(r) * std::sqrt(static_cast<double>(n - 3)));
 }
 
-double NoiseVerdict::cause_p(const StepModel& m, const SeqEvidence& seq, const StepVerdict& v) const {
+double NoiseVerdict::cause_p(const StepModel& m, const SeqEvidence& seq, double comm_p, const StepVerdict& v) const {
   const int rank = target_index(v.worst, "rank:");
   const int dp = rank >= 0 && rank < m.world ? m.rank_dp[static_cast<size_t>(rank)] : -1;
   const int stage = target_index(v.worst, "stage:");
@@ -202,11 +202,23 @@ double NoiseVerdict::cause_p(const StepModel& m, const SeqEvidence& seq, const S
       const double p = correlation_p(seq);
       return seq.seq_samples > 0 ? p : std::max(p, std::min(1.0, 2 * std::min(v.p_S, p_rank_step)));
     }
+    case Cause::kComm: {
+      // Also its own evidence: the dominant transfers significantly slower than the level they
+      // sustained, when replaying them so costs the step more than jitter does (S_t of the
+      // type above the null's mean S). Three tests: Bonferroni x3.
+      double S_t = 1.0;
+      for (const auto& [name, s] : v.op_S) {
+        if (name == v.top_op) S_t = s;
+      }
+      const double own = S_t > step_null_.mean_S() ? comm_p : 1.0;
+      return std::min(1.0, 3 * std::min({v.p_S, p_rank_step, own}));
+    }
     default: return std::min(1.0, 2 * std::min(v.p_S, p_rank_step));
   }
 }
 
-void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, SlowdownAnalysis* slowdown, StepVerdict* v) {
+void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, double comm_p, SlowdownAnalysis* slowdown,
+                         StepVerdict* v) {
   draw_null(m, slowdown);
   const double floor = v->ideal_s > 0 ? kTimeResolutionS / v->ideal_s : 1e-9;
   dp_.set_floor(floor);
@@ -220,7 +232,7 @@ void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, SlowdownAna
   v->p_S = step_null_.p(v->S);
   find_column_ranks(m, *v);
 
-  const double p = cause_p(m, seq, *v);
+  const double p = cause_p(m, seq, comm_p, *v);
   v->p = p;
   if (v->cause != Cause::kNone && p >= cfg_.alpha) {
     // The rules' culprit is within the noise; a dp rank persistently late may still be named

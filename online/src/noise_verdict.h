@@ -41,7 +41,10 @@ class NoiseVerdict {
   void pop_back() { noise_.pop_back(); }
   // After the metrics and the cause rules: draws the null, tests, sets v's cause (kNone when
   // nothing is significant), S_null, jitter, p_S, p, and the alarms this step raises or clears.
-  void judge(const StepModel& model, const SeqEvidence& seq, SlowdownAnalysis* slowdown, StepVerdict* v);
+  // comm_p: the comm cause's own evidence, the transfer reference's test of the dominant
+  // transfers (StepAnalysis; 1 when none).
+  void judge(const StepModel& model, const SeqEvidence& seq, double comm_p, SlowdownAnalysis* slowdown,
+             StepVerdict* v);
 
   nlohmann::ordered_json alarms_json() const { return alarms_.to_json(); }
 
@@ -59,7 +62,7 @@ class NoiseVerdict {
   void add_draw(const StepModel& model, const NoiseSpread& spread, int index, SlowdownAnalysis* slowdown);
   double unit_p(const UnitFamily& family, size_t unit) const;
   double worker_p(size_t dp_rank, double dp_S_now) const;
-  double cause_p(const StepModel& model, const SeqEvidence& seq, const StepVerdict& v) const;
+  double cause_p(const StepModel& model, const SeqEvidence& seq, double comm_p, const StepVerdict& v) const;
   int column_rank(const StepModel& model, const StepVerdict& v, int dp_rank) const;
   void name_persistent(const StepModel& model, size_t dp_rank, StepVerdict* v) const;
   // Each dp rank's column_rank for this step (column_rank then looks it up; -1: no ranks).

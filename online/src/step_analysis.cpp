@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <optional>
 
 #include "cause_rules.h"
@@ -29,6 +30,23 @@ std::string budget_reason(const OnlineStats& stats, double share) {
                 "step); whole steps are skipped until it is back under",
                 100.0 * share, per_step * 1e3);
   return buf;
+}
+
+// The comm cause's own evidence: the smallest p of the transfer reference's tests
+// (transfer_reference.h) among the keys of the op type the rules found dominant; 1 when the
+// rules did not name comm or no key of that type was tested.
+double comm_evidence_p(const StepModel& m, const Ideals& ideals, const StepVerdict& v) {
+  if (v.cause != Cause::kComm || ideals.transfer_windows.empty()) return 1.0;
+  std::map<std::string, int> type_of_key;
+  for (const LogicalOp& op : m.ops) {
+    if (op.rule == IdealRule::kMedian) type_of_key.emplace(m.ideal_keys[static_cast<size_t>(op.key)], op.type);
+  }
+  double p = 1.0;
+  for (const auto& [key, w] : ideals.transfer_windows) {
+    const auto it = type_of_key.find(key);
+    if (it != type_of_key.end() && m.type_names[static_cast<size_t>(it->second)] == v.top_op) p = std::min(p, w.p);
+  }
+  return p;
 }
 
 }  // namespace
@@ -65,7 +83,7 @@ StepAnalysis::Outcome StepAnalysis::analyze(int64_t step,
       const SeqEvidence seq = seq_.evidence();
       classify_step(*model, seq, &out.verdict);
       const int rules_worst = named_rank(out.verdict);
-      if (cfg_.noise.enabled) noise_.judge(*model, seq, &slowdown_, &out.verdict);
+      if (cfg_.noise.enabled) noise_.judge(*model, seq, comm_evidence_p(*model, ideals, out.verdict), &slowdown_, &out.verdict);
       remember_worst(rules_worst);
       window_.remember(ideals);
       if (cfg_.timeline_steps > 0) record_timeline(step, *model);

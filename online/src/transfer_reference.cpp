@@ -16,17 +16,19 @@ double TransferReference::log_sd(const std::vector<double>& levels) {
   return mad_sigma(&logs);
 }
 
-double TransferReference::ideal(const std::string& key, const Window& w, double keys) const {
-  if (alpha_ <= 0 || !w.now || w.levels.empty() || !(w.median > 0)) return w.median;
+double TransferReference::ideal(const std::string& key, Window* w, double keys) const {
+  w->p = 1;
+  if (alpha_ <= 0 || !w->now || w->levels.empty() || !(w->median > 0)) return w->median;
   const auto b = best_.find(key);
-  if (b == best_.end() || !(b->second.log_level < std::log(w.median))) return w.median;
-  const double now = w.levels.back();
-  if (!(now > 0)) return w.median;
+  if (b == best_.end() || !(b->second.log_level < std::log(w->median))) return w->median;
+  const double now = w->levels.back();
+  if (!(now > 0)) return w->median;
   const double excess = std::log(now) - b->second.log_level;
-  const double sd = std::hypot(log_sd(w.levels), b->second.se);
+  const double sd = std::hypot(log_sd(w->levels), b->second.se);
   // No dispersion at all (a job without jitter): any excess is beyond it.
   const double p = sd > 0 ? normal_upper(excess / sd) : (excess > 0 ? 0.0 : 1.0);
-  return sidak(p, keys) < alpha_ ? std::exp(b->second.log_level) : w.median;
+  w->p = sidak(p, keys);
+  return w->p < alpha_ ? std::exp(b->second.log_level) : w->median;
 }
 
 // The median of k levels has a standard error of ~1.2533 x sd / sqrt(k) (normal levels).

@@ -31,9 +31,10 @@ class TransferReference {
     double median = 0;
     std::vector<double> levels;
     bool now = false;
+    double p = 1;  // ideal()'s test: P(this level | the sustained one), Sidak over the keys
   };
-  // The key's ideal transfer time this step. `keys`: the transfer keys tested this step.
-  double ideal(const std::string& key, const Window& w, double keys) const;
+  // The key's ideal transfer time this step (and w->p). `keys`: the transfer keys tested.
+  double ideal(const std::string& key, Window* w, double keys) const;
   // After an analysed step: the window's median becomes the key's reference if it is lower.
   void remember(const std::string& key, const Window& w);
 
