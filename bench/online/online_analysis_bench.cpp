@@ -112,7 +112,8 @@ sp::online::StepVerdict metrics_verdict(int64_t step, const sp::online::Slowdown
 // (when on) the noise model.
 void measure_phases(const std::vector<std::vector<StepSummary>>& steps, int measure, bool noise_on, Row* row) {
   const sp::online::OnlineConfig defaults;
-  sp::online::IdealWindow window{defaults.ideal};
+  // As StepAnalysis: the transfer reference tests at the noise model's level when it is on.
+  sp::online::IdealWindow window{defaults.ideal, noise_on ? defaults.noise.alpha : 0.0};
   sp::online::SlowdownAnalysis analysis;
   sp::online::SlowdownMetrics metrics;
   sp::online::SeqWindow seq(defaults.ideal.window_steps);
@@ -133,6 +134,7 @@ void measure_phases(const std::vector<std::vector<StepSummary>>& steps, int meas
     const double t2 = thread_cpu_s();
     const size_t a2 = sp::bench::heap_alloc_count();
     analysis.compute(*model, ideals, 0.03, true, &metrics);
+    window.remember(ideals);
     const double t3 = thread_cpu_s();
     const size_t a3 = sp::bench::heap_alloc_count();
     seq.push(*model);
