@@ -77,33 +77,34 @@ void add_work(KeyStats* ks, const MicrobatchCost* cost) {
 }
 
 // The micro-batches' sequence lengths by (rank, micro-batch), merged as seq_evidence merges
-// them; empty when the step has none.
+// them; empty when the step has none. Sorted, not indexed: the micro-batch numbers come from
+// the ranks' summaries, and a table as long as the largest of them could be any size.
 struct CostTable {
-  int microbatches = 0;
-  std::vector<MicrobatchCost> by_slot;
-  std::vector<char> known;
+  std::vector<MicrobatchCost> sorted;
   explicit CostTable(const StepModel& m) {
-    if (m.costs.empty() || m.world <= 0) return;
-    for (const MicrobatchCost& c : m.costs) microbatches = std::max(microbatches, c.microbatch + 1);
-    if (microbatches <= 0) return;
-    const size_t slots = static_cast<size_t>(m.world) * static_cast<size_t>(microbatches);
-    by_slot.assign(slots, MicrobatchCost{});
-    known.assign(slots, 0);
     for (const MicrobatchCost& c : m.costs) {
-      if (c.rank < 0 || c.rank >= m.world || c.microbatch < 0) continue;
-      const size_t i = slot(c.rank, c.microbatch);
-      by_slot[i].sum_len += c.sum_len;
-      by_slot[i].sum_len_sq += c.sum_len_sq;
-      known[i] = 1;
+      if (c.rank >= 0 && c.rank < m.world && c.microbatch >= 0) sorted.push_back(c);
     }
+    std::sort(sorted.begin(), sorted.end(), before);
+    size_t out = 0;  // merge duplicates of one (rank, micro-batch)
+    for (size_t i = 0; i < sorted.size(); ++i) {
+      if (out > 0 && !before(sorted[out - 1], sorted[i])) {
+        sorted[out - 1].sum_len += sorted[i].sum_len;
+        sorted[out - 1].sum_len_sq += sorted[i].sum_len_sq;
+      } else {
+        sorted[out++] = sorted[i];
+      }
+    }
+    sorted.resize(out);
   }
-  size_t slot(int rank, int mb) const {
-    return static_cast<size_t>(rank) * static_cast<size_t>(microbatches) + static_cast<size_t>(mb);
+  static bool before(const MicrobatchCost& a, const MicrobatchCost& b) {
+    return a.rank != b.rank ? a.rank < b.rank : a.microbatch < b.microbatch;
   }
   const MicrobatchCost* find(int rank, int mb) const {
-    if (known.empty() || mb < 0 || mb >= microbatches) return nullptr;
-    const size_t i = slot(rank, mb);
-    return i < known.size() && known[i] ? &by_slot[i] : nullptr;
+    if (sorted.empty() || mb < 0) return nullptr;
+    const MicrobatchCost key{rank, mb, 0, 0};
+    const auto it = std::lower_bound(sorted.begin(), sorted.end(), key, before);
+    return it != sorted.end() && it->rank == rank && it->microbatch == mb ? &*it : nullptr;
   }
 };
 

@@ -171,5 +171,15 @@ TEST(OnlineMalformed, BadAnnotationIsNotedNotFatal) {
   EXPECT_NE(f.stats.last_error.find("not a list of lengths"), std::string::npos) << f.stats.last_error;
 }
 
+// A micro-batch number no op has (the largest an int holds) is someone else's bytes: its
+// lengths match no op, and nothing is sized by it (the outlier guard's lookup is sorted).
+TEST(OnlineMalformed, SequenceLengthsOfAnUnknownMicrobatchMatchNoOp) {
+  const Fed f = feed(ddp_run(), [](SyntheticRun& r) {
+    for (auto& step : r.steps) step[1].annotations.push_back({2147483647, "seq_lens", "512,512"});
+  });
+  ASSERT_FALSE(f.verdicts.empty());
+  for (const auto& v : f.verdicts) EXPECT_TRUE(v.analyzed) << v.skip_reason;
+}
+
 }  // namespace
 }  // namespace sp::online
