@@ -8,6 +8,7 @@
 
 #include "cause_rules.h"
 #include "step_model_builder.h"
+#include "straggler_probe/whatif/number_text.h"
 #include "straggler_probe/whatif/op_graph.h"
 
 namespace sp::online {
@@ -33,20 +34,26 @@ std::string budget_reason(const OnlineStats& stats, double share) {
 }
 
 // The comm cause's own evidence: the smallest p of the transfer reference's tests
-// (transfer_reference.h) among the keys of the op type the rules found dominant; 1 when the
-// rules did not name comm or no key of that type was tested.
-double comm_evidence_p(const StepModel& m, const Ideals& ideals, const StepVerdict& v) {
-  if (v.cause != Cause::kComm || ideals.transfer_windows.empty()) return 1.0;
+// (transfer_reference.h) among the keys of the op type the rules found dominant, and that key's
+// level over the one it sustained; {1, 0} when the rules did not name comm or no key of that
+// type was tested.
+struct CommEvidence {
+  double p = 1.0, ratio = 0.0;
+};
+CommEvidence comm_evidence(const StepModel& m, const Ideals& ideals, const StepVerdict& v) {
+  CommEvidence out;
+  if (v.cause != Cause::kComm || ideals.transfer_windows.empty()) return out;
   std::map<std::string, int> type_of_key;
   for (const LogicalOp& op : m.ops) {
     if (op.rule == IdealRule::kMedian) type_of_key.emplace(m.ideal_keys[static_cast<size_t>(op.key)], op.type);
   }
-  double p = 1.0;
   for (const auto& [key, w] : ideals.transfer_windows) {
     const auto it = type_of_key.find(key);
-    if (it != type_of_key.end() && m.type_names[static_cast<size_t>(it->second)] == v.top_op) p = std::min(p, w.p);
+    if (it == type_of_key.end() || m.type_names[static_cast<size_t>(it->second)] != v.top_op || w.p >= out.p) continue;
+    out.p = w.p;
+    out.ratio = w.sustained > 0 && !w.levels.empty() ? w.levels.back() / w.sustained : 0.0;
   }
-  return p;
+  return out;
 }
 
 }  // namespace
@@ -83,7 +90,14 @@ StepAnalysis::Outcome StepAnalysis::analyze(int64_t step,
       const SeqEvidence seq = seq_.evidence();
       classify_step(*model, seq, &out.verdict);
       const int rules_worst = named_rank(out.verdict);
-      if (cfg_.noise.enabled) noise_.judge(*model, seq, comm_evidence_p(*model, ideals, out.verdict), &slowdown_, &out.verdict);
+      if (cfg_.noise.enabled) {
+        const CommEvidence comm = comm_evidence(*model, ideals, out.verdict);
+        noise_.judge(*model, seq, comm.p, &slowdown_, &out.verdict);
+        if (out.verdict.cause == Cause::kComm && comm.ratio > 1) {
+          out.verdict.evidence += "; " + out.verdict.top_op + " transfers " + whatif::fixed(comm.ratio, 1) +
+                                  "x the level they sustained";
+        }
+      }
       remember_worst(rules_worst);
       window_.remember(ideals);
       if (cfg_.timeline_steps > 0) record_timeline(step, *model);

@@ -28,7 +28,8 @@ double TransferReference::ideal(const std::string& key, Window* w, double keys) 
   // No dispersion at all (a job without jitter): any excess is beyond it.
   const double p = sd > 0 ? normal_upper(excess / sd) : (excess > 0 ? 0.0 : 1.0);
   w->p = sidak(p, keys);
-  return w->p < alpha_ ? std::exp(b->second.log_level) : w->median;
+  w->sustained = std::exp(b->second.log_level);
+  return w->p < alpha_ ? w->sustained : w->median;
 }
 
 // The median of k levels has a standard error of ~1.2533 x sd / sqrt(k) (normal levels).

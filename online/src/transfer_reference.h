@@ -31,7 +31,8 @@ class TransferReference {
     double median = 0;
     std::vector<double> levels;
     bool now = false;
-    double p = 1;  // ideal()'s test: P(this level | the sustained one), Sidak over the keys
+    double p = 1;          // ideal()'s test: P(this level | the sustained one), Sidak over the keys
+    double sustained = 0;  // the sustained level it was tested against (0: not tested)
   };
   // The key's ideal transfer time this step (and w->p). `keys`: the transfer keys tested.
   double ideal(const std::string& key, Window* w, double keys) const;
