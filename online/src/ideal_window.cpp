@@ -22,7 +22,7 @@ struct IdealWindow::Scratch {
   std::vector<std::span<const double>> runs;       // their sorted transfer samples
   std::vector<double> aligned_sum, aligned_count;  // window_sums' aligned path
   std::vector<WorkPoint> points;                   // the guard's work fit
-  std::vector<double> work_duration, work, work_count;  // per rank: the guard's annotated ops
+  std::vector<double> work_duration, work_len, work_len_sq, work_count;  // per rank: the guard's annotated ops
   bool last_has_key = false;                             // the window's last step has the key
   double transfer_keys = 0;                              // this step's, for the reference's test
   std::vector<std::pair<std::string, TransferReference::Window>> transfer_windows;
@@ -30,11 +30,11 @@ struct IdealWindow::Scratch {
 
   explicit Scratch(size_t world)
       : sum(world, 0.0), count(world, 0.0), seen(world, 0), dropped(world, 0), work_duration(world, 0.0),
-        work(world, 0.0), work_count(world, 0.0) {}
+        work_len(world, 0.0), work_len_sq(world, 0.0), work_count(world, 0.0) {}
   void reset() {
     for (int r : ranks) {
       const auto i = static_cast<size_t>(r);
-      sum[i] = count[i] = work_duration[i] = work[i] = work_count[i] = 0.0;
+      sum[i] = count[i] = work_duration[i] = work_len[i] = work_len_sq[i] = work_count[i] = 0.0;
       seen[i] = dropped[i] = 0;
     }
     ranks.clear();
@@ -270,28 +270,26 @@ void IdealWindow::window_sums(int world, Scratch* w) const {
 }
 
 // The guard (outlier_guard.h) for one compute or delay key, once its window sums are in `w`:
-// the work of the window's annotated steps (their fit, then each rank's sums) first.
+// in one pass over the window's annotated steps, the points of the work fit and each rank's
+// sums (work is linear in them, so a rank's fitted work is the fit of its sums).
 void IdealWindow::guard(const StepModel& m, Scratch* w) const {
   if (!config_.exclude_outliers) return;
   w->points.clear();
   for (const KeyStats* ks : w->found) {
     if (!ks->work_known || ks->len.size() != ks->ranks.size()) continue;
-    for (size_t e = 0; e < ks->ranks.size(); ++e) w->points.push_back({ks->sum[e], ks->len[e], ks->len_sq[e]});
-  }
-  const WorkFit fit = fit_work(w->points);
-  if (fit.usable()) {
-    for (const KeyStats* ks : w->found) {
-      if (!ks->work_known || ks->len.size() != ks->ranks.size()) continue;
-      for (size_t e = 0; e < ks->ranks.size() && ks->ranks[e] < m.world; ++e) {
-        const auto i = static_cast<size_t>(ks->ranks[e]);
-        w->work_duration[i] += ks->sum[e];
-        w->work[i] += fit.work(ks->len[e], ks->len_sq[e]);
-        w->work_count[i] += ks->count[e];
-      }
+    for (size_t e = 0; e < ks->ranks.size(); ++e) {
+      w->points.push_back({ks->sum[e], ks->len[e], ks->len_sq[e]});
+      if (ks->ranks[e] >= m.world) continue;
+      const auto i = static_cast<size_t>(ks->ranks[e]);
+      w->work_duration[i] += ks->sum[e];
+      w->work_len[i] += ks->len[e];
+      w->work_len_sq[i] += ks->len_sq[e];
+      w->work_count[i] += ks->count[e];
     }
   }
-  drop_persistent_outliers(config_, {w->sum, w->count, w->ranks, m.rank_stage, w->work_duration, w->work,
-                                     w->work_count, w->dropped, w->excluded});
+  const WorkFit fit = fit_work(w->points);
+  drop_persistent_outliers(config_, {w->sum, w->count, w->ranks, m.rank_stage, fit, w->work_duration, w->work_len,
+                                     w->work_len_sq, w->work_count, w->dropped, w->excluded});
 }
 
 // The window's per-step levels (each step's median transfer; its samples are sorted) for the

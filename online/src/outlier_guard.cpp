@@ -59,18 +59,19 @@ namespace {
 // ops, its duration per unit of work times the stage's mean work per op (the same unit, so that
 // the floors keep their meaning).
 std::vector<double> stage_values(const std::vector<int>& ranks, const GuardArrays& g) {
-  std::vector<double> values;
-  bool per_work = true;
-  double work = 0, ops = 0;
+  std::vector<double> values, work;
+  bool per_work = g.fit.usable();
+  double total = 0, ops = 0;
   for (int r : ranks) {
     const auto i = static_cast<size_t>(r);
-    per_work = per_work && g.work[i] > 0 && g.work_count[i] > 0;
-    work += g.work[i];
+    work.push_back(g.fit.work(g.work_len[i], g.work_len_sq[i]));
+    per_work = per_work && work.back() > 0 && g.work_count[i] > 0;
+    total += work.back();
     ops += g.work_count[i];
   }
-  for (int r : ranks) {
-    const auto i = static_cast<size_t>(r);
-    values.push_back(per_work ? g.work_duration[i] / g.work[i] * (work / ops) : g.sum[i] / g.count[i]);
+  for (size_t k = 0; k < ranks.size(); ++k) {
+    const auto i = static_cast<size_t>(ranks[k]);
+    values.push_back(per_work ? g.work_duration[i] / work[k] * (total / ops) : g.sum[i] / g.count[i]);
   }
   return values;
 }

@@ -37,16 +37,18 @@ struct WorkFit {
 };
 WorkFit fit_work(const std::vector<WorkPoint>& points);
 
-// Per rank (dense, indexed by rank), what the guard reads and marks. `work_duration`, `work`,
-// `work_count`: over the window's annotated steps only, the durations, their fitted work and
-// the number of ops (all zero: compare per op).
+// Per rank (dense, indexed by rank), what the guard reads and marks. `work_*`: over the
+// window's annotated steps only, the durations, the sums of sum(len) and sum(len^2), and the
+// number of ops (all zero, or `fit` unusable: compare per op).
 struct GuardArrays {
   const std::vector<double>& sum;    // over the window
   const std::vector<double>& count;
   const std::vector<int>& ranks;     // with ops under the key, ascending
   const std::vector<int>& rank_stage;
+  const WorkFit& fit;
   const std::vector<double>& work_duration;
-  const std::vector<double>& work;
+  const std::vector<double>& work_len;
+  const std::vector<double>& work_len_sq;
   const std::vector<double>& work_count;
   std::vector<char>& dropped;
   std::set<int>& excluded;

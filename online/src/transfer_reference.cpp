@@ -35,9 +35,15 @@ double TransferReference::ideal(const std::string& key, Window* w, double keys) 
 // The median of k levels has a standard error of ~1.2533 x sd / sqrt(k) (normal levels).
 void TransferReference::remember(const std::string& key, const Window& w) {
   if (alpha_ <= 0 || !(w.median > 0) || w.levels.empty()) return;
-  const Level now{std::log(w.median), 1.2533 * log_sd(w.levels) / std::sqrt(static_cast<double>(w.levels.size()))};
-  auto [it, added] = best_.try_emplace(key, now);
-  if (!added && now.log_level < it->second.log_level) it->second = now;
+  const double log_level = std::log(w.median);
+  auto it = best_.find(key);
+  if (it != best_.end() && !(log_level < it->second.log_level)) return;  // the error only for a new reference
+  const Level now{log_level, 1.2533 * log_sd(w.levels) / std::sqrt(static_cast<double>(w.levels.size()))};
+  if (it == best_.end()) {
+    best_.emplace(key, now);
+  } else {
+    it->second = now;
+  }
 }
 
 }  // namespace sp::online
