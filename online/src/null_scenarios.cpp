@@ -5,7 +5,8 @@
 // the ideal), sigma its key's jitter from the window (noise_model.h); every launch delay its
 // ideal plus sigma_d z (at least 0). Pauses (gc, data-wait) keep their ideal: they are a cause.
 // The step is then replayed as the real step is: in full (the null S) and per dp rank and per
-// stage with only that unit drawn (the null of S per dp rank / stage), by the same code, so the
+// stage with only that unit drawn (the null of S per dp rank / stage), and per dp rank with only
+// that unit fixed (what replacing jitter's slowest rank saves), by the same code, so the
 // null has the job's own graph, size and shape. Costs one full replay plus the per-unit runs,
 // O(ranks) like the metrics themselves.
 #include <algorithm>
@@ -154,6 +155,10 @@ void SlowdownAnalysis::null_draw(const StepModel& m, const NoiseSpread& spread, 
   dp_units_.run(plan_, values_, m.rank_dp, m.dp_size, ideal_side, drawn_side, unit_method_, &unit_times_);
   out->dp_S.clear();
   for (double t : unit_times_) out->dp_S.push_back(t / ideal);
+  dp_units_.run(plan_, values_, m.rank_dp, m.dp_size, drawn_side, ideal_side, unit_method_, &unit_times_);
+  double fastest = T;
+  for (double t : unit_times_) fastest = std::min(fastest, t);
+  out->best_fix_gain = (T - fastest) / ideal;
   out->stage_S.clear();
   if (m.pp_size > 1) {
     stage_units_.run(plan_, values_, m.rank_stage, m.pp_size, ideal_side, drawn_side, unit_method_, &unit_times_);

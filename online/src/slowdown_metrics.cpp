@@ -19,7 +19,7 @@ double share(double T, double T_fixed, double T_ideal) {
 void SlowdownMetrics::clear() {
   T_real = T_nodelay = T_ideal = 0;
   M_S = M_W = 0;
-  for (auto* v : {&dp_S, &stage_S, &worker_S, &fix_stage_share}) v->clear();
+  for (auto* v : {&dp_S, &stage_S, &worker_S, &fix_stage_share, &dp_fix_gain}) v->clear();
   op_S.clear();
   top_workers.clear();
 }
@@ -101,7 +101,9 @@ void SlowdownAnalysis::base_scenarios(const StepModel& m, SlowdownMetrics* r) {
 }
 
 // Per dp rank and per stage: only that unit real (the paper's S per dp rank / stage); per
-// stage again: only that stage fixed (M_S).
+// stage again: only that stage fixed (M_S); per dp rank again: only that dp rank fixed, against
+// the step with every op real (both replayed from the ideal start offsets, kReal, so that the
+// gain is the dp rank's own work and delays, not the recorded offsets).
 void SlowdownAnalysis::unit_scores(const StepModel& m, SlowdownMetrics* r) {
   const double ideal = r->T_ideal > 0 ? r->T_ideal : 1e-12;
   const ValueSide ideal_side{false, DelayMode::kIdeal}, real_side{true, DelayMode::kReal};
@@ -120,7 +122,13 @@ void SlowdownAnalysis::unit_scores(const StepModel& m, SlowdownMetrics* r) {
     }
     r->M_S = r->fix_stage_share.back();
   }
-  work_.full_replays += work_.dp.full_replays + work_.stage.full_replays + work_.fix_stage.full_replays;
+  selection_.reset(values_.num_types, static_cast<size_t>(m.world), true, DelayMode::kReal);
+  const double T_all_real = replay(selection_, &other_);
+  dp_units_.run(plan_, values_, m.rank_dp, m.dp_size, real_side, ideal_side, unit_method_, &unit_times_);
+  work_.fix_dp = dp_units_.stats();
+  for (double t : unit_times_) r->dp_fix_gain.push_back(std::max(0.0, T_all_real - t) / ideal);
+  work_.full_replays += work_.dp.full_replays + work_.stage.full_replays + work_.fix_stage.full_replays +
+                        work_.fix_dp.full_replays;
 }
 
 // S_w (the paper's scalable approximation: min of the worker's dp-rank and stage scores), the

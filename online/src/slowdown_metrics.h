@@ -32,6 +32,10 @@ struct SlowdownMetrics {
   std::vector<std::pair<std::string, double>> op_S;  // by type, plus "launch-delay"
   std::vector<double> dp_S, stage_S, worker_S;       // worker_S per rank
   std::vector<double> fix_stage_share;  // per stage: share of the slowdown fixing it recovers
+  // Per dp rank: what fixing only that dp rank's ranks (the others real) takes off S, as a
+  // fraction of the ideal step: (T_real - T_fixed) / T_ideal, >= 0. The worker rule's cost test
+  // (noise_verdict.cpp): naming a rank means that replacing it would make the step faster.
+  std::vector<double> dp_fix_gain;
   double M_S = 0, M_W = 0;
   std::vector<int> top_workers;
   // Per node, seconds since t0: replay with real values and with ideal values (for timelines).
@@ -48,13 +52,17 @@ struct SlowdownMetrics {
 struct NullDraw {
   double S = 1.0;
   std::vector<double> dp_S, stage_S;
+  // The most that fixing one dp rank (every op drawn, that dp rank's ideal) takes off the
+  // drawn step, as a fraction of the ideal: what replacing the slowest rank saves when no rank
+  // is special (the gap between jitter's slowest ranks).
+  double best_fix_gain = 0.0;
 };
 
 // How one step's metrics were computed, for the benchmark and the tests.
 struct MetricsWork {
   size_t full_replays = 0;       // whole-step replays (real, ideal, op types, M_W, fallbacks)
   size_t null_replays = 0;       // null draws (null_draw), each a full replay + unit runs
-  UnitScenarioStats dp, stage, fix_stage;
+  UnitScenarioStats dp, stage, fix_stage, fix_dp;
 };
 
 // Computes the metrics of one step at a time; keeps its buffers from step to step, so that a

@@ -76,7 +76,7 @@ double share(double T, double T_fixed, double T_ideal) {
 // The scenarios, one lane each, and where each family starts.
 struct Scenarios {
   std::vector<Lane> lanes;
-  size_t first_type = 0, first_dp = 0, first_stage = 0, first_fix_stage = 0;
+  size_t first_type = 0, first_dp = 0, first_stage = 0, first_fix_stage = 0, all_real = 0, first_fix_dp = 0;
 };
 
 Scenarios scenarios(const StepModel& m) {
@@ -114,6 +114,15 @@ Scenarios scenarios(const StepModel& m) {
     lanes.push_back({[sel](const Node& n) { return !sel(n); },
                      [sel](const Node& n) { return sel(n) ? Delay::kIdeal : Delay::kReal; }});
   }
+  // The fix-only dp ranks' gains compare with every op real from the same start offsets.
+  sc.all_real = lanes.size();
+  lanes.push_back({always, real_delay});
+  sc.first_fix_dp = lanes.size();
+  for (int d = 0; d < m.dp_size; ++d) {
+    auto sel = in_dp(d);
+    lanes.push_back({[sel](const Node& n) { return !sel(n); },
+                     [sel](const Node& n) { return sel(n) ? Delay::kIdeal : Delay::kReal; }});
+  }
   return sc;
 }
 
@@ -136,7 +145,8 @@ LaneOutputs replay_all(const StepModel& m, const NodeValues& values, const std::
   return first_batch;
 }
 
-// S, S_t, the dp / stage scores, the fix-stage shares and S_w from the lanes' step times.
+// S, S_t, the dp / stage scores, the fix-stage shares, the fix-dp gains and S_w from the lanes'
+// step times.
 void scores(const StepModel& m, const Scenarios& sc, const std::vector<double>& t, SlowdownMetrics* out) {
   SlowdownMetrics& r = *out;
   r.T_real = t[0];
@@ -154,6 +164,9 @@ void scores(const StepModel& m, const Scenarios& sc, const std::vector<double>& 
       r.fix_stage_share[p] = share(r.T_real, t[sc.first_fix_stage + p], r.T_ideal);
     }
     r.M_S = r.fix_stage_share.back();
+  }
+  for (int d = 0; d < m.dp_size; ++d) {
+    r.dp_fix_gain.push_back(std::max(0.0, t[sc.all_real] - t[sc.first_fix_dp + static_cast<size_t>(d)]) / ideal);
   }
   // The paper's scalable worker score: min of the worker's dp-rank and stage scores.
   r.worker_S.resize(static_cast<size_t>(m.world));

@@ -1,8 +1,8 @@
 // Two SlowdownMetrics of one step compared field by field: what comes from full replays
 // (T, T_ideal, T without delays, S_t, the timeline) must be equal bit for bit; what the unit
-// scenarios give (S per dp rank / stage / rank, the fix-stage shares, M_S, M_W) within 1e-9,
-// relative for slowdowns and absolute for shares (they are differences of step times divided
-// by the recoverable part, so they are near 0 for a clean step).
+// scenarios give (S per dp rank / stage / rank, the fix-stage shares, the fix-dp gains, M_S, M_W)
+// within 1e-9, relative for slowdowns and absolute for shares (they are differences of step
+// times divided by the recoverable part, so they are near 0 for a clean step).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -34,6 +34,7 @@ inline void expect_same_metrics(const SlowdownMetrics& a, const SlowdownMetrics&
   expect_near_all(a.stage_S, b.stage_S, "stage_S", where);
   expect_near_all(a.worker_S, b.worker_S, "worker_S", where);
   expect_near_all(a.fix_stage_share, b.fix_stage_share, "fix_stage_share", where);
+  expect_near_all(a.dp_fix_gain, b.dp_fix_gain, "dp_fix_gain", where);
   EXPECT_NEAR(a.M_S, b.M_S, 1e-9) << where;
   EXPECT_NEAR(a.M_W, b.M_W, 1e-9) << where;
   EXPECT_EQ(a.top_workers, b.top_workers) << where;
