@@ -142,7 +142,7 @@ void measure_phases(const std::vector<std::vector<StepSummary>>& steps, int meas
     if (noise_on) {
       noise.push(*model);
       sp::online::StepVerdict v = metrics_verdict(k, metrics);
-      noise.judge(*model, seq.evidence(), 1.0, &analysis, &v);
+      noise.judge(*model, seq.evidence(), 1.0, metrics.dp_fix_gain, &analysis, &v);
     }
     const double t5 = thread_cpu_s();
     if (k < 20) continue;  // the window fills first, as in the analyzer

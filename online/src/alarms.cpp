@@ -152,7 +152,7 @@ void AlarmTracker::unit_alarms(const StepInput& in, const UnitFamily& family,
       continue;
     }
     if (p >= cfg_.alarm_alpha) continue;
-    if (columns && (family.window_mean_S(u, cfg_.alarm_short_steps) <= in.jitter_S ||
+    if (columns && (u >= in.costs_more.size() || !in.costs_more[u] ||
                     family.window_median_z(u, cfg_.alarm_short_steps) <= 0)) {
       continue;
     }

@@ -58,7 +58,8 @@ class AlarmTracker {
     std::vector<int> rank_stage;
     std::vector<int> rank_dp;
     double S = 1.0;
-    double jitter_S = 1.0;  // the null's mean S: what jitter alone costs the step
+    // Per dp rank: fixing it would save more than replacing jitter's slowest rank (fix_gain.h).
+    std::vector<char> costs_more;
     bool slow_step = false;  // S itself significant against the null (p_S < alpha)
   };
   // The alarms this step raises or clears.

@@ -59,11 +59,13 @@ NoiseVerdict::NoiseVerdict(const NoiseConfig& config, int window_steps)
     : cfg_(config), noise_(window_steps),
       dp_(window_steps, history_steps(config), window_clip(config), false),
       stages_(window_steps, history_steps(config), window_clip(config), true),
+      fix_(window_steps, history_steps(config)),
       step_null_(window_steps, config.calibration_steps), alarms_(config), pool_steps_(std::max(1, window_steps)) {}
 
 void NoiseVerdict::add_draw(const StepModel& m, const NoiseSpread& spread, int d, SlowdownAnalysis* slowdown) {
   slowdown->null_draw(m, spread, static_cast<uint64_t>(m.step) * 64 + static_cast<uint64_t>(d), &draw_);
   dp_.add_null(draw_.dp_S);
+  fix_.add_null(draw_.best_fix_gain);
   if (m.pp_size > 1) stages_.add_null(draw_.stage_S);
   step_null_.add_null(draw_.S);
 }
@@ -98,25 +100,28 @@ double NoiseVerdict::unit_p(const UnitFamily& f, size_t u) const {
   return std::min(1.0, 2 * std::min(f.step_p(u), window));
 }
 
-// A dp rank as a worker straggler: significant, and costing more than jitter does. Why the
-// second: over many steps a rank a fraction of a percent behind its peers (a host whose speed
-// drifts by 1-2%) becomes significant, yet it costs the step less than the slowest of N ranks'
-// jitter already does (the null's mean S): fixing it recovers nothing. So each test counts only
-// when the rank's lateness exceeds that cost: this step's dp score for the step test, its mean
-// over the short window for the window test. The window test also needs the rank's median
-// over the window to be significant, not only its mean: a rank with a gc pause or a slow step
-// one step in four, or the longest sequences on a few steps, has a high window mean, yet its
-// typical step is its peers' (the step test names its slow ones).
-double NoiseVerdict::worker_p(size_t d, double dp_S_now) const {
-  const double jitter_S = step_null_.mean_S();
-  const double recent_S = dp_.window_mean_S(d, cfg_.alarm_short_steps);
+// A dp rank as a worker straggler: significantly late, and costing more than jitter does. Why
+// the second: over many steps a rank a fraction of a percent behind its peers becomes
+// significant, and so does each rank of a host whose GPUs drift 1-2% slow together, yet
+// replacing such a rank saves no more than replacing jitter's slowest rank would (fix_gain.h).
+// So each of the two tests is an intersection: this step, the rank late (against the most
+// extreme of N null dp ranks) and fixing it saving more than fixing jitter's slowest rank;
+// over a window, its mean and median late and its gains over the window more than the null's
+// best. Each intersection's p is the larger of its two (a valid level-alpha test of "either
+// is jitter"). Why the median too: a rank with a gc pause or a slow step one step in four, or
+// the longest sequences on a few steps, has a high window mean, yet its typical step is its
+// peers' (the step test names its slow ones).
+double NoiseVerdict::worker_p(size_t d) const {
   const double n = static_cast<double>(dp_.units());
-  const double step = std::max(dp_S_now, recent_S) > jitter_S ? dp_.step_p(d) : 1.0;
-  auto both = [&](int k) { return std::max(dp_.window_p1(d, k), dp_.window_median_p1(d, k)); };
-  const double window = recent_S > jitter_S
-                            ? sidak(2 * std::min(both(cfg_.alarm_short_steps), both(cfg_.alarm_long_steps)), n)
-                            : 1.0;
-  return std::min(1.0, 2 * std::min(step, window));
+  auto window = [&](int k) {
+    return std::max({dp_.window_p1(d, k), dp_.window_median_p1(d, k), fix_.window_p(d, k)});
+  };
+  const double step = std::max(dp_.step_p(d), fix_.step_p(d));
+  return std::min(1.0, 2 * std::min(step, sidak(2 * std::min(window(cfg_.alarm_short_steps), window(cfg_.alarm_long_steps)), n)));
+}
+
+bool NoiseVerdict::costs_more_than_jitter(size_t d) const {
+  return std::min(fix_.window_p(d, cfg_.alarm_short_steps), fix_.window_p(d, cfg_.alarm_long_steps)) < cfg_.alpha;
 }
 
 // The rank of dp unit d to name: in a pipeline, the one in the stage whose own evidence is the
@@ -165,7 +170,7 @@ void NoiseVerdict::name_persistent(const StepModel& m, size_t d, StepVerdict* v)
   v->cause = Cause::kWorker;
   v->worst = "rank:" + std::to_string(r);
   v->worst_S = v->worker_S[static_cast<size_t>(r)];
-  v->p = worker_p(d, v->dp_S[d]);
+  v->p = worker_p(d);
   v->evidence = "rank " + std::to_string(r) + " late over the recent steps: its dp rank's score " +
                 fixed(dp_.window_mean_S(d, cfg_.alarm_short_steps), 3) + " on average over the last " +
                 std::to_string(std::min<size_t>(dp_.observed_steps(), static_cast<size_t>(cfg_.alarm_short_steps))) +
@@ -191,7 +196,7 @@ double NoiseVerdict::cause_p(const StepModel& m, const SeqEvidence& seq, double 
   switch (v.cause) {
     case Cause::kNone: return 1.0;
     case Cause::kWorker:
-      return dp >= 0 ? worker_p(static_cast<size_t>(dp), v.dp_S[static_cast<size_t>(dp)]) : 1.0;
+      return dp >= 0 ? worker_p(static_cast<size_t>(dp)) : 1.0;
     case Cause::kStageImbalance: return stage >= 0 ? unit_p(stages_, static_cast<size_t>(stage)) : 1.0;
     case Cause::kSeqImbalance: {
       // With lengths the correlation is the evidence. Without, r(forward, backward) also holds
@@ -217,14 +222,16 @@ double NoiseVerdict::cause_p(const StepModel& m, const SeqEvidence& seq, double 
   }
 }
 
-void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, double comm_p, SlowdownAnalysis* slowdown,
-                         StepVerdict* v) {
+void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, double comm_p,
+                         const std::vector<double>& dp_fix_gain, SlowdownAnalysis* slowdown, StepVerdict* v) {
   draw_null(m, slowdown);
   const double floor = v->ideal_s > 0 ? kTimeResolutionS / v->ideal_s : 1e-9;
   dp_.set_floor(floor);
   stages_.set_floor(floor);
   step_null_.set_floor(floor);
+  fix_.set_floor(floor);
   dp_.add_observed(v->dp_S);
+  fix_.add_observed(dp_fix_gain);
   if (m.pp_size > 1) stages_.add_observed(v->stage_S);
   v->null_ready = true;
   v->S_null = step_null_.mean_S();
@@ -248,7 +255,7 @@ void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, double comm
     }
     // Only over the rules' own worker lead: when they found the slowest rank scattering from
     // step to step (seq-imbalance) they already weighed persistence.
-    if (v->cause == Cause::kWorker && best_p < 2.0 && worker_p(best, v->dp_S[best]) < cfg_.alpha &&
+    if (v->cause == Cause::kWorker && best_p < 2.0 && worker_p(best) < cfg_.alpha &&
         dp_.step_z(best) > 0.0) {
       name_persistent(m, best, v);
     } else {
@@ -290,7 +297,8 @@ void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, double comm
   in.rank_dp = m.rank_dp;
   in.S = v->S;
   in.slow_step = v->p_S < cfg_.alpha;
-  in.jitter_S = v->S_null;
+  in.costs_more.resize(static_cast<size_t>(m.dp_size));
+  for (int d = 0; d < m.dp_size; ++d) in.costs_more[static_cast<size_t>(d)] = costs_more_than_jitter(static_cast<size_t>(d));
   v->alarms = alarms_.update(in);
 }
 

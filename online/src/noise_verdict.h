@@ -5,7 +5,9 @@
 //
 // Which test decides: a rank named for worker needs its dp rank's score (only that dp rank's
 // ranks real) to be significant, this step (against the most extreme of N null dp ranks) or
-// over the recent steps (its mean, alarms.h's two windows); a stage named for stage-imbalance
+// over the recent steps (its mean, alarms.h's two windows), and fixing it to save more than
+// fixing jitter's slowest rank saves (fix_gain.h; a host of ranks late together is not a rank
+// straggler, fixing one of them saves nothing); a stage named for stage-imbalance
 // likewise against the null stages. Why dp ranks and not S_w per rank: S_w = min(dp-rank,
 // stage score) raises every rank of a slow rank's dp column a little in a pipeline, and
 // every rank of a heavier stage; the dp-rank score of a heavier stage's column is no higher
@@ -23,6 +25,7 @@
 #include <cstdint>
 
 #include "alarms.h"
+#include "fix_gain.h"
 #include "noise_model.h"
 #include "seq_evidence.h"
 #include "significance.h"
@@ -43,8 +46,9 @@ class NoiseVerdict {
   // nothing is significant), S_null, jitter, p_S, p, and the alarms this step raises or clears.
   // comm_p: the comm cause's own evidence, the transfer reference's test of the dominant
   // transfers (StepAnalysis; 1 when none).
-  void judge(const StepModel& model, const SeqEvidence& seq, double comm_p, SlowdownAnalysis* slowdown,
-             StepVerdict* v);
+  // dp_fix_gain: the step's SlowdownMetrics::dp_fix_gain.
+  void judge(const StepModel& model, const SeqEvidence& seq, double comm_p, const std::vector<double>& dp_fix_gain,
+             SlowdownAnalysis* slowdown, StepVerdict* v);
 
   nlohmann::ordered_json alarms_json() const { return alarms_.to_json(); }
 
@@ -61,7 +65,9 @@ class NoiseVerdict {
   void draw_null(const StepModel& model, SlowdownAnalysis* slowdown);
   void add_draw(const StepModel& model, const NoiseSpread& spread, int index, SlowdownAnalysis* slowdown);
   double unit_p(const UnitFamily& family, size_t unit) const;
-  double worker_p(size_t dp_rank, double dp_S_now) const;
+  double worker_p(size_t dp_rank) const;
+  // Whether fixing dp rank d would save more than replacing jitter's slowest rank (fix_gain.h).
+  bool costs_more_than_jitter(size_t dp_rank) const;
   double cause_p(const StepModel& model, const SeqEvidence& seq, double comm_p, const StepVerdict& v) const;
   int column_rank(const StepModel& model, const StepVerdict& v, int dp_rank) const;
   void name_persistent(const StepModel& model, size_t dp_rank, StepVerdict* v) const;
@@ -71,6 +77,7 @@ class NoiseVerdict {
   NoiseConfig cfg_;
   NoiseWindow noise_;
   UnitFamily dp_, stages_;  // dp ranks (the paper's per-dp-rank scores) and stages
+  FixGains fix_;            // what fixing each dp rank saves, and the null's best
   StepNull step_null_;
   AlarmTracker alarms_;
   NullDraw draw_;

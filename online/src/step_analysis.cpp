@@ -92,7 +92,7 @@ StepAnalysis::Outcome StepAnalysis::analyze(int64_t step,
       const int rules_worst = named_rank(out.verdict);
       if (cfg_.noise.enabled) {
         const CommEvidence comm = comm_evidence(*model, ideals, out.verdict);
-        noise_.judge(*model, seq, comm.p, &slowdown_, &out.verdict);
+        noise_.judge(*model, seq, comm.p, metrics_.dp_fix_gain, &slowdown_, &out.verdict);
         if (out.verdict.cause == Cause::kComm && comm.ratio > 1) {
           out.verdict.evidence += "; " + out.verdict.top_op + " transfers " + whatif::fixed(comm.ratio, 1) +
                                   "x the level they sustained";

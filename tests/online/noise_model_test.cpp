@@ -75,13 +75,17 @@ TEST(NoiseModel, ASlowRankIsNamedAndItsAlarmRaised) {
     double named_share;  // issue 10: a 10% slow rank named on >= 95% of steps
     int alarm_within;    // ... and alarmed within 10 steps; a 5% one within 30
   };
-  // At 3% per-op jitter (bench/detection's fault scenarios). At 5% on 64 ranks the slowest
-  // rank's jitter alone costs the step about 10%, as much as the straggler: a rank is named only
-  // when it costs more than jitter does (noise_verdict.cpp, worker_p), which
-  // ABarelySlowRankIsNotNamedWhenJitterCostsMore shows.
+  // At 3% per-op jitter with 4 micro-batches of gradient accumulation (bench/detection's fault
+  // scenarios), where the 5% rank makes the job 2.1% slower at 64 ranks (3.6% at 4). With one
+  // micro-batch per step, a rank's own jitter is twice as large and jitter's slowest of 64
+  // ranks is often later than the 5% rank: the job is then only 0.5% slower for it, less than
+  // fixing jitter's slowest rank would save, and a rank is named only when it costs more than
+  // jitter does (noise_verdict.cpp, worker_p), as ABarelySlowRankIsNotNamedWhenJitterCostsMore
+  // shows.
   for (const Case& c : {Case{4, 200, 1.10, 0.95, 10}, Case{64, 200, 1.10, 0.95, 10}, Case{4, 200, 1.05, 0.0, 30},
                         Case{64, 200, 1.05, 0.0, 30}}) {
     SyntheticJob j = job(c.dp, 1, 0.03, 11);
+    j.microbatches = 4;
     j.rank_speed.assign(static_cast<size_t>(c.dp), 1.0);
     j.rank_speed[1] = c.slow;
     const Outcome o = judge(testing::run_synthetic(j, c.steps));
@@ -113,6 +117,19 @@ TEST(NoiseModel, ABarelySlowRankIsNotNamedWhenJitterCostsMore) {
       EXPECT_EQ(o.alarms, 1);
     }
   }
+}
+
+// Ranks late together: a host whose eight GPUs all run 3% slow. Each of its ranks is as late
+// as the single 3% slow rank above, which is named at 1% jitter, yet fixing any one of them
+// saves nothing (its siblings finish as late): no rank is named and no alarm raised. (A host
+// as a unit of its own is not tested yet: online/README's known limits.)
+TEST(NoiseModel, AHostOfRanksLateTogetherIsNotNamedAsARank) {
+  SyntheticJob j = job(64, 1, 0.01, 13);
+  j.rank_speed.assign(64, 1.0);
+  for (int r = 0; r < 8; ++r) j.rank_speed[static_cast<size_t>(r)] = 1.03;
+  const Outcome o = judge(testing::run_synthetic(j, 120));
+  EXPECT_LE(o.named, 120 / 100);
+  EXPECT_EQ(o.alarms, 0);
 }
 
 // The same job, rank 1 slow for its first 60 steps and healthy after: the alarm is raised, then
