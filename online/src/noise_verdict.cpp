@@ -105,10 +105,12 @@ double NoiseVerdict::unit_p(const UnitFamily& f, size_t u) const {
 // significant, and so does each rank of a host whose GPUs drift 1-2% slow together, yet
 // replacing such a rank saves no more than replacing jitter's slowest rank would (fix_gain.h).
 // So each of the two tests is an intersection: this step, the rank late (against the most
-// extreme of N null dp ranks) and fixing it saving more than fixing jitter's slowest rank;
-// over a window, its mean and median late and its gains over the window more than the null's
-// best. Each intersection's p is the larger of its two (a valid level-alpha test of "either
-// is jitter"). Why the median too: a rank with a gc pause or a slow step one step in four, or
+// extreme of N null dp ranks) and fixing it saving more than fixing jitter's slowest rank,
+// this step and over the recent steps (a drifting host's leading rank sometimes leads its
+// siblings by a wide gap on one step, never over a window; a rank slow one step in four gains
+// over the window what it costs); over a window, its mean and median late and its gains over
+// the window more than the null's best. Each intersection's p is the largest of its parts (a
+// valid level-alpha test of "any is jitter"). Why the median too: a rank with a gc pause or a slow step one step in four, or
 // the longest sequences on a few steps, has a high window mean, yet its typical step is its
 // peers' (the step test names its slow ones).
 double NoiseVerdict::worker_p(size_t d) const {
@@ -116,12 +118,14 @@ double NoiseVerdict::worker_p(size_t d) const {
   auto window = [&](int k) {
     return std::max({dp_.window_p1(d, k), dp_.window_median_p1(d, k), fix_.window_p(d, k)});
   };
-  const double step = std::max(dp_.step_p(d), fix_.step_p(d));
+  const double step = std::max({dp_.step_p(d), fix_.step_p(d), recent_gain_p(d)});
   return std::min(1.0, 2 * std::min(step, sidak(2 * std::min(window(cfg_.alarm_short_steps), window(cfg_.alarm_long_steps)), n)));
 }
 
-bool NoiseVerdict::costs_more_than_jitter(size_t d) const {
-  return std::min(fix_.window_p(d, cfg_.alarm_short_steps), fix_.window_p(d, cfg_.alarm_long_steps)) < cfg_.alpha;
+bool NoiseVerdict::costs_more_than_jitter(size_t d) const { return recent_gain_p(d) < cfg_.alpha; }
+
+double NoiseVerdict::recent_gain_p(size_t d) const {
+  return std::min(fix_.window_p(d, cfg_.alarm_short_steps), fix_.window_p(d, cfg_.alarm_long_steps));
 }
 
 // The rank of dp unit d to name: in a pipeline, the one in the stage whose own evidence is the

@@ -68,6 +68,8 @@ class NoiseVerdict {
   double worker_p(size_t dp_rank) const;
   // Whether fixing dp rank d would save more than replacing jitter's slowest rank (fix_gain.h).
   bool costs_more_than_jitter(size_t dp_rank) const;
+  // Its p: fix_gain.h's window test, over the shorter and the longer alarm window.
+  double recent_gain_p(size_t dp_rank) const;
   double cause_p(const StepModel& model, const SeqEvidence& seq, double comm_p, const StepVerdict& v) const;
   int column_rank(const StepModel& model, const StepVerdict& v, int dp_rank) const;
   void name_persistent(const StepModel& model, size_t dp_rank, StepVerdict* v) const;
