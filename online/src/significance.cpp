@@ -45,10 +45,23 @@ void UnitFamily::relative_logs(const std::vector<double>& scores, const std::vec
   }
 }
 
+double sd_upper_band(double mad_sd, double dof) {
+  constexpr double kZ95 = 1.6448536269514722;  // one-sided 95%
+  return mad_sd * std::exp(kZ95 * 1.1664 / std::sqrt(std::max(1.0, dof)));
+}
+
+double level_robust_sd(std::vector<double>* series) {
+  if (series->size() < 2) return 0;
+  std::vector<double> differences;
+  differences.reserve(series->size() - 1);
+  for (size_t i = 1; i < series->size(); ++i) differences.push_back(std::fabs((*series)[i] - (*series)[i - 1]));
+  const double successive = 1.4826 * median_inplace(&differences) / std::sqrt(2.0);
+  return std::min(mad_sigma(series), successive);
+}
+
 double null_widening(double observed_sd, double dof, double null_sd) {
   if (!(dof >= 1)) return 0;
-  constexpr double kZ95 = 1.6448536269514722;  // one-sided 95%
-  const double upper = observed_sd * std::exp(kZ95 * 1.1664 / std::sqrt(dof));
+  const double upper = sd_upper_band(observed_sd, dof);
   return null_sd > 0 ? std::max(1.0, upper / null_sd) : 1.0;
 }
 
@@ -266,10 +279,8 @@ double StepNull::widening() const {
   // As UnitFamily::calibrate: the smaller of the spread around the median and that of
   // successive differences, so that S changing level once (a fault from some step on, its
   // steps unexplained while the evidence builds) does not widen the null it is tested against.
-  std::vector<double> v(observed_.begin(), observed_.end()), differences;
-  for (size_t i = 1; i < v.size(); ++i) differences.push_back(std::fabs(v[i] - v[i - 1]));
-  const double successive = 1.4826 * median_inplace(&differences) / std::sqrt(2.0);
-  const double observed_sd = std::min(mad_sigma(&v), successive);
+  std::vector<double> v(observed_.begin(), observed_.end());
+  const double observed_sd = level_robust_sd(&v);
   std::vector<double> d(draws_.begin(), draws_.end());
   const double null_sd = std::max(mad_sigma(&d), floor_);
   return null_widening(observed_sd, static_cast<double>(observed_.size()) - 1.0, null_sd);

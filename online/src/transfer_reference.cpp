@@ -2,18 +2,23 @@
 
 #include <cmath>
 
-#include "robust_stats.h"
 #include "significance.h"
 
 namespace sp::online {
 
-// The robust sd (1.4826 x MAD) of the levels' logs.
+// The levels' step-to-step dispersion (level_robust_sd of their logs: a link turning slow
+// mid-window is one change of level, not dispersion), at the upper end of its 95% band
+// (significance.h): from the few levels of a young window the MAD is itself uncertain (of two
+// levels it can be any fraction of the spread), and a reference trusted beyond its evidence
+// calls an oversubscribed CPU's scatter a slow link. Fewer than two levels: unknown (-1).
 double TransferReference::log_sd(const std::vector<double>& levels) {
   std::vector<double> logs;
   for (double x : levels) {
     if (x > 0) logs.push_back(std::log(x));
   }
-  return mad_sigma(&logs);
+  if (logs.size() < 2) return -1;
+  const double dof = static_cast<double>(logs.size());
+  return sd_upper_band(level_robust_sd(&logs), dof);
 }
 
 double TransferReference::ideal(const std::string& key, Window* w, double keys) const {
@@ -24,7 +29,9 @@ double TransferReference::ideal(const std::string& key, Window* w, double keys) 
   const double now = w->levels.back();
   if (!(now > 0)) return w->median;
   const double excess = std::log(now) - b->second.log_level;
-  const double sd = std::hypot(log_sd(w->levels), b->second.se);
+  const double window_sd = log_sd(w->levels);
+  if (window_sd < 0) return w->median;
+  const double sd = std::hypot(window_sd, b->second.se);
   // No dispersion at all (a job without jitter): any excess is beyond it.
   const double p = sd > 0 ? normal_upper(excess / sd) : (excess > 0 ? 0.0 : 1.0);
   w->p = sidak(p, keys);
@@ -32,13 +39,16 @@ double TransferReference::ideal(const std::string& key, Window* w, double keys) 
   return w->p < alpha_ ? w->sustained : w->median;
 }
 
-// The median of k levels has a standard error of ~1.2533 x sd / sqrt(k) (normal levels).
+// The median of k levels has a standard error of ~1.2533 x sd / sqrt(k) (normal levels). A
+// window whose dispersion is unknown (one level: the job's first step) is no reference.
 void TransferReference::remember(const std::string& key, const Window& w) {
   if (alpha_ <= 0 || !(w.median > 0) || w.levels.empty()) return;
   const double log_level = std::log(w.median);
   auto it = best_.find(key);
   if (it != best_.end() && !(log_level < it->second.log_level)) return;  // the error only for a new reference
-  const Level now{log_level, 1.2533 * log_sd(w.levels) / std::sqrt(static_cast<double>(w.levels.size()))};
+  const double sd = log_sd(w.levels);
+  if (sd < 0) return;
+  const Level now{log_level, 1.2533 * sd / std::sqrt(static_cast<double>(w.levels.size()))};
   if (it == best_.end()) {
     best_.emplace(key, now);
   } else {

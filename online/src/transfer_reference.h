@@ -7,11 +7,14 @@
 // that the link is at fault: only the job's own past does. So each key remembers the lowest
 // window median it has had (its demonstrated level, with that median's standard error), and a
 // step whose own transfer level is above it beyond the job's step-to-step dispersion of that
-// level (the window's robust sd of the per-step levels, and the reference's error), at the
-// noise model's level alpha over every key (Sidak), is replayed with the demonstrated level:
+// level (the window's robust sd of the per-step levels, taken at the upper end of its band
+// while the window has few steps, and the reference's error), at the noise model's level alpha
+// over every key (Sidak), is replayed with the demonstrated level:
 // the link is then what makes the step slower than its ideal, and S says by how much.
 // A step whose level is within that dispersion keeps the window median, so that a job whose
-// transfers merely vary (a shared network, an oversubscribed CPU) is not called slow.
+// transfers merely vary (a shared network, an oversubscribed CPU) is not called slow. A window
+// of one step (the job's first) says nothing of that dispersion: it is neither a reference nor
+// tested against one.
 #pragma once
 
 #include <map>
