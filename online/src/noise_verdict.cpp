@@ -257,9 +257,13 @@ void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, double comm
         best = d;
       }
     }
-    // Only over the rules' own worker lead: when they found the slowest rank scattering from
-    // step to step (seq-imbalance) they already weighed persistence.
-    if (v->cause == Cause::kWorker && best_p < 2.0 && worker_p(best) < cfg_.alpha &&
+    // Also when the rules led with another cause (the step's dominant op: a slow rank on an
+    // oversubscribed CPU also launches late and holds its peers in the all-reduce, so on some
+    // steps host-delay or comm is the larger S_t, and not significant): the rank's own test
+    // (late, and fixing it saving more than jitter's slowest rank) is what names a worker on
+    // every other step. Not over seq-imbalance: when the rules found the slowest rank
+    // scattering from step to step with its work, they already weighed persistence.
+    if (v->cause != Cause::kSeqImbalance && best_p < 2.0 && worker_p(best) < cfg_.alpha &&
         dp_.step_z(best) > 0.0) {
       name_persistent(m, best, v);
     } else {
