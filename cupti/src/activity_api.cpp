@@ -111,7 +111,10 @@ bool ActivityApi::enable(const ActivityKinds& kinds, std::string* error) {
     // Our buffers are pre-zeroed (BufferPool), so CUPTI need not zero them on the app thread.
     uint8_t zeroed = 1;
     size_t len = sizeof(zeroed);
-    api_.set_attribute(kAttrZeroedOutActivityBuffer, &len, &zeroed);
+    if (api_.set_attribute(kAttrZeroedOutActivityBuffer, &len, &zeroed) != kCuptiSuccess) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++stats_.optional_enable_failures;  // CUPTI then zeroes buffers itself: slower, not wrong
+    }
   }
   const CuptiResult r = api_.register_callbacks(&ActivityApi::on_buffer_requested,
                                                 &ActivityApi::on_buffer_completed);
@@ -131,33 +134,56 @@ bool ActivityApi::enable(const ActivityKinds& kinds, std::string* error) {
     }
   }
   if (kinds.external_correlation && enable_kind(kKindExternalCorrelation, false, nullptr)) {
-    // External correlation records precede API records, so enable only the launch/copy APIs
-    // (per callback id) rather than whole DRIVER/RUNTIME tracing. Re-applied on every enable:
-    // another client disabling RUNTIME/DRIVER resets these per-API settings.
-    if (api_.enable_driver_api != nullptr) {
-      for (uint32_t cbid : kDriverLaunchCbids) api_.enable_driver_api(cbid, 1);
-    }
-    if (api_.enable_runtime_api != nullptr) {
-      for (uint32_t cbid : kRuntimeLaunchCbids) api_.enable_runtime_api(cbid, 1);
-    }
+    enable_launch_api_records();
     ext_on_.store(true, std::memory_order_relaxed);
   }
   enabled_.store(true, std::memory_order_release);
   return true;
 }
 
+// CUPTI writes an EXTERNAL_CORRELATION record only for a launch that also writes an API record,
+// and per-callback-id enabling alone writes none (seen on CUDA 13.0): the DRIVER and RUNTIME kinds
+// must be on. So: both kinds, then every callback id off, then the launch and copy ids back on.
+void ActivityApi::enable_launch_api_records() {
+  if (api_.enable_driver_api == nullptr || api_.enable_runtime_api == nullptr) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++stats_.api_filter_failures;
+    return;
+  }
+  enable_kind(kKindDriver, false, nullptr);
+  enable_kind(kKindRuntime, false, nullptr);
+  // Unknown ids answer CUPTI_ERROR_INVALID_PARAMETER: the range is wider than any CUDA's table.
+  for (uint32_t cbid = 1; cbid < 1024; ++cbid) {
+    api_.enable_driver_api(cbid, 0);
+    api_.enable_runtime_api(cbid, 0);
+  }
+  set_launch_api_records(1);
+}
+
+void ActivityApi::set_launch_api_records(uint8_t on) {
+  uint64_t failures = 0;
+  for (uint32_t cbid : kDriverLaunchCbids) failures += api_.enable_driver_api(cbid, on) != kCuptiSuccess;
+  for (uint32_t cbid : kRuntimeLaunchCbids) failures += api_.enable_runtime_api(cbid, on) != kCuptiSuccess;
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.api_filter_failures += failures;
+}
+
 void ActivityApi::disable() {
-  ext_on_.store(false, std::memory_order_relaxed);
+  const bool ext = ext_on_.exchange(false, std::memory_order_relaxed);
   if (!enabled()) return;
-  if (api_.enable_driver_api != nullptr) {
-    for (uint32_t cbid : kDriverLaunchCbids) api_.enable_driver_api(cbid, 0);
+  if (ext && api_.enable_driver_api != nullptr && api_.enable_runtime_api != nullptr) {
+    set_launch_api_records(0);
   }
-  if (api_.enable_runtime_api != nullptr) {
-    for (uint32_t cbid : kRuntimeLaunchCbids) api_.enable_runtime_api(cbid, 0);
+  uint64_t failures = 0;
+  for (auto it = enabled_kinds_.rbegin(); it != enabled_kinds_.rend(); ++it) {
+    failures += api_.disable(*it) != kCuptiSuccess;
   }
-  for (auto it = enabled_kinds_.rbegin(); it != enabled_kinds_.rend(); ++it) api_.disable(*it);
   enabled_kinds_.clear();
   enabled_.store(false, std::memory_order_release);
+  if (failures > 0) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.optional_enable_failures += failures;
+  }
 }
 
 CuptiResult ActivityApi::flush(bool forced) {
@@ -185,18 +211,24 @@ void ActivityApi::push_external(uint64_t id) {
   if (!ext_on_.load(std::memory_order_relaxed) || api_.push_external_correlation_id == nullptr) {
     return;
   }
-  api_.push_external_correlation_id(kProbeExternalKind, id);
+  if (api_.push_external_correlation_id(kProbeExternalKind, id) != kCuptiSuccess) {
+    external_failures_.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 void ActivityApi::pop_external() {
   if (api_.pop_external_correlation_id == nullptr) return;
   uint64_t last = 0;
-  api_.pop_external_correlation_id(kProbeExternalKind, &last);
+  if (api_.pop_external_correlation_id(kProbeExternalKind, &last) != kCuptiSuccess) {
+    external_failures_.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 ActivityApiStats ActivityApi::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return stats_;
+  ActivityApiStats out = stats_;
+  out.external_push_failures = external_failures_.load(std::memory_order_relaxed);
+  return out;
 }
 
 }  // namespace sp::cupti

@@ -29,7 +29,10 @@ struct ActivityKinds {
   bool memset = true;                // MEMSET
   bool synchronization = false;      // SYNCHRONIZATION
   bool cuda_events = false;          // CUDA_EVENT with device timestamps (CUDA >= 13)
-  bool external_correlation = true;  // EXTERNAL_CORRELATION + the launch API records it rides on
+  // EXTERNAL_CORRELATION and the launch API records it rides on (STRAGGLER_PROBE_CUPTI_ATTRIBUTION=
+  // external). Off by default: CUPTI writes the correlation only with an API record per launch,
+  // which costs microseconds on the launching thread; launch markers attribute by default.
+  bool external_correlation = false;
 };
 
 struct CompletedBuffer {
@@ -46,6 +49,8 @@ struct ActivityApiStats {
   uint64_t foreign_buffers = 0;     // completed buffers we never handed out (another client's)
   uint64_t dropped_records = 0;     // cuptiActivityGetNumDroppedRecords, accumulated
   uint64_t optional_enable_failures = 0;
+  uint64_t api_filter_failures = 0;
+  uint64_t external_push_failures = 0;  // cuptiActivityPush/PopExternalCorrelationId refused  // launch callback ids CUPTI refused to trace (external mode)
 };
 
 class ActivityApi {
@@ -89,6 +94,8 @@ class ActivityApi {
   void buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records);
   void buffer_completed(uint8_t* buffer, size_t valid);
   bool enable_kind(uint32_t kind, bool required, std::string* error);
+  void enable_launch_api_records();
+  void set_launch_api_records(uint8_t on);
 
   CuptiApi api_;
   int major_;
@@ -96,6 +103,7 @@ class ActivityApi {
   BufferPool& pool_;
   std::atomic<bool> enabled_{false};
   std::atomic<bool> ext_on_{false};
+  std::atomic<uint64_t> external_failures_{0};  // hot path: counted without the lock
   std::vector<uint32_t> enabled_kinds_;
 
   mutable std::mutex mutex_;  // guards completed_, overflow_, stats_

@@ -50,7 +50,7 @@ void read_memcpy(const uint8_t* rec, const ParserOptions&, GpuActivity* a) {
   a->subtype = read_common<MemcpyRecord>(rec, a).copy_kind;
 }
 void read_memset(const uint8_t* rec, const ParserOptions&, GpuActivity* a) {
-  read_common<MemsetRecord>(rec, a);
+  a->subtype = read_common<MemsetRecord>(rec, a).value;  // launch markers carry their id in it
 }
 void read_sync(const uint8_t* rec, const ParserOptions&, GpuActivity* a) {
   const auto r = read_common<SynchronizationRecord>(rec, a);

@@ -37,7 +37,7 @@ struct GpuActivity {
   uint64_t external_id = 0;  // the probe's CUSTOM2 id, 0 when untagged
   const char* name = nullptr;  // kernel name (owned by CUPTI, stable for the process)
   uint64_t bytes = 0;          // memcpy / memset
-  uint32_t subtype = 0;        // memcpy copyKind, synchronization type
+  uint32_t subtype = 0;        // memcpy copyKind, synchronization type, memset value
   uint32_t event_id = 0;       // CUDA event id (sync on event, CUDA event record)
   uint32_t graph_id = 0;       // non-zero when launched by a CUDA graph replay
 };

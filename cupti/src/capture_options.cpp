@@ -56,6 +56,18 @@ CuptiCaptureOptions cupti_options_from_env(std::string* errors) {
                  "' must be 'all' or 'kernels'; using 'all'\n";
     }
   }
+  if (const char* m = std::getenv("STRAGGLER_PROBE_CUPTI_ATTRIBUTION"); m != nullptr && *m) {
+    if (std::strcmp(m, "markers") == 0) {
+      o.attribution = RegionAttributionMode::kMarkers;
+    } else if (std::strcmp(m, "external") == 0) {
+      o.attribution = RegionAttributionMode::kExternalCorrelation;
+    } else if (std::strcmp(m, "off") == 0) {
+      o.attribution = RegionAttributionMode::kOff;
+    } else if (errors != nullptr) {
+      *errors += "STRAGGLER_PROBE_CUPTI_ATTRIBUTION must be 'markers', 'external' or 'off'; "
+                 "using 'markers'\n";
+    }
+  }
   return o;
 }
 

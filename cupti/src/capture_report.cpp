@@ -19,6 +19,24 @@ std::string_view region_type_name(uint32_t kind) {
   return op_kind_name(kind, "kind");
 }
 
+// How kernels reach their regions, with what it lost.
+std::string attribution_words(RegionAttributionMode mode, const cupti::LaunchMarkers* markers) {
+  switch (mode) {
+    case RegionAttributionMode::kExternalCorrelation:
+      return "external correlation (API records)";
+    case RegionAttributionMode::kOff:
+      return "off";
+    case RegionAttributionMode::kMarkers:
+      break;
+  }
+  if (markers == nullptr) return "off (no CUDA driver entry points)";
+  const cupti::LaunchMarkerStats m = markers->stats();
+  std::string out = "launch markers (" + std::to_string(m.issued) + " launched, " +
+                    std::to_string(m.lost) + " lost";
+  if (m.failed > 0) out += ", stopped: " + markers->last_error();
+  return out + ")";
+}
+
 }  // namespace
 
 CuptiCaptureStats CuptiCapture::stats() const {
@@ -51,6 +69,18 @@ CuptiCaptureStats CuptiCapture::stats() const {
   out.clock_offset_ns = s.clock.offset_ns();
   out.clock_uncertainty_ns = s.clock.uncertainty_ns();
   out.time_base_changes = s.clock.time_base_changes();
+  out.time_base = static_cast<int32_t>(s.clock.time_base());
+  out.ns_per_unit = s.clock.ns_per_unit();
+  out.attribution = static_cast<int32_t>(s.opts.attribution);
+  if (s.markers) {
+    const cupti::LaunchMarkerStats m = s.markers->stats();
+    out.markers_issued = m.issued;
+    out.marker_failures = m.failed;
+    out.markers_lost = m.lost;
+    out.markers_no_context = m.no_context;
+  }
+  out.brackets_open_expired = s.brackets.stats().open_expired;
+  out.undecided_released = s.undecided_released;
   return out;
 }
 
@@ -63,7 +93,8 @@ std::string CuptiCapture::report(size_t top_k) const {
     os << "GPU capture active: CUPTI " << s.major << ", "
        << (s.parser ? s.parser->stats().kernels : 0) << " kernels, " << r.tagged
        << " activities in regions, " << r.untagged << " outside, " << r.nccl_tagged
-       << " in NCCL operations";
+       << " in NCCL operations, attribution: "
+       << attribution_words(s.opts.attribution, s.markers.get());
     // Losses belong next to the figures they make incomplete.
     if (s.activity) {
       const cupti::ActivityApiStats a = s.activity->stats();

@@ -18,6 +18,8 @@
 #include "buffer_pool.h"
 #include "clock_calibration.h"
 #include "cupti_loader.h"
+#include "launch_brackets.h"
+#include "launch_markers.h"
 #include "region_attribution.h"
 #include "straggler_probe/gpu/cupti_capture.h"
 #include "straggler_probe/probe.h"
@@ -48,6 +50,21 @@ struct CuptiCapture::Impl {
   std::unique_ptr<cupti::ActivityParser> parser;
   cupti::RegionAttribution regions;
   cupti::ClockCalibration clock;
+  // Region attribution by launch markers (launch_markers.h): the hot path reads markers_fast,
+  // which is null while capture is off or paused; the flush thread owns the brackets and the
+  // activities still waiting for a marker launched after them.
+  std::unique_ptr<cupti::LaunchMarkers> markers;
+  cupti::CudaDriverApi driver_override;  // tests: a fake driver
+  std::string markers_unavailable;       // why there are no markers (said once capture is on)
+  std::atomic<cupti::LaunchMarkers*> markers_fast{nullptr};
+  cupti::LaunchBrackets brackets;
+  struct Undecided {
+    cupti::GpuActivity activity;
+    uint64_t window = 0;
+  };
+  std::vector<Undecided> undecided;
+  uint64_t undecided_released = 0;
+  uint32_t before_changes_warned = 0;  // time-base switches already said  // released outside every region with no later marker seen
   uint64_t windows = 0;
   uint64_t events_emitted = 0;
   uint64_t emit_failures = 0;
@@ -73,6 +90,12 @@ struct CuptiCapture::Impl {
   void calibrate_locked();
   bool process_locked(bool forced);
   void emit_spans(std::vector<cupti::RegionSpan>& spans);
+  void create_markers_locked();
+  // Launch markers out of `acts` into the brackets; the rest tagged by them, in `ready` once
+  // decided (held at most hold_windows windows, then released as they are).
+  void bracket_locked(std::vector<cupti::GpuActivity>& acts, uint64_t window, bool final,
+                      std::vector<cupti::GpuActivity>& ready);
+  void handle_activity_locked(const cupti::GpuActivity& a, uint64_t window);
   // Emits what the parser and the region attribution still hold (activities waiting for their
   // correlation, spans not yet quiescent): capture stops or hands CUPTI to another client.
   void emit_held_locked();

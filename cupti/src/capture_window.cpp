@@ -2,8 +2,10 @@
 // activities attributed to regions, and what is complete emitted (region spans, memcpys) through
 // the runtime. Runs on the flush thread, or on the caller of flush_now / pause / stop, with the
 // state mutex held.
+#include <chrono>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "capture_state.h"
@@ -39,14 +41,27 @@ void CuptiCapture::Impl::emit(const sp_event& ev) {
 
 void CuptiCapture::Impl::calibrate_locked() {
   if (api.get_timestamp == nullptr) return;
+  const uint32_t before = clock.time_base_changes();
   clock.add(cupti::best_of_burst(&cupti_now, &api, &host_now, nullptr, 7));
+  if (clock.slope_fitted() && clock.time_base_changes() == before) return;
+  // A new model (first start, or a time-base switch such as Kineto's TSC callback): its slope
+  // needs a baseline (ClockCalibrationOptions::min_slope_baseline_ns), or this window's records
+  // would be mapped as if a tick were a nanosecond. One short wait, once per switch.
+  std::this_thread::sleep_for(std::chrono::milliseconds(6));
+  clock.add(cupti::best_of_burst(&cupti_now, &api, &host_now, nullptr, 7));
+  if (clock.time_base_changes() != before && before_changes_warned != clock.time_base_changes()) {
+    before_changes_warned = clock.time_base_changes();
+    log::info(std::string("CUPTI time base is now ") +
+              (clock.time_base() == cupti::ClockCalibration::TimeBase::kTicks ? "ticks" : "ns") +
+              " (" + std::to_string(clock.ns_per_unit()) + " ns per unit); mapped through the fit");
+  }
 }
 
 void CuptiCapture::Impl::emit_spans(std::vector<cupti::RegionSpan>& spans) {
   for (const cupti::RegionSpan& s : spans) {
     sp_event ev = blank_event();
-    ev.start_ns = clock.to_host(s.gpu_start);
-    ev.end_ns = clock.to_host(s.gpu_end);
+    ev.start_ns = s.gpu_start;  // already on the probe clock (handle_activity_locked)
+    ev.end_ns = s.gpu_end;
     if (ev.end_ns < ev.start_ns) ev.end_ns = ev.start_ns;
     ev.kind = s.key.kind;
     ev.microbatch = s.key.microbatch;
@@ -67,10 +82,88 @@ void CuptiCapture::Impl::emit_spans(std::vector<cupti::RegionSpan>& spans) {
 void CuptiCapture::Impl::emit_held_locked() {
   std::vector<cupti::GpuActivity> rest;
   parser->drain(rest);
-  for (const auto& a : rest) regions.add(a, windows + 1);
+  std::vector<cupti::GpuActivity> ready;
+  bracket_locked(rest, windows + 1, /*final=*/true, ready);
+  for (const auto& a : ready) handle_activity_locked(a, windows + 1);
   std::vector<cupti::RegionSpan> spans;
   regions.take_all(spans);
   emit_spans(spans);
+}
+
+void CuptiCapture::Impl::bracket_locked(std::vector<cupti::GpuActivity>& acts, uint64_t window,
+                                        bool final, std::vector<cupti::GpuActivity>& ready) {
+  if (!markers) {
+    ready.insert(ready.end(), acts.begin(), acts.end());
+    return;
+  }
+  // The markers first: this window's may bracket activities of this window and of earlier ones.
+  std::vector<cupti::GpuActivity> rest;
+  rest.reserve(acts.size());
+  for (const cupti::GpuActivity& a : acts) {
+    if (a.type == cupti::GpuActivity::Type::kMemset &&
+        cupti::LaunchMarkers::is_marker_value(a.subtype, a.bytes)) {
+      cupti::LaunchMarkers::Marker m;
+      if (markers->lookup(a.subtype, &m)) brackets.add_marker(a.correlation, m, window);
+      continue;  // the probe's own memset, never the job's activity
+    }
+    rest.push_back(a);
+  }
+  const uint64_t hold = static_cast<uint64_t>(opts.hold_windows) + 1;
+  constexpr size_t kMaxUndecided = 1u << 16;
+  std::vector<Undecided> still;
+  // Decided now, or held for a later marker; released with the best answer known when its time
+  // is up (or at a forced final flush).
+  auto decide = [&](cupti::GpuActivity a, uint64_t since) {
+    const bool last_chance = final || window >= since + hold;
+    if (a.external_id == 0) {
+      uint64_t id = 0;
+      const auto d = brackets.assign(a.correlation, &id, last_chance);
+      if (d == cupti::LaunchBrackets::Decision::kUndecided) {
+        if (still.size() < kMaxUndecided) {
+          still.push_back(Undecided{a, since});
+          return;
+        }
+        brackets.assign(a.correlation, &id, /*best_known=*/true);
+        ++undecided_released;
+      }
+      a.external_id = id;
+    }
+    ready.push_back(a);
+  };
+  for (const Undecided& u : undecided) decide(u.activity, u.window);
+  for (const cupti::GpuActivity& a : rest) decide(a, window);
+  undecided.swap(still);
+  brackets.prune(window);
+}
+
+void CuptiCapture::Impl::handle_activity_locked(const cupti::GpuActivity& raw, uint64_t window) {
+  // Onto the probe clock first, through the fit: in a tick base a duration in ticks is not ns.
+  cupti::GpuActivity a = raw;
+  a.start = clock.to_host(raw.start);
+  a.end = clock.to_host(raw.end);
+  if (a.end < a.start) a.end = a.start;
+  regions.add(a, window);
+  uint64_t op = 0;
+  NcclKernelObserver observer = nccl_observer.load(std::memory_order_acquire);
+  if (a.type == cupti::GpuActivity::Type::kKernel && observer != nullptr &&
+      decode_nccl_op_id(a.external_id, &op)) {
+    observer(op, a.start, a.end, a.name,
+             nccl_observer_user.load(std::memory_order_relaxed));
+  }
+  if (a.type == cupti::GpuActivity::Type::kMemcpy) {
+    sp_event ev = blank_event();
+    ev.start_ns = a.start;
+    ev.end_ns = a.end;
+    ev.kind = SP_OP_MEMCPY;
+    ev.bytes = a.bytes;
+    ev.stream = a.stream;
+    RegionKey key;
+    if (decode_region_id(a.external_id, &key)) ev.microbatch = key.microbatch;
+    if (memcpy_name == 0) memcpy_name = intern_name("gpu_memcpy");
+    ev.name_id = memcpy_name;
+    ev.time_source = SP_TIME_CUPTI;
+    emit(ev);
+  }
 }
 
 bool CuptiCapture::Impl::process_locked(bool forced) {
@@ -93,43 +186,18 @@ bool CuptiCapture::Impl::process_locked(bool forced) {
   }
 
   const uint64_t window = ++windows;
-  // Calibrate before converting anything of this window: every window until a slope could be
-  // fitted (the time base may be TSC ticks), then periodically to follow drift and catch a switch.
-  if (!clock.slope_fitted() ||
-      (opts.recalibrate_every_windows > 0 && window % opts.recalibrate_every_windows == 0)) {
-    const uint32_t before = clock.time_base_changes();
-    calibrate_locked();
-    if (clock.time_base_changes() != before) {
-      log::warn_once("cupti_time_base_changed",
-                "CUPTI time base changed (another profiler installed a timestamp callback?); "
-                "clock calibration restarted");
-    }
+  // Calibrate before converting anything of this window, every window: a time-base switch
+  // (another profiler's timestamp callback) must be caught before its records are mapped.
+  calibrate_locked();
+  if (clock.time_base_changes() > 0) {
+    log::warn_once("cupti_time_base_changed",
+                   "CUPTI time base changed (another profiler installed a timestamp callback?); "
+                   "timestamps are mapped through a new fit, records of the old base through the "
+                   "old one");
   }
-  NcclKernelObserver observer = nccl_observer.load(std::memory_order_acquire);
-  for (const cupti::GpuActivity& a : acts) {
-    regions.add(a, window);
-    uint64_t op = 0;
-    if (a.type == cupti::GpuActivity::Type::kKernel && observer != nullptr &&
-        decode_nccl_op_id(a.external_id, &op)) {
-      observer(op, clock.to_host(a.start), clock.to_host(a.end), a.name,
-               nccl_observer_user.load(std::memory_order_relaxed));
-    }
-    if (a.type == cupti::GpuActivity::Type::kMemcpy) {
-      sp_event ev = blank_event();
-      ev.start_ns = clock.to_host(a.start);
-      ev.end_ns = clock.to_host(a.end);
-      if (ev.end_ns < ev.start_ns) ev.end_ns = ev.start_ns;
-      ev.kind = SP_OP_MEMCPY;
-      ev.bytes = a.bytes;
-      ev.stream = a.stream;
-      RegionKey key;
-      if (decode_region_id(a.external_id, &key)) ev.microbatch = key.microbatch;
-      if (memcpy_name == 0) memcpy_name = intern_name("gpu_memcpy");
-      ev.name_id = memcpy_name;
-      ev.time_source = SP_TIME_CUPTI;
-      emit(ev);
-    }
-  }
+  std::vector<cupti::GpuActivity> ready;
+  bracket_locked(acts, window, forced, ready);
+  for (const cupti::GpuActivity& a : ready) handle_activity_locked(a, window);
   std::vector<cupti::RegionSpan> spans;
   regions.take_quiescent(window, spans);
   emit_spans(spans);

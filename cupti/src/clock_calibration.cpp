@@ -10,7 +10,45 @@ void ClockCalibration::reset() {
   slope_ = 1.0;
   intercept_ = 0.0;
   slope_fitted_ = false;
+  first_slope_ = 0.0;
   best_half_bracket_ = 0;
+  previous_ = Model();
+}
+
+void ClockCalibration::restart() {
+  ++changes_;
+  Model keep = current_model();
+  const bool fitted = slope_fitted_;
+  reset();
+  // Only a model with a slope maps the old base's late records right.
+  if (fitted) previous_ = keep;
+}
+
+ClockCalibration::Model ClockCalibration::current_model() const {
+  Model m;
+  m.valid = !samples_.empty();
+  m.anchor_device = anchor_device_;
+  m.anchor_host = anchor_host_;
+  m.slope = slope_;
+  m.intercept = intercept_;
+  return m;
+}
+
+ClockCalibration::TimeBase ClockCalibration::time_base() const {
+  if (!slope_fitted_) return TimeBase::kUnknown;
+  return std::fabs(slope_ - 1.0) < 0.01 ? TimeBase::kNanoseconds : TimeBase::kTicks;
+}
+
+double ClockCalibration::skew_ppm() const {
+  switch (time_base()) {
+    case TimeBase::kNanoseconds:
+      return (slope_ - 1.0) * 1e6;
+    case TimeBase::kTicks:
+      return first_slope_ > 0 ? (slope_ / first_slope_ - 1.0) * 1e6 : 0.0;
+    case TimeBase::kUnknown:
+      break;
+  }
+  return 0.0;
 }
 
 bool ClockCalibration::add(const ClockSample& s) {
@@ -33,11 +71,9 @@ bool ClockCalibration::add(const ClockSample& s) {
     const double dx = static_cast<double>(static_cast<int64_t>(s.device_ts - anchor_device_));
     const bool slope_unknown = !slope_fitted_;
     if (!slope_unknown && error > allowed) {
-      ++changes_;
-      reset();
+      restart();
     } else if (slope_unknown && dx <= 0) {
-      ++changes_;  // the device clock went backwards: a new time base
-      reset();
+      restart();  // the device clock went backwards: a new time base
     }
   }
 
@@ -82,24 +118,46 @@ void ClockCalibration::refit() {
   slope_ = sxy / sxx;
   intercept_ = my - slope_ * mx;
   slope_fitted_ = true;
+  if (first_slope_ == 0.0) first_slope_ = slope_;
+}
+
+uint64_t ClockCalibration::map(const Model& m, uint64_t device_ts) {
+  const double dx = static_cast<double>(static_cast<int64_t>(device_ts - m.anchor_device));
+  const double dy = m.intercept + m.slope * dx;
+  // The integer anchor is added separately to keep ns precision (a double holds epoch ns only to
+  // 256 ns); clamp at the ends of the range.
+  if (dy < 0 && -dy >= static_cast<double>(m.anchor_host)) return 0;
+  if (dy > 0 && dy >= static_cast<double>(std::numeric_limits<uint64_t>::max() - m.anchor_host)) {
+    return std::numeric_limits<uint64_t>::max();
+  }
+  return m.anchor_host + static_cast<uint64_t>(static_cast<int64_t>(std::llround(dy)));
 }
 
 uint64_t ClockCalibration::to_host(uint64_t device_ts) const {
-  if (samples_.empty()) return device_ts;
-  const double dx = static_cast<double>(static_cast<int64_t>(device_ts - anchor_device_));
-  const double dy = intercept_ + slope_ * dx;
-  // The integer anchor is added separately to keep ns precision (a double holds epoch ns only to
-  // 256 ns); clamp at the ends of the range.
-  if (dy < 0 && -dy >= static_cast<double>(anchor_host_)) return 0;
-  if (dy > 0 && dy >= static_cast<double>(std::numeric_limits<uint64_t>::max() - anchor_host_)) {
-    return std::numeric_limits<uint64_t>::max();
+  if (samples_.empty()) {
+    return previous_.valid ? map(previous_, device_ts) : device_ts;
   }
-  return anchor_host_ + static_cast<uint64_t>(static_cast<int64_t>(std::llround(dy)));
+  if (previous_.valid) {
+    const auto distance = [device_ts](uint64_t anchor) {
+      return device_ts > anchor ? device_ts - anchor : anchor - device_ts;
+    };
+    if (distance(previous_.anchor_device) < distance(anchor_device_)) {
+      return map(previous_, device_ts);  // written before the switch
+    }
+  }
+  return map(current_model(), device_ts);
 }
 
 int64_t ClockCalibration::offset_ns() const {
   if (samples_.empty()) return 0;
-  return static_cast<int64_t>(anchor_host_ - anchor_device_) + std::llround(intercept_);
+  if (time_base() != TimeBase::kTicks) {
+    // Both in ns: the difference at the anchor (scaling epoch ns by a slope of 1 +- 1e-6 would
+    // turn the skew into seconds of offset).
+    return static_cast<int64_t>(anchor_host_ - anchor_device_) + std::llround(intercept_);
+  }
+  const double device_ns = static_cast<double>(anchor_device_) * slope_;
+  return static_cast<int64_t>(anchor_host_) + std::llround(intercept_) -
+         static_cast<int64_t>(std::llround(device_ns));
 }
 
 ClockSample best_of_burst(TimestampFn device, void* device_ctx, TimestampFn host, void* host_ctx,

@@ -16,6 +16,7 @@
 #include "straggler_probe/gpu/capture_hooks.h"
 #include "straggler_probe/gpu/event_sink.h"
 #include "straggler_probe/gpu/external_ids.h"
+#include "straggler_probe/gpu/graph_capture.h"
 #include "straggler_probe/log.h"
 
 namespace sp::gpu {
@@ -23,8 +24,15 @@ namespace sp::gpu {
 namespace log = runtime::log;
 namespace {
 
-// Per-thread nesting of our external-correlation pushes, so that a pop never removes an id we did
-// not push (capture may have been paused or stopped in between).
+// Per-thread nesting of the regions this thread opened (an external-correlation push or a begin
+// marker), so that a pop never closes what it did not open (capture may have been paused or
+// stopped in between). Deeper nesting than the stack holds is counted and not bracketed.
+struct OpenRegion {
+  uint64_t external_id = 0;
+  uint64_t begin_seq = 0;  // the begin marker; 0 for an external-correlation push
+};
+constexpr uint32_t kMaxOpenRegions = 32;
+thread_local OpenRegion tl_open[kMaxOpenRegions];
 thread_local uint32_t tl_push_depth = 0;
 thread_local uint32_t tl_region_serial = 0;
 
@@ -49,9 +57,24 @@ CuptiCapture::~CuptiCapture() { stop(); }
 bool CuptiCapture::Impl::enable_locked(std::string* error) {
   cupti::ActivityKinds kinds;  // what is used, nothing more (activity_api.h)
   if (opts.kernels_only) kinds.memcpy = kinds.memset = false;
+  kinds.external_correlation = opts.attribution == RegionAttributionMode::kExternalCorrelation;
+  if (markers) kinds.memset = true;  // the markers are memsets
   if (!activity->enable(kinds, error)) return false;
   activity_fast.store(activity.get(), std::memory_order_release);
+  if (markers) markers_fast.store(markers.get(), std::memory_order_release);
   return true;
+}
+
+void CuptiCapture::Impl::create_markers_locked() {
+  if (opts.attribution != RegionAttributionMode::kMarkers || markers) return;
+  std::string why;
+  const cupti::CudaDriverApi driver =
+      driver_override.complete() ? driver_override : cupti::resolve_cuda_driver(&why);
+  if (!driver.complete()) {
+    markers_unavailable = why;  // said once capture is on (no driver: one warning, not two)
+    return;
+  }
+  markers = std::make_unique<cupti::LaunchMarkers>(driver);
 }
 
 bool CuptiCapture::Impl::start_locked(const cupti::CuptiApi& a, int maj, uint32_t ver,
@@ -63,7 +86,11 @@ bool CuptiCapture::Impl::start_locked(const cupti::CuptiApi& a, int maj, uint32_
   pool = std::make_unique<cupti::BufferPool>(opts.buffer_bytes, opts.max_buffers);
   activity = std::make_unique<cupti::ActivityApi>(api, major, version, *pool);
   cupti::ParserOptions po;
-  po.hold_windows = opts.hold_windows;
+  // The parser holds activities only for external correlations that may come later; launch
+  // brackets hold their own (capture_window.cpp).
+  po.hold_windows =
+      opts.attribution == RegionAttributionMode::kExternalCorrelation ? opts.hold_windows : 0;
+  create_markers_locked();
   // CUpti_ActivityCudaEvent2 (with deviceTimestamp) is what CUDA 13 writes; older CUPTIs write
   // the v1 record, whose bytes past eventId are not a timestamp.
   po.cuda_event_has_device_timestamp = major >= 13;
@@ -77,6 +104,11 @@ bool CuptiCapture::Impl::start_locked(const cupti::CuptiApi& a, int maj, uint32_
   }
   available.store(true);
   active.store(true, std::memory_order_release);
+  if (!markers_unavailable.empty()) {
+    log::warn_once("cupti_markers_unavailable", "GPU region attribution off (" +
+                                                    markers_unavailable +
+                                                    "); kernels are still captured");
+  }
   calibrate_locked();
 
   std::call_once(g_atfork_once, [] { pthread_atfork(nullptr, nullptr, &on_fork_child); });
@@ -194,6 +226,7 @@ void CuptiCapture::stop() {
   s.inactive_reason = "stopped";
   s.active.store(false);
   s.activity_fast.store(nullptr);
+  s.markers_fast.store(nullptr);
   if (!s.paused.load()) {
     s.process_locked(true);
     s.activity->disable();
@@ -207,9 +240,11 @@ bool CuptiCapture::pause(const char* reason) {
   if (!s.active.load() || s.paused.load()) return false;
   // Hand everything back before another client takes the (process-global) Activity API.
   s.activity_fast.store(nullptr);
+  s.markers_fast.store(nullptr);
   s.process_locked(true);
   s.activity->disable();
   s.emit_held_locked();
+  s.brackets.clear();  // regions open now end while paused: their end markers are not recorded
   s.paused.store(true);
   s.inactive_reason = std::string("paused (") + (reason != nullptr ? reason : "requested") + ")";
   ++s.pauses;
@@ -228,8 +263,8 @@ bool CuptiCapture::resume() {
     log::warn_once("cupti_foreign_profiler", "GPU capture could not resume: " + error);
     return false;
   }
-  // The time base may have changed (Kineto's TSC timestamp callback): calibrate from scratch.
-  s.clock.reset();
+  // The time base may have changed (Kineto's TSC timestamp callback, which it cannot remove):
+  // a sample against the old fit tells, counts the switch and starts a new fit.
   s.calibrate_locked();
   s.paused.store(false);
   log::info("GPU capture resumed");
@@ -253,33 +288,48 @@ bool CuptiCapture::flush_now(bool forced) {
 }
 
 bool CuptiCapture::push_region(uint32_t kind, int32_t microbatch, uint32_t name_id) {
-  cupti::ActivityApi* a = impl_->activity_fast.load(std::memory_order_acquire);
-  if (a == nullptr || !a->external_correlation_on()) return false;
   const RegionKey key{kind, microbatch, name_id};
   // The serial is the step the region runs in (mod 2^14), so that its GPU span, which arrives
   // long after the step's mark, can be pinned to that step; without the runtime, a counter.
   const int64_t step = current_step_label();
   const uint32_t serial = step >= 0 ? static_cast<uint32_t>(step) : ++tl_region_serial;
-  a->push_external(encode_region_id(key, serial));
-  ++tl_push_depth;
+  return open_bracket(encode_region_id(key, serial));
+}
+
+void CuptiCapture::push_nccl_op(uint64_t op) { open_bracket(encode_nccl_op_id(op)); }
+
+bool CuptiCapture::open_bracket(uint64_t external_id) {
+  if (tl_push_depth >= kMaxOpenRegions) return false;
+  if (cupti::LaunchMarkers* m = impl_->markers_fast.load(std::memory_order_acquire)) {
+    // A graph capture under way: its kernels run at replay, under the replay's launch.
+    if (graph_capture_underway()) return false;
+    const uint64_t seq = m->issue_begin(external_id);
+    if (seq == cupti::LaunchMarkers::kNoMarker) return false;
+    tl_open[tl_push_depth++] = OpenRegion{external_id, seq};
+    return true;
+  }
+  cupti::ActivityApi* a = impl_->activity_fast.load(std::memory_order_acquire);
+  if (a == nullptr || !a->external_correlation_on()) return false;
+  a->push_external(external_id);
+  tl_open[tl_push_depth++] = OpenRegion{external_id, 0};
   return true;
 }
 
 void CuptiCapture::pop_region() {
   if (tl_push_depth == 0) return;
-  --tl_push_depth;
+  const OpenRegion open = tl_open[--tl_push_depth];
+  if (open.begin_seq != 0) {
+    // Paused or stopped since: nothing to end (the brackets were cleared).
+    if (cupti::LaunchMarkers* m = impl_->markers_fast.load(std::memory_order_acquire)) {
+      m->issue_end(open.external_id, open.begin_seq);
+    }
+    return;
+  }
   if (cupti::ActivityApi* a = impl_->activity_fast.load(std::memory_order_acquire)) {
     a->pop_external();
   } else if (impl_->activity) {
     impl_->activity->pop_external();  // paused: still balance CUPTI's per-thread stack
   }
-}
-
-void CuptiCapture::push_nccl_op(uint64_t op) {
-  cupti::ActivityApi* a = impl_->activity_fast.load(std::memory_order_acquire);
-  if (a == nullptr || !a->external_correlation_on()) return;
-  a->push_external(encode_nccl_op_id(op));
-  ++tl_push_depth;
 }
 
 void CuptiCapture::pop_nccl_op() { pop_region(); }
@@ -298,6 +348,12 @@ void CuptiCapture::reset_for_tests() {
   stop();
   std::lock_guard<std::mutex> lock(impl_->state_mutex);
   impl_->activity_fast.store(nullptr);
+  impl_->markers_fast.store(nullptr);
+  impl_->markers.reset();
+  impl_->brackets = cupti::LaunchBrackets();
+  impl_->undecided.clear();
+  impl_->undecided_released = 0;
+  impl_->driver_override = cupti::CudaDriverApi();
   impl_->activity.reset();
   impl_->pool.reset();
   impl_->parser.reset();
@@ -310,6 +366,11 @@ void CuptiCapture::reset_for_tests() {
   impl_->available.store(false);
   impl_->paused.store(false);
   impl_->flusher = std::thread();
+}
+
+void CuptiCapture::set_cuda_driver_for_tests(const cupti::CudaDriverApi& driver) {
+  std::lock_guard<std::mutex> lock(impl_->state_mutex);
+  impl_->driver_override = driver;
 }
 
 // capture_hooks.h: the NCCL layer's view of the capture.

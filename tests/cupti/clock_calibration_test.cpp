@@ -79,6 +79,52 @@ TEST(ClockCalibration, RestartsWhenTheTimeBaseChanges) {
   EXPECT_EQ(c.to_host(42'000'000'000ull), h1);
 }
 
+TEST(ClockCalibration, ATscBaseIsToldAndReportedInNanoseconds) {
+  ClockCalibration c;
+  const uint64_t h0 = 1'700'000'000'000'000'000ull;
+  const uint64_t tsc0 = 157'000'000'000ull;  // 75 s after boot at 2.1 GHz
+  for (int i = 0; i < 6; ++i) {
+    const uint64_t dh = static_cast<uint64_t>(i) * 10'000'000ull;
+    ASSERT_TRUE(c.add(sample(tsc0 + dh * 21 / 10, h0 + dh, 100)));
+  }
+  EXPECT_EQ(c.time_base(), ClockCalibration::TimeBase::kTicks);
+  EXPECT_NEAR(c.ns_per_unit(), 1.0 / 2.1, 1e-6);
+  // Issue 22: the skew was reported as -523809 ppm (the slope read as if a tick were a ns).
+  EXPECT_NEAR(c.skew_ppm(), 0.0, 1.0);
+  // The offset is the host time at tick 0 (boot), in ns: h0 - 75 s.
+  EXPECT_NEAR(static_cast<double>(c.offset_ns()),
+              static_cast<double>(h0) - static_cast<double>(tsc0) / 2.1, 1e4);
+  // A 1 ms kernel is 2.1 M ticks long: mapped through the fit it is 1 ms again.
+  const uint64_t start = tsc0 + 210'000'000ull;
+  EXPECT_NEAR(static_cast<double>(c.to_host(start + 2'100'000) - c.to_host(start)), 1e6, 2.0);
+}
+
+TEST(ClockCalibration, RecordsOfTheOldBaseAfterASwitchMidWindowKeepTheirMapping) {
+  // CUPTI ns until torch.profiler installs its TSC callback; one flush window then holds records
+  // of both bases, the old ones written before the switch.
+  ClockCalibration c;
+  const uint64_t h0 = 1'700'000'000'000'000'000ull;
+  for (int i = 0; i < 4; ++i) {
+    const uint64_t dh = static_cast<uint64_t>(i) * 10'000'000ull;
+    ASSERT_TRUE(c.add(sample(h0 + dh - 40, h0 + dh)));
+  }
+  EXPECT_EQ(c.time_base(), ClockCalibration::TimeBase::kNanoseconds);
+  const uint64_t old_kernel_start = h0 + 35'000'000ull - 40;  // written before the switch
+  const uint64_t h1 = h0 + 40'000'000ull;
+  const uint64_t tsc1 = 160'000'000'000ull;
+  ASSERT_TRUE(c.add(sample(tsc1, h1, 100)));
+  ASSERT_TRUE(c.add(sample(tsc1 + 21'000'000ull, h1 + 10'000'000ull, 100)));
+  EXPECT_EQ(c.time_base_changes(), 1u);
+  EXPECT_EQ(c.time_base(), ClockCalibration::TimeBase::kTicks);
+  // The old record still maps by the old model, the new ones by the new fit.
+  EXPECT_NEAR(static_cast<double>(c.to_host(old_kernel_start)),
+              static_cast<double>(h0 + 35'000'000ull), 200.0);
+  EXPECT_NEAR(static_cast<double>(c.to_host(tsc1 + 2'100'000ull)),
+              static_cast<double>(h1 + 1'000'000ull), 200.0);
+  c.reset();
+  EXPECT_EQ(c.to_host(old_kernel_start), old_kernel_start) << "reset forgets both models";
+}
+
 TEST(ClockCalibration, BestOfBurstKeepsTheTightestBracket) {
   struct Clocks {
     uint64_t host = 1000;

@@ -49,6 +49,9 @@ class CuptiCaptureTest : public ::testing::Test {
     opts_.flush_period_ms = 0;  // no thread: the test drives the windows
     opts_.buffer_bytes = 64 * 1024;
     opts_.max_buffers = 4;
+    // These tests are about the external-correlation path; launch markers have their own
+    // (cupti_markers_test.cpp).
+    opts_.attribution = RegionAttributionMode::kExternalCorrelation;
   }
   void TearDown() override {
     capture_.stop();
@@ -69,12 +72,15 @@ TEST_F(CuptiCaptureTest, EnablesTheActivityKindsWithoutASubscriber) {
   const auto& f = fake_cupti();
   EXPECT_EQ(f.register_calls, 1);
   for (uint32_t k : {cupti::kKindConcurrentKernel, cupti::kKindMemcpy, cupti::kKindMemset,
-                     cupti::kKindExternalCorrelation}) {
+                     cupti::kKindExternalCorrelation, cupti::kKindDriver, cupti::kKindRuntime}) {
     EXPECT_TRUE(contains(f.enabled, k)) << "kind " << k;
   }
   // Issue 11: only the kinds that are used. Synchronization and CUDA-event records would only be
   // counted, and every cudaEventQuery of the process (the probe's own too) would write one.
-  EXPECT_EQ(f.enabled.size(), 4u);
+  EXPECT_EQ(f.enabled.size(), 6u);
+  // Issue 22: CUPTI writes external correlations only with API records, and per-callback-id
+  // enabling writes none unless the DRIVER / RUNTIME kinds are on first.
+  EXPECT_EQ(f.cbids_on_without_api_kinds, 0);
   EXPECT_FALSE(contains(f.enabled, cupti::kKindSynchronization));
   EXPECT_FALSE(contains(f.enabled, cupti::kKindCudaEvent));
   EXPECT_EQ(f.zeroed_attr, 1) << "our buffers come pre-zeroed";
@@ -87,7 +93,7 @@ TEST_F(CuptiCaptureTest, KernelsOnlyEnablesKernelsAndTheirCorrelationsAlone) {
   opts_.kernels_only = true;  // STRAGGLER_PROBE_CUPTI_KINDS=kernels
   ASSERT_TRUE(start());
   const auto& f = fake_cupti();
-  EXPECT_EQ(f.enabled.size(), 2u);
+  EXPECT_EQ(f.enabled.size(), 4u) << "kernels, external correlation, DRIVER and RUNTIME";
   EXPECT_TRUE(contains(f.enabled, cupti::kKindConcurrentKernel));
   EXPECT_TRUE(contains(f.enabled, cupti::kKindExternalCorrelation));
 }
@@ -238,7 +244,6 @@ TEST_F(CuptiCaptureTest, AForeignBufferIsLeftAloneAndReported) {
 }
 
 TEST_F(CuptiCaptureTest, NoticesATimeBaseSwitchWhileRunning) {
-  opts_.recalibrate_every_windows = 1;
   ASSERT_TRUE(start());
   for (int i = 0; i < 3; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(6));

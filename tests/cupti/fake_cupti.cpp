@@ -104,8 +104,14 @@ int device_ts(uint8_t enable) {
   return 0;
 }
 
+bool kind_on(uint32_t kind) {
+  const auto& e = g_fake->enabled;
+  return std::find(e.begin(), e.end(), kind) != e.end();
+}
+
 int driver_api(uint32_t cbid, uint8_t on) {
   auto& v = g_fake->driver_cbids_on;
+  if (on != 0 && !kind_on(kKindDriver)) ++g_fake->cbids_on_without_api_kinds;
   if (on != 0) {
     v.push_back(cbid);
   } else {
@@ -114,7 +120,10 @@ int driver_api(uint32_t cbid, uint8_t on) {
   return 0;
 }
 
-int runtime_api(uint32_t, uint8_t) { return 0; }
+int runtime_api(uint32_t, uint8_t on) {
+  if (on != 0 && !kind_on(kKindRuntime)) ++g_fake->cbids_on_without_api_kinds;
+  return 0;
+}
 
 }  // namespace
 

@@ -24,6 +24,9 @@ struct FakeCupti {
   std::vector<uint32_t> enabled;  // currently enabled kinds
   std::vector<uint32_t> enable_calls;
   std::vector<uint32_t> driver_cbids_on;
+  // Launch callback ids turned on while the DRIVER / RUNTIME kinds were off: CUPTI then writes no
+  // API record, so no external correlation either (issue 22's first GPU run).
+  int cbids_on_without_api_kinds = 0;
   int zeroed_attr = -1;
   int device_timestamps = -1;
   std::vector<uint64_t> pushed;   // current external-id stack (this test is single-threaded)

@@ -58,6 +58,7 @@ class RuntimeRegionsTest : public ::testing::Test {
     o.flush_period_ms = 0;  // no thread: the test drives the flush windows
     o.buffer_bytes = 64 * 1024;
     o.max_buffers = 4;
+    o.attribution = RegionAttributionMode::kExternalCorrelation;  // the fake CUPTI's tags
     return CuptiCapture::instance().start_with(fake_cupti_api(), 13, 130001, o);
   }
 };

@@ -42,9 +42,10 @@ class SyntheticActivityBuffer {
   }
 
   SyntheticActivityBuffer& memset_rec(uint64_t start, uint64_t end, uint32_t correlation,
-                                      uint64_t bytes) {
+                                      uint64_t bytes, uint32_t value = 0) {
     auto r = timed<MemsetRecord>(kKindMemset, start, end, correlation);
     r.bytes = bytes;
+    r.value = value;
     add(r);
     return *this;
   }

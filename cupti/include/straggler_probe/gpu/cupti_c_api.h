@@ -35,6 +35,13 @@ typedef struct sp_cupti_stats {
   uint64_t clock_uncertainty_ns;
   uint32_t time_base_changes;
   uint32_t pauses;
+  int32_t time_base;          /* 0 unknown, 1 CUPTI ns, 2 ticks (a TSC timestamp callback) */
+  int32_t attribution;        /* 0 launch markers, 1 external correlation, 2 off */
+  double ns_per_unit;         /* ns per CUPTI time unit (the clock fit's slope) */
+  uint64_t markers_issued;    /* region / NCCL launch markers launched */
+  uint64_t marker_failures;   /* driver calls of the markers that failed (attribution stops) */
+  uint64_t markers_lost;      /* marker records whose entry was overwritten before read */
+  uint64_t undecided_released; /* activities decided without a later marker seen */
 } sp_cupti_stats;
 
 /* Every field of sp_cupti_stats after struct_size, in order, as X(type, name): the one list the
@@ -46,7 +53,9 @@ typedef struct sp_cupti_stats {
   X(uint64_t, untagged_activities) X(uint64_t, nccl_kernels) X(uint64_t, dropped_records) \
   X(uint64_t, buffers_refused) X(uint64_t, events_emitted) X(double, clock_skew_ppm)      \
   X(int64_t, clock_offset_ns) X(uint64_t, clock_uncertainty_ns)                           \
-  X(uint32_t, time_base_changes) X(uint32_t, pauses)
+  X(uint32_t, time_base_changes) X(uint32_t, pauses) X(int32_t, time_base)                \
+  X(int32_t, attribution) X(double, ns_per_unit) X(uint64_t, markers_issued)                \
+  X(uint64_t, marker_failures) X(uint64_t, markers_lost) X(uint64_t, undecided_released)
 
 /* Starts CUPTI capture (idempotent). SP_OK when capturing, SP_ERR_DISABLED when unavailable
  * (one warning was printed). */

@@ -20,9 +20,13 @@
 
 namespace sp::cupti {
 struct CuptiApi;
+struct CudaDriverApi;
 }
 
 namespace sp::gpu {
+
+// How kernels are attributed to the probe's regions (launch_markers.h says why markers).
+enum class RegionAttributionMode { kMarkers, kExternalCorrelation, kOff };
 
 struct CuptiCaptureOptions {
   bool enabled = true;               // STRAGGLER_PROBE_CUPTI=0 disables
@@ -31,7 +35,8 @@ struct CuptiCaptureOptions {
   size_t max_buffers = 16;           // STRAGGLER_PROBE_CUPTI_BUFFERS
   bool kernels_only = false;         // STRAGGLER_PROBE_CUPTI_KINDS=kernels
   uint32_t hold_windows = 1;
-  uint32_t recalibrate_every_windows = 20;
+  // STRAGGLER_PROBE_CUPTI_ATTRIBUTION=markers|external|off
+  RegionAttributionMode attribution = RegionAttributionMode::kMarkers;
 };
 
 // Reads the options; each malformed value is named in *errors (one line each) and left default.
@@ -69,6 +74,19 @@ struct CuptiCaptureStats {
   int64_t clock_offset_ns = 0;
   uint64_t clock_uncertainty_ns = 0;
   uint32_t time_base_changes = 0;
+  int32_t time_base = 0;            // 0 unknown, 1 CUPTI ns, 2 ticks (a TSC callback)
+  double ns_per_unit = 1.0;         // the fit's slope: ns per CUPTI time unit
+  // Region attribution (launch_markers.h): its mode (0 markers, 1 external correlation, 2 off),
+  // markers launched, driver calls that failed, markers whose record found its ring entry
+  // overwritten, pushes with no CUDA context current, brackets never ended, and activities
+  // released without a marker launched after them (decided on what was known).
+  int32_t attribution = 0;
+  uint64_t markers_issued = 0;
+  uint64_t marker_failures = 0;
+  uint64_t markers_lost = 0;
+  uint64_t markers_no_context = 0;
+  uint64_t brackets_open_expired = 0;
+  uint64_t undecided_released = 0;
 };
 
 class CuptiCapture {
@@ -97,9 +115,10 @@ class CuptiCapture {
   // Flushes and processes on the calling thread (tests, pause, shutdown).
   bool flush_now(bool forced = false);
 
-  // Hot path: external correlation around probe regions and NCCL operations. Per-thread nesting.
-  // push_region returns whether it pushed (false at once while capture is off or paused); a pop
-  // only removes what this thread pushed, so nesting stays balanced across a pause.
+  // Hot path: brackets around probe regions and NCCL operations (launch markers, or external
+  // correlation ids). Per-thread nesting. push_region returns whether it opened one (false at
+  // once while capture is off or paused); a pop only closes what this thread opened, so nesting
+  // stays balanced across a pause.
   bool push_region(uint32_t kind, int32_t microbatch, uint32_t name_id);
   void pop_region();
   void push_nccl_op(uint64_t op);
@@ -120,8 +139,15 @@ class CuptiCapture {
 
   // Tests: back to the never-started state (stops first).
   void reset_for_tests();
+  // Tests: the CUDA driver the launch markers use at the next start (a fake), instead of the
+  // process's libcuda.so.1.
+  void set_cuda_driver_for_tests(const cupti::CudaDriverApi& driver);
 
  private:
+  // A region or NCCL bracket opened on this thread: a begin marker, else an external correlation
+  // push (STRAGGLER_PROBE_CUPTI_ATTRIBUTION=external).
+  bool open_bracket(uint64_t external_id);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
