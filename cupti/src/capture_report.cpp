@@ -20,7 +20,8 @@ std::string_view region_type_name(uint32_t kind) {
 }
 
 // How kernels reach their regions, with what it lost.
-std::string attribution_words(RegionAttributionMode mode, const cupti::LaunchMarkers* markers) {
+std::string attribution_words(RegionAttributionMode mode, const cupti::LaunchMarkers* markers,
+                              uint64_t seen) {
   switch (mode) {
     case RegionAttributionMode::kExternalCorrelation:
       return "external correlation (API records)";
@@ -33,6 +34,7 @@ std::string attribution_words(RegionAttributionMode mode, const cupti::LaunchMar
   const cupti::LaunchMarkerStats m = markers->stats();
   std::string out = "launch markers (" + std::to_string(m.issued) + " launched, " +
                     std::to_string(m.lost) + " lost";
+  if (m.issued > 0 && seen == 0) out += ", none seen in CUPTI's records";
   if (m.failed > 0) out += ", stopped: " + markers->last_error();
   return out + ")";
 }
@@ -78,7 +80,11 @@ CuptiCaptureStats CuptiCapture::stats() const {
     out.marker_failures = m.failed;
     out.markers_lost = m.lost;
     out.markers_no_context = m.no_context;
+    out.marker_stream_driver = m.stream_id;
   }
+  out.markers_seen = s.brackets.stats().markers;
+  out.marker_stream_cupti = s.marker_stream_cupti;
+  out.zero_correlation_activities = s.zero_correlation;
   out.brackets_open_expired = s.brackets.stats().open_expired;
   out.undecided_released = s.undecided_released;
   return out;
@@ -94,7 +100,7 @@ std::string CuptiCapture::report(size_t top_k) const {
        << (s.parser ? s.parser->stats().kernels : 0) << " kernels, " << r.tagged
        << " activities in regions, " << r.untagged << " outside, " << r.nccl_tagged
        << " in NCCL operations, attribution: "
-       << attribution_words(s.opts.attribution, s.markers.get());
+       << attribution_words(s.opts.attribution, s.markers.get(), s.brackets.stats().markers);
     // Losses belong next to the figures they make incomplete.
     if (s.activity) {
       const cupti::ActivityApiStats a = s.activity->stats();

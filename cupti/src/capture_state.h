@@ -64,6 +64,8 @@ struct CuptiCapture::Impl {
   };
   std::vector<Undecided> undecided;
   uint64_t undecided_released = 0;
+  uint64_t marker_stream_cupti = 0;      // the streamId CUPTI's marker records carry
+  uint64_t zero_correlation = 0;         // activities CUPTI gave no correlation id
   uint32_t before_changes_warned = 0;  // time-base switches already said  // released outside every region with no later marker seen
   uint64_t windows = 0;
   uint64_t events_emitted = 0;

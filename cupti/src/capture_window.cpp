@@ -104,8 +104,10 @@ void CuptiCapture::Impl::bracket_locked(std::vector<cupti::GpuActivity>& acts, u
         cupti::LaunchMarkers::is_marker_value(a.subtype, a.bytes)) {
       cupti::LaunchMarkers::Marker m;
       if (markers->lookup(a.subtype, &m)) brackets.add_marker(a.correlation, m, window);
+      marker_stream_cupti = a.stream;
       continue;  // the probe's own memset, never the job's activity
     }
+    if (a.correlation == 0) ++zero_correlation;
     rest.push_back(a);
   }
   const uint64_t hold = static_cast<uint64_t>(opts.hold_windows) + 1;

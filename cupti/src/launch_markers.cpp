@@ -72,6 +72,10 @@ const LaunchMarkers::ContextSlot* LaunchMarkers::slot_for(CuContext ctx) {
       fail("cuMemAlloc/cuStreamCreate for the launch markers", r);
       return nullptr;
     }
+    unsigned long long id = 0;
+    if (driver_.stream_get_id(s.stream, &id) == kCuSuccess && stream_id_.load() == 0) {
+      stream_id_.store(id);  // diagnosis only: CUPTI's record names the stream its own way
+    }
     s.context.store(ctx, std::memory_order_release);
     return &s;
   }
@@ -120,6 +124,7 @@ LaunchMarkerStats LaunchMarkers::stats() const {
   s.failed = failed_calls_.load(std::memory_order_relaxed);
   s.no_context = no_context_.load(std::memory_order_relaxed);
   s.lost = lost_.load(std::memory_order_relaxed);
+  s.stream_id = stream_id_.load(std::memory_order_relaxed);
   return s;
 }
 

@@ -32,6 +32,7 @@ struct LaunchMarkerStats {
   uint64_t failed = 0;       // a driver call failed (the markers then stop: one warning)
   uint64_t no_context = 0;   // no CUDA context current on the thread: nothing to bracket
   uint64_t lost = 0;         // records whose ring entry was overwritten before it was read
+  uint64_t stream_id = 0;    // cuStreamGetId of the first context's marker stream
 };
 
 class LaunchMarkers {
@@ -96,6 +97,7 @@ class LaunchMarkers {
   ContextSlot slots_[kMaxContexts];
   std::mutex slots_mutex_;  // creating a context's stream and target: once per context
   std::atomic<uint64_t> issued_{0}, failed_calls_{0}, no_context_{0}, lost_{0};
+  std::atomic<uint64_t> stream_id_{0};
   mutable std::mutex error_mutex_;
   std::string last_error_;
 };

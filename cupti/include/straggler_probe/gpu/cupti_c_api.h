@@ -42,6 +42,10 @@ typedef struct sp_cupti_stats {
   uint64_t marker_failures;   /* driver calls of the markers that failed (attribution stops) */
   uint64_t markers_lost;      /* marker records whose entry was overwritten before read */
   uint64_t undecided_released; /* activities decided without a later marker seen */
+  uint64_t markers_seen;      /* marker records found in CUPTI's buffers */
+  uint64_t marker_stream_cupti;  /* the marker stream as CUPTI's records name it */
+  uint64_t marker_stream_driver; /* ... and as cuStreamGetId does (diagnosis) */
+  uint64_t zero_correlation_activities; /* activities with no correlation id: unattributable */
 } sp_cupti_stats;
 
 /* Every field of sp_cupti_stats after struct_size, in order, as X(type, name): the one list the
@@ -55,7 +59,9 @@ typedef struct sp_cupti_stats {
   X(int64_t, clock_offset_ns) X(uint64_t, clock_uncertainty_ns)                           \
   X(uint32_t, time_base_changes) X(uint32_t, pauses) X(int32_t, time_base)                \
   X(int32_t, attribution) X(double, ns_per_unit) X(uint64_t, markers_issued)                \
-  X(uint64_t, marker_failures) X(uint64_t, markers_lost) X(uint64_t, undecided_released)
+  X(uint64_t, marker_failures) X(uint64_t, markers_lost) X(uint64_t, undecided_released)  \
+  X(uint64_t, markers_seen) X(uint64_t, marker_stream_cupti) X(uint64_t, marker_stream_driver) \
+  X(uint64_t, zero_correlation_activities)
 
 /* Starts CUPTI capture (idempotent). SP_OK when capturing, SP_ERR_DISABLED when unavailable
  * (one warning was printed). */

@@ -87,6 +87,13 @@ struct CuptiCaptureStats {
   uint64_t markers_no_context = 0;
   uint64_t brackets_open_expired = 0;
   uint64_t undecided_released = 0;
+  // Marker records found in CUPTI's buffers (a launched marker never seen means CUPTI does not
+  // record the memset's value: attribution cannot work, and the report says so), and the stream
+  // ids both sides give the marker stream (CUPTI's record vs cuStreamGetId), for diagnosis.
+  uint64_t markers_seen = 0;
+  uint64_t marker_stream_cupti = 0;
+  uint64_t marker_stream_driver = 0;
+  uint64_t zero_correlation_activities = 0;  // kernels with correlation id 0: not attributable
 };
 
 class CuptiCapture {
