@@ -20,10 +20,12 @@ namespace sp::gpu {
 namespace log = runtime::log;
 namespace {
 
+// 0 when CUPTI cannot say: best_of_burst then keeps no sample of it (a zero reading is never
+// the tightest valid bracket the fit accepts: ClockCalibration::add sees it disagree or skips it).
 uint64_t cupti_now(void* ctx) {
   const auto* api = static_cast<const cupti::CuptiApi*>(ctx);
   uint64_t ts = 0;
-  api->get_timestamp(&ts);
+  if (api->get_timestamp(&ts) != cupti::kCuptiSuccess) return 0;
   return ts;
 }
 
@@ -42,13 +44,20 @@ void CuptiCapture::Impl::emit(const sp_event& ev) {
 void CuptiCapture::Impl::calibrate_locked() {
   if (api.get_timestamp == nullptr) return;
   const uint32_t before = clock.time_base_changes();
-  clock.add(cupti::best_of_burst(&cupti_now, &api, &host_now, nullptr, 7));
+  const cupti::ClockSample first = cupti::best_of_burst(&cupti_now, &api, &host_now, nullptr, 7);
+  if (first.device_ts == 0) {
+    log::warn_once("cupti_timestamp_failed",
+                   "cuptiGetTimestamp failed: GPU times keep the last clock fit");
+    return;
+  }
+  clock.add(first);
   if (clock.slope_fitted() && clock.time_base_changes() == before) return;
   // A new model (first start, or a time-base switch such as Kineto's TSC callback): its slope
   // needs a baseline (ClockCalibrationOptions::min_slope_baseline_ns), or this window's records
   // would be mapped as if a tick were a nanosecond. One short wait, once per switch.
   std::this_thread::sleep_for(std::chrono::milliseconds(6));
-  clock.add(cupti::best_of_burst(&cupti_now, &api, &host_now, nullptr, 7));
+  const cupti::ClockSample second = cupti::best_of_burst(&cupti_now, &api, &host_now, nullptr, 7);
+  if (second.device_ts != 0) clock.add(second);
   if (clock.time_base_changes() != before && before_changes_warned != clock.time_base_changes()) {
     before_changes_warned = clock.time_base_changes();
     log::info(std::string("CUPTI time base is now ") +
@@ -170,7 +179,11 @@ void CuptiCapture::Impl::handle_activity_locked(const cupti::GpuActivity& raw, u
 
 bool CuptiCapture::Impl::process_locked(bool forced) {
   if (!activity || capture_in_forked_child()) return false;
-  activity->flush(forced);
+  if (const cupti::CuptiResult r = activity->flush(forced); r != cupti::kCuptiSuccess) {
+    log::warn_once("cupti_flush_failed", "cuptiActivityFlushAll failed: " +
+                                             cupti::result_string(api, r) +
+                                             "; buffers come back when CUPTI completes them");
+  }
   std::vector<cupti::CompletedBuffer> buffers = activity->take_completed();
   std::vector<cupti::BufferView> views;
   views.reserve(buffers.size());
