@@ -1,5 +1,7 @@
 #include "plugin/plugin_handles.h"
 
+#include "straggler_probe/gpu/event_sink.h"
+
 namespace sp::nccl::plugin {
 
 StatelessHandle g_kernel_launch{kProfileKernelLaunch, false};
@@ -40,20 +42,26 @@ void Pools::give(ChannelHandle* h) {
 }
 
 void Pools::reset_for_tests() {
-  for (uint32_t i = 0; i < kMaxOps; ++i) {
-    ops_[i].in_use.store(false);
-    ops_[i].emitted.store(false);
-  }
+  for (uint32_t i = 0; i < kMaxOps; ++i) ops_[i].in_use.store(false);
   free_ops_.reset();
   free_channels_.reset();
 #define SP_RESET(name) name = 0;
   SP_PLUGIN_COUNTERS(SP_RESET)
 #undef SP_RESET
+  next_sweep_ns = 0;
+  sweep_after_ns = kSweepAfterNs;
+  sweep_period_ns = kSweepPeriodNs;
+  clock = nullptr;
 }
 
 Pools& pools() {
   static Pools* p = new Pools();  // leaked: proxy threads may report during exit
   return *p;
+}
+
+uint64_t now_ns() {
+  const ClockFn clock = pools().clock.load(std::memory_order_relaxed);
+  return clock != nullptr ? clock() : gpu::probe_now_ns();
 }
 
 }  // namespace sp::nccl::plugin

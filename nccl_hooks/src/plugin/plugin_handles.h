@@ -9,6 +9,7 @@
 
 #include "comm_registry.h"
 #include "index_free_list.h"
+#include "plugin/plugin_op_state.h"
 #include "plugin/profiler_plugin_core.h"
 #include "straggler_probe/probe.h"
 
@@ -17,6 +18,11 @@ namespace sp::nccl::plugin {
 constexpr uint64_t kTagContext = 0x5350'4354'5800'0001ull;  // "SPCTX"
 constexpr uint32_t kMaxOps = 8192;
 constexpr uint32_t kMaxChannels = 32768;
+// The timed sweep (plugin_operations.cpp): operations waiting this long for channels that
+// never started are given up with host times, checked at most once per period.
+constexpr uint64_t kSweepAfterNs = 10ull * 1000 * 1000 * 1000;
+constexpr uint64_t kSweepPeriodNs = 1000ull * 1000 * 1000;
+using ClockFn = uint64_t (*)();
 
 // One per communicator (plugin init); leaked at finalize, since a proxy thread may still hold a
 // handle pointing at it.
@@ -41,18 +47,15 @@ struct OpHandle {
   uint64_t bytes = 0;
   int32_t peer = -1;
   int64_t step_label = -1;
-  uint64_t host_start = 0;
-  bool graph_captured = false;       // persistent: one emission per replay
-  std::atomic<uint64_t> replays{0};  // replays emitted (graph-captured operations)
-  std::atomic<uint32_t> replay_channels_started{0};
+  // Atomic: the sweep reads it while another thread may be reusing the handle.
+  std::atomic<uint64_t> host_start{0};
+  std::atomic<uint64_t> replays{0};      // replays emitted (graph-captured operations)
   std::atomic<int64_t> replay_step{-1};  // the step the current replay began in
   std::atomic<uint64_t> host_stop{0};
-  uint32_t channels_expected = 0;
-  std::atomic<uint32_t> channels_stopped{0};
+  uint32_t channels_expected = 0;  // KernelCh events awaited; 0: complete at the op's own stop
+  OpState state;                   // channels, stop, retirement (plugin_op_state.h)
   std::atomic<uint64_t> gpu_start{UINT64_MAX};
   std::atomic<uint64_t> gpu_end{0};
-  std::atomic<bool> op_stopped{false};
-  std::atomic<bool> emitted{false};
   std::atomic<bool> in_use{false};
 };
 
@@ -94,6 +97,12 @@ class Pools {
   SP_PLUGIN_COUNTERS(SP_DECLARE)
 #undef SP_DECLARE
   std::atomic<uint64_t> next_launch{1};
+  // The timed sweep: when it is next due, its settings, and the clock (nullptr: the probe clock;
+  // tests set their own).
+  std::atomic<uint64_t> next_sweep_ns{0};
+  std::atomic<uint64_t> sweep_after_ns{kSweepAfterNs};
+  std::atomic<uint64_t> sweep_period_ns{kSweepPeriodNs};
+  std::atomic<ClockFn> clock{nullptr};
 
  private:
   std::unique_ptr<OpHandle[]> ops_;
@@ -104,5 +113,7 @@ class Pools {
 
 // The process-wide pools (leaked: proxy threads may report during exit).
 Pools& pools();
+// The plugin's host clock: the probe clock, or the tests' own.
+uint64_t now_ns();
 
 }  // namespace sp::nccl::plugin

@@ -1,6 +1,7 @@
 #include "plugin/plugin_operations.h"
 
 #include <algorithm>
+#include <string>
 
 #include "nccl_emit.h"
 #include "nccl_op_names.h"
@@ -15,7 +16,6 @@ namespace log = runtime::log;
 // %globaltimer is ns since the epoch, kept close to the host clock by the driver. Farther than
 // this from the host's view of the operation, it is not trusted (host times are used).
 constexpr uint64_t kMaxGpuTimerSkewNs = 10ull * 1000 * 1000 * 1000;
-constexpr uint64_t kSweepAfterNs = 10ull * 1000 * 1000 * 1000;
 // Tag of the sequence space of a captured operation's replays (comm_registry.h's child_id).
 constexpr uint64_t kGraphReplayTag = 0x6772617068ull;  // "graph"
 
@@ -59,11 +59,10 @@ void emit_replay(OpHandle* h) {
   ev.group_id = CommRegistry::child_id(h->ctx->comm_hash, kGraphReplayTag, capture);
   ev.seq = replay;
   uint64_t start = 0, end = 0;
-  const bool timed = gpu_span(h, gpu::probe_now_ns(), &start, &end);
+  const bool timed = gpu_span(h, now_ns(), &start, &end);
   const int64_t step = h->replay_step.load(std::memory_order_relaxed);
   h->gpu_start.store(UINT64_MAX);
   h->gpu_end.store(0);
-  h->replay_channels_started.store(0);
   if (!timed || !h->ctx->record) return;
   ev.start_ns = start;
   ev.end_ns = end;
@@ -74,18 +73,31 @@ void emit_replay(OpHandle* h) {
   p.ops_gpu_timed.fetch_add(1, std::memory_order_relaxed);
 }
 
-void maybe_complete(OpHandle* h) {
-  // seq_cst: the user thread (op stop) and the proxy thread (last channel stop) each store then
-  // load the other's flag; at least one of them must see both.
-  if (!h->op_stopped.load()) return;
-  if (h->channels_stopped.load() < h->channels_expected) return;
-  if (h->graph_captured) {
-    // A replay's channels all stopped: emit it and wait for the next replay.
-    h->channels_stopped.store(0);
-    emit_replay(h);
-    return;
+// What the thread that delivered an event does with its outcome (plugin_op_state.h).
+void finish(OpHandle* h, OpState::Outcome out) {
+  switch (out) {
+    case OpState::Outcome::kComplete:
+      emit_and_free(h, Ending::kCompleted);
+      break;
+    case OpState::Outcome::kReplay:
+      emit_replay(h);
+      break;
+    case OpState::Outcome::kDrop:
+      pools().give(h);
+      break;
+    case OpState::Outcome::kWait:
+      break;
   }
-  emit_and_free(h, false);
+}
+
+// The KernelCh events an operation will get (v4+; profiler_plugin_core.h says why these have
+// none whatever nChannels says): NCCL adds no proxy operation, hence no channel event, for a
+// send or receive to the rank itself, and a one-rank communicator's collectives are copies.
+uint32_t channels_awaited(const Context* ctx, const EventDesc& d) {
+  if (ctx->version < 4 || d.type == kProfileCeColl || ctx->nranks == 1) return 0;
+  const int self = ctx->rank >= 0 ? ctx->rank : d.rank;
+  if (d.type == kProfileP2p && self >= 0 && d.peer == self) return 0;
+  return d.channels;
 }
 
 void learn_identity(Context* ctx, const EventDesc& d) {
@@ -108,24 +120,27 @@ uint64_t next_seq(CommInfo* c, const EventDesc& d) {
 
 }  // namespace
 
-void emit_and_free(OpHandle* h, bool swept) {
-  if (h->emitted.exchange(true)) return;
+void emit_and_free(OpHandle* h, Ending how) {
   Pools& p = pools();
+  const bool swept = how == Ending::kSwept;
   sp_event ev = operation_event(h);
-  ev.start_ns = h->host_start;
-  ev.end_ns = std::max(h->host_start, h->host_stop.load());
+  const uint64_t host_start = h->host_start.load(std::memory_order_relaxed);
+  ev.start_ns = host_start;
+  ev.end_ns = std::max(host_start, h->host_stop.load());
   ev.time_source = SP_TIME_HOST;
   uint64_t start = 0, end = 0;
-  if (!swept && gpu_span(h, h->host_start, &start, &end)) {
+  if (!swept && gpu_span(h, host_start, &start, &end)) {
     ev.start_ns = start;
     ev.end_ns = end;
     ev.time_source = SP_TIME_NCCL;
     p.ops_gpu_timed.fetch_add(1, std::memory_order_relaxed);
+  } else if (!swept && OpState::started(h->state.load()) == 0) {
+    p.ops_no_channel.fetch_add(1, std::memory_order_relaxed);
   }
   gpu::tag_step(ev, h->step_label);
   if (h->ctx->record) emit_nccl_event(ev);
   p.ops_emitted.fetch_add(1, std::memory_order_relaxed);
-  if (swept) p.ops_swept.fetch_add(1, std::memory_order_relaxed);
+  (swept ? p.ops_swept : p.ops_completed).fetch_add(1, std::memory_order_relaxed);
   p.give(h);
 }
 
@@ -144,27 +159,22 @@ int start_op(Context* ctx, void** handle, const EventDesc& d) {
   h->peer = (d.coll == SP_COLL_SEND || d.coll == SP_COLL_RECV) ? d.peer : -1;
   h->seq = next_seq(ctx->comm, d);
   h->step_label = gpu::current_step_label();
-  h->host_start = gpu::probe_now_ns();
+  const uint64_t now = now_ns();
+  h->host_start.store(now, std::memory_order_relaxed);
   h->host_stop.store(0);
   // The parent is our CollApi / P2pApi handle (v5+): it says whether the call is captured.
-  h->graph_captured = d.parent == &g_api_captured;
+  const bool captured = d.parent == &g_api_captured;
   h->replays.store(0);
-  h->replay_channels_started.store(0);
   h->replay_step.store(-1);
-  // Channels are awaited only when KernelCh events come with timers (v4+); copy-engine
-  // collectives (v6) have none.
-  h->channels_expected = ctx->version >= 4 && d.type != kProfileCeColl ? d.channels : 0;
-  h->channels_stopped.store(0);
+  h->channels_expected = channels_awaited(ctx, d);
   h->gpu_start.store(UINT64_MAX);
   h->gpu_end.store(0);
-  h->op_stopped.store(false);
-  h->emitted.store(false);
+  h->state.begin(captured);  // publishes the fields above to the sweep
   h->in_use.store(true, std::memory_order_release);
-  if (h->graph_captured) p.graph_ops.fetch_add(1, std::memory_order_relaxed);
-  const uint64_t started = p.ops_started.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (captured) p.graph_ops.fetch_add(1, std::memory_order_relaxed);
+  p.ops_started.fetch_add(1, std::memory_order_relaxed);
   *handle = h;
-  // Now and then, give up on operations whose channels never reported (10 s).
-  if (started % 1024 == 0) plugin_sweep(kSweepAfterNs);
+  sweep_if_due(now);
   return 0;
 }
 
@@ -179,12 +189,20 @@ int start_channel(void** handle, const EventDesc& d) {
     (ours ? p.stale_channels : p.orphan_channels).fetch_add(1, std::memory_order_relaxed);
     return 0;
   }
+  // The channel handle first: a channel attached without one would never stop.
   ChannelHandle* h = p.take_channel();
   if (h == nullptr) return 0;
+  bool first = false;
+  if (!parent->state.attach_channel(&first)) {
+    // The operation was given up (swept) or is completing: this channel is not its own.
+    p.give(h);
+    p.stale_channels.fetch_add(1, std::memory_order_relaxed);
+    return 0;
+  }
   h->parent = parent;
   h->start = d.has_gpu_timer ? d.gpu_timer : 0;
   h->stop = 0;
-  if (parent->graph_captured && parent->replay_channels_started.fetch_add(1) == 0) {
+  if (first && OpState::captured(parent->state.load())) {
     parent->replay_step.store(gpu::current_step_label(), std::memory_order_relaxed);
   }
   if (d.has_gpu_timer && d.gpu_timer != 0) {
@@ -197,9 +215,10 @@ int start_channel(void** handle, const EventDesc& d) {
 }
 
 void stop_op(OpHandle* h) {
-  h->host_stop.store(gpu::probe_now_ns());
-  h->op_stopped.store(true);
-  if (!h->graph_captured) maybe_complete(h);  // a captured one completes at its replays
+  const uint64_t now = now_ns();
+  h->host_stop.store(now);
+  finish(h, h->state.stop_op(h->channels_expected));  // h may be reused from here on
+  sweep_if_due(now);
 }
 
 void stop_channel(ChannelHandle* ch) {
@@ -209,9 +228,65 @@ void stop_channel(ChannelHandle* ch) {
     while (ch->stop > cur && !parent->gpu_end.compare_exchange_weak(cur, ch->stop)) {
     }
   }
-  parent->channels_stopped.fetch_add(1);
   pools().give(ch);
-  maybe_complete(parent);
+  // The parent stays ours until this detach: no one retires an operation with a channel in flight.
+  finish(parent, parent->state.detach_channel(parent->channels_expected));
+}
+
+void sweep(uint64_t now, uint64_t older_than_ns) {
+  uint64_t swept = 0;
+  pools().for_each_op_in_use([&](OpHandle* h) {
+    const uint64_t s = h->state.load();
+    if (OpState::captured(s) || !OpState::idle(s)) return;  // replays come; or channels run
+    const uint64_t start = h->host_start.load(std::memory_order_relaxed);
+    if (now <= start || now - start <= older_than_ns) return;  // young (or the clock went back)
+    if (!h->state.retire_if_idle(s)) return;  // something arrived, or the handle was reused
+    emit_and_free(h, Ending::kSwept);
+    ++swept;
+  });
+  if (swept == 0) return;
+  log::warn_once("nccl_plugin_swept",
+                 "NCCL profiler plugin: " + std::to_string(swept) +
+                     " operation(s) got no channel (KernelCh) events within " +
+                     std::to_string(older_than_ns / 1000000) +
+                     " ms of their enqueue; recorded with host times (plugin_ops_swept counts "
+                     "them; said once)");
+}
+
+void sweep_if_due(uint64_t now) {
+  Pools& p = pools();
+  uint64_t due = p.next_sweep_ns.load(std::memory_order_relaxed);
+  const uint64_t period = p.sweep_period_ns.load(std::memory_order_relaxed);
+  // Not due yet, unless the clock went back by more than a period.
+  if (now < due && due - now <= period) return;
+  // One thread sweeps; the others go on at once.
+  if (!p.next_sweep_ns.compare_exchange_strong(due, now + period, std::memory_order_relaxed)) {
+    return;
+  }
+  sweep(now, p.sweep_after_ns.load(std::memory_order_relaxed));
+}
+
+void finalize_ops(const Context* ctx) {
+  uint64_t given_up = 0;
+  pools().for_each_op_in_use([&](OpHandle* h) {
+    if (h->ctx != ctx) return;
+    const uint64_t s = h->state.load();
+    // One with a channel in flight is left to that channel's stop (a retired handle must see no
+    // more events); one NCCL never stopped is still NCCL's.
+    if (!h->state.retire_if_idle(s)) return;
+    if (OpState::captured(s)) {
+      pools().give(h);
+    } else {
+      emit_and_free(h, Ending::kSwept);
+      ++given_up;
+    }
+  });
+  if (given_up == 0) return;
+  log::warn_once("nccl_plugin_finalize_open",
+                 "NCCL profiler plugin: " + std::to_string(given_up) +
+                     " operation(s) still waited for channel (KernelCh) events when their "
+                     "communicator ended; recorded with host times (plugin_ops_swept counts "
+                     "them; said once)");
 }
 
 }  // namespace sp::nccl::plugin

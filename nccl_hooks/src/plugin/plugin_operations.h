@@ -2,6 +2,8 @@
 // event order and the CUDA-graph rule). Called by the entry points in profiler_plugin_core.cpp.
 #pragma once
 
+#include <cstdint>
+
 #include "plugin/plugin_handles.h"
 
 namespace sp::nccl::plugin {
@@ -10,8 +12,23 @@ int start_op(Context* ctx, void** handle, const EventDesc& d);
 int start_channel(void** handle, const EventDesc& d);
 void stop_op(OpHandle* h);
 void stop_channel(ChannelHandle* ch);
-// Emits the operation once (whoever completes it first) and returns the handle to the pool;
-// `swept`: its channels never all reported, so host times.
-void emit_and_free(OpHandle* h, bool swept);
+
+enum class Ending : uint8_t {
+  kCompleted,  // all its channels stopped (GPU times), or it has none (host times)
+  kSwept,      // given up: its channels never all reported (host times)
+};
+// Emits the operation and returns the handle to the pool; only its owner (who retired it,
+// plugin_op_state.h) calls this.
+void emit_and_free(OpHandle* h, Ending how);
+
+// The timed sweep: emits, with host times, operations NCCL stopped more than `older_than_ns`
+// ago whose channels never started (none in flight), as of `now` (the plugin's clock).
+void sweep(uint64_t now, uint64_t older_than_ns);
+// Runs the sweep when its period (1 s) has passed since the last one: called by the start and
+// stop of operations with the time they read anyway, so it costs one relaxed load otherwise.
+void sweep_if_due(uint64_t now);
+// The communicator ends: its operations waiting for channels are emitted (host times), its
+// captured operations' handles given back.
+void finalize_ops(const Context* ctx);
 
 }  // namespace sp::nccl::plugin

@@ -129,26 +129,20 @@ int plugin_finalize(void* context) {
   comm_registry().remove(ctx);
   // Operations of this communicator still waiting for channels are emitted now, and its captured
   // operations' handles freed: no more events come for them after finalize.
-  pools().for_each_op_in_use([ctx](plugin::OpHandle* h) {
-    if (h->ctx != ctx) return;
-    if (h->graph_captured) {
-      pools().give(h);
-    } else if (h->op_stopped.load()) {
-      plugin::emit_and_free(h, true);
-    }
-  });
+  plugin::finalize_ops(ctx);
   ctx->tag = 0;
   // The context itself is leaked: a proxy thread may still hold a handle pointing at it.
   return 0;
 }
 
-void plugin_sweep(uint64_t older_than_ns) {
-  const uint64_t now = gpu::probe_now_ns();
-  pools().for_each_op_in_use([&](plugin::OpHandle* h) {
-    if (!h->graph_captured && h->op_stopped.load() && now - h->host_start > older_than_ns) {
-      plugin::emit_and_free(h, true);
-    }
-  });
+void plugin_sweep(uint64_t older_than_ns) { plugin::sweep(plugin::now_ns(), older_than_ns); }
+
+void plugin_set_sweep_for_tests(uint64_t older_than_ns, uint64_t period_ns, uint64_t (*clock)()) {
+  plugin::Pools& p = pools();
+  p.sweep_after_ns = older_than_ns;
+  p.sweep_period_ns = period_ns;
+  p.clock = clock;
+  p.next_sweep_ns = 0;
 }
 
 PluginStats plugin_stats() {

@@ -13,8 +13,17 @@
 // complete when its Coll/P2p event stopped and all its channels stopped. Handles come from fixed
 // pools taken and given back without a lock (plugin_handles.h; a late event can never touch freed
 // memory, and a freed handle is reused last); when a pool is empty startEvent returns a null
-// handle and NCCL skips that event (counted). Operations whose channels never report are swept out
-// after a timeout with host times.
+// handle and NCCL skips that event (counted).
+//
+// Operations without channels: NCCL stops the Coll / P2p event right after handing the plan's
+// proxy operations to its proxy thread, and KernelCh starts come later, from that thread, once
+// the kernel stamped the channel's start; so the stop cannot wait to see whether channels come.
+// What says none will is the descriptor: nChannels 0; a send or receive whose peer is the rank
+// itself (NCCL gives a self send/recv a channel count but no proxy operation, so no KernelCh); a
+// one-rank communicator (its collectives are copies without events, its p2p self). Those
+// complete at their own stop with host times (ops_no_channel). Operations whose channels never
+// start anyway are swept out with host times after 10 s (checked at most once a second, from the
+// start and stop events); one with a channel in flight is running and is never swept.
 //
 // CUDA graphs: a collective captured into a graph starts and stops its Coll event once, at
 // capture, and its KernelCh events come at every replay, naming that capture's handle. From v5 the
@@ -58,14 +67,22 @@ struct EventDesc {
 };
 
 // The plugin's counters: one list for the stats struct, the atomics, their read and reset.
-//   ops_swept: channels never all reported, host times; pool_exhausted: a null handle was
-//   returned (NCCL skips that event); orphan_channels: KernelCh without a live parent; ce_ops:
-//   v6 copy-engine collectives (host-timed)
+//   ops_started: Coll / P2p / CeColl events given a handle; ops_emitted: operations emitted
+//   (ops_completed + ops_swept); ops_completed: emitted when complete, at their last channel's
+//   stop (GPU times) or at their own stop; ops_no_channel: of those, completed at their own stop
+//   with host times because no channel reports for them (self send/recv, one-rank
+//   communicators, nChannels 0, v6 copy-engine collectives, v1-v3); ops_swept: given up with
+//   host times (channels never started within the sweep's bound, or the communicator ended);
+//   pool_exhausted: a null handle was returned (NCCL skips that event); orphan_channels:
+//   KernelCh without a live parent; ce_ops: v6 copy-engine collectives (host-timed)
 //   graph_ops: operations captured into CUDA graphs (persistent handles); graph_replays: their
-//   replays emitted; stale_channels: channels naming a handle already freed (v4 graph replays)
+//   replays emitted; stale_channels: channels naming a handle already freed or an operation
+//   already given up (v4 graph replays; a channel starting after its operation was swept)
+// New counters go at the end (nccl_c_api.h copies them into a C struct).
 #define SP_PLUGIN_COUNTERS(X) \
   X(contexts) X(ops_started) X(ops_emitted) X(ops_gpu_timed) X(ops_swept) X(pool_exhausted) \
-  X(orphan_channels) X(ce_ops) X(graph_ops) X(graph_replays) X(stale_channels)
+  X(orphan_channels) X(ce_ops) X(graph_ops) X(graph_replays) X(stale_channels) \
+  X(ops_completed) X(ops_no_channel)
 
 struct PluginStats {
 #define SP_DECLARE(name) uint64_t name = 0;
@@ -91,8 +108,13 @@ int plugin_record_state(void* handle, int state, uint64_t gpu_timer, bool has_gp
 int plugin_finalize(void* context);
 
 PluginStats plugin_stats();
-// Emits operations waiting on channels for longer than `older_than_ns` with host times.
+// Emits operations waiting on channels for longer than `older_than_ns` with host times (those
+// NCCL stopped, with no channel in flight). start / stop events run it on their own, at most once
+// per second, with a bound of 10 s.
 void plugin_sweep(uint64_t older_than_ns);
+// Tests: the timed sweep's bound and period, and the plugin's host clock (nullptr: the probe
+// clock). plugin_reset_for_tests restores the defaults.
+void plugin_set_sweep_for_tests(uint64_t older_than_ns, uint64_t period_ns, uint64_t (*clock)());
 // Tests: back to no contexts, empty pools, zero counters.
 void plugin_reset_for_tests();
 

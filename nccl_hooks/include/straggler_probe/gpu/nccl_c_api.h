@@ -27,13 +27,18 @@ typedef struct sp_nccl_stats {
   uint64_t plugin_contexts;
   uint64_t plugin_ops;          /* plugin: operations emitted */
   uint64_t plugin_ops_gpu_timed;/* plugin: with KernelCh GPU times */
-  uint64_t plugin_ops_swept;    /* plugin: channels never all reported */
+  uint64_t plugin_ops_swept;    /* plugin: given up, host-timed: no channel started in 10 s */
   /* Added with profiler API v6. */
   uint64_t plugin_ce_ops;       /* plugin: copy-engine collectives (v6), host-timed */
   /* Added with CUDA-graph support. */
   uint64_t plugin_graph_ops;    /* plugin: operations captured into CUDA graphs (v5+) */
   uint64_t plugin_graph_replays;/* plugin: their replays, emitted with GPU times */
   uint64_t plugin_stale_channels;/* plugin: channels naming a freed handle (dropped; v4 replays) */
+  /* Added with channel-less operations and the timed sweep. plugin_ops = completed + swept. */
+  uint64_t plugin_ops_started;  /* plugin: Coll / P2p / CeColl events given a handle */
+  uint64_t plugin_ops_completed;/* plugin: emitted when complete (last channel stop, or own stop) */
+  uint64_t plugin_ops_no_channel;/* plugin: of those, completed at their own stop, host-timed:
+                                   no channel reports for them (self send/recv, one rank, ...) */
 } sp_nccl_stats;
 
 /* The fields of sp_nccl_stats after plugin_active, in order, with where they come from: the one
@@ -48,7 +53,9 @@ typedef struct sp_nccl_stats {
   X(plugin_contexts, plugin, contexts) X(plugin_ops, plugin, ops_emitted)                      \
   X(plugin_ops_gpu_timed, plugin, ops_gpu_timed) X(plugin_ops_swept, plugin, ops_swept)       \
   X(plugin_ce_ops, plugin, ce_ops) X(plugin_graph_ops, plugin, graph_ops)                      \
-  X(plugin_graph_replays, plugin, graph_replays) X(plugin_stale_channels, plugin, stale_channels)
+  X(plugin_graph_replays, plugin, graph_replays) X(plugin_stale_channels, plugin, stale_channels) \
+  X(plugin_ops_started, plugin, ops_started) X(plugin_ops_completed, plugin, ops_completed)    \
+  X(plugin_ops_no_channel, plugin, ops_no_channel)
 
 SP_API int sp_nccl_get_stats(sp_nccl_stats* out);
 /* The last (up to 64) NCCL operations recorded, oldest first; returns how many exist. */
