@@ -25,6 +25,11 @@ import sys
 
 SOURCE_SUFFIXES = {".cpp", ".cc", ".c", ".h", ".hpp", ".inc"}
 SKIP_TOP = {"build", ".venv", ".git", "straggler_probe_out"}
+
+
+def skipped_top(name: str) -> bool:
+    """Build trees (build/, build-device/, a helper's build-xyz/) and tool folders are not ours."""
+    return name in SKIP_TOP or name.startswith("build-") or name.startswith(".")
 _LAYER_RE = re.compile(r"^\s*layer\s+(\d+)\s*:\s*(.+?)\s*$")
 _INCLUDE_RE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 _TARGET_INCLUDES_RE = re.compile(r"target_include_directories\s*\(([^)]*)\)")
@@ -47,7 +52,7 @@ def include_roots(root: pathlib.Path) -> list[pathlib.Path]:
     roots = set()
     for cmake in root.rglob("CMakeLists.txt"):
         rel = cmake.relative_to(root)
-        if rel.parts[0] in SKIP_TOP:
+        if skipped_top(rel.parts[0]):
             continue
         for m in _TARGET_INCLUDES_RE.finditer(cmake.read_text()):
             for token in m.group(1).split():
@@ -74,7 +79,7 @@ def folder_of(rel: pathlib.PurePath, layers: dict[str, int]) -> str | None:
 def sources(root: pathlib.Path) -> list[pathlib.Path]:
     out = []
     for top in sorted(root.iterdir()):
-        if not top.is_dir() or top.name in SKIP_TOP or top.name.startswith("."):
+        if not top.is_dir() or skipped_top(top.name):
             continue
         out.extend(p for p in sorted(top.rglob("*")) if p.is_file() and p.suffix in SOURCE_SUFFIXES)
     return out
