@@ -125,7 +125,15 @@ FIELDS: dict[str, _Field] = {
     "seq_lens": _Field(_parse_choice("auto", "off"), "auto",
                        "auto: take sequence lengths from cu_seqlens / attention_mask in batches and forward kwargs."),
     "cuda_events": _Field(_parse_choice("auto", "on", "off"), "auto",
-                          "Time regions with CUDA events on the stream (auto: when the model runs on CUDA)."),
+                          "Time regions with CUDA events on the stream. auto: when the model runs "
+                          "on CUDA and the GPU capture (CUPTI) is not active (when it is, its kernel "
+                          "spans time the regions, which take host stamps); on: also when it is; "
+                          "off: never (host stamps)."),
+    "ddp_comm_hook": _Field(_parse_choice("auto", "on", "off"), "auto",
+                            "Time DDP's gradient buckets with a Python comm hook of the probe's "
+                            "(never on NCCL). auto: only on a gloo DDP job whose torch has no "
+                            "ProcessGroup pre/post hooks (before 2.15), where nothing else sees the "
+                            "buckets; on: on every non-NCCL DDP model; off: never."),
     "fault_inject": _Field(_parse_choice("none", "throw", "stall", "slow", "record"), "none",
                            "Test hook: make rank 0's analysis throw or stall (the step-aside path), "
                            "or take 500 ms per step (falling behind); record: rank 1's recording "
@@ -161,6 +169,7 @@ class Config:
     modules: bool = True
     seq_lens: str = "auto"
     cuda_events: str = "auto"
+    ddp_comm_hook: str = "auto"
     fault_inject: str = "none"
 
 

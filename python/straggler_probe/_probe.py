@@ -20,7 +20,7 @@ from . import _native as N
 from . import _identity, _topology, _transport
 from ._config import Config, ConfigError
 from ._recorder import Recorder
-from ._timing import CudaEventTimer, GpuRegionTags, HostTimer
+from ._timing import CudaEventTimer, CuptiRegionTimer, GpuRegionTags, HostTimer
 
 
 class Probe:
@@ -48,6 +48,7 @@ class Probe:
         self.optimizer: Any = None
         self.collectives: Any = None
         self.process_groups: Any = None
+        self.ddp: Any = None
         self.gc: Any = None
 
         status, message = self.core.init(self.rank, self.world, self.local_rank)
@@ -98,20 +99,38 @@ class Probe:
             self.process_groups.find_groups()
 
     def _choose_timer(self) -> None:
-        """At the first sign of training: CUDA events if the job uses CUDA (it has initialised
-        it by now, e.g. by moving the model), else host time."""
+        """At the first sign of training: whether the job uses CUDA (it has initialised it by
+        now, e.g. by moving the model). On CUDA the GPU capture starts (NCCL's first communicator
+        would too) and, while it is active, its CUPTI spans time the regions (tagged here) and
+        they take host stamps; without it, CUDA events do (_timing.py)."""
         cuda = self.torch.cuda
-        use_cuda = self.cfg.cuda_events == "on" or (
-            self.cfg.cuda_events == "auto" and cuda.is_available() and cuda.is_initialized())
-        if use_cuda:
-            self.timer = CudaEventTimer(self.core.record, self.torch,
-                                        on_capture=getattr(self.core, "gpu_graph_capture", None))
-            self.rec.timer = self.timer
-            # CUDA is up now: start the GPU capture (NCCL's first communicator would too) and
-            # tag the regions' kernels (a push returns at once while capture is off).
-            if self.core.has_gpu_capture():
-                self.core.cupti_start()
-                self.rec.gpu = GpuRegionTags(self.core)
+        setting = self.cfg.cuda_events
+        on_cuda = cuda.is_available() and cuda.is_initialized()
+        if not on_cuda and setting != "on":
+            return  # a CPU job: host time
+        on_capture = getattr(self.core, "gpu_graph_capture", None)
+        gpu_capture = on_cuda and self._start_gpu_capture()
+        if gpu_capture:
+            self.rec.gpu = GpuRegionTags(self.core)
+        if setting == "on" or (setting == "auto" and not gpu_capture):
+            self.timer = CudaEventTimer(self.core.record, self.torch, on_capture=on_capture)
+        elif gpu_capture:
+            self.timer = CuptiRegionTimer(self.core.record, self.torch, on_capture=on_capture)
+        else:
+            return  # cuda_events=off and no GPU capture: host time
+        self.rec.timer = self.timer
+
+    def _start_gpu_capture(self) -> bool:
+        """Starts CUPTI capture; True when it is active (the runtime has it, it started, and
+        sp_cupti_get_stats says active)."""
+        core = self.core
+        try:
+            if not core.has_gpu_capture() or not core.cupti_start():
+                return False
+            stats = core.cupti_stats()
+            return bool(stats and stats.get("active"))
+        except Exception:  # noqa: BLE001 - no GPU capture: CUDA events time the regions
+            return False
 
     def _install_hooks(self) -> None:
         from .hooks.autograd import AutogradHooks
@@ -128,12 +147,16 @@ class Probe:
             from .hooks.process_group import ProcessGroupHooks
             self.collectives = CollectiveHooks(rec, self.dist, self.rank)
             self._uninstall.append(self.collectives.install())
-            self.process_groups = ProcessGroupHooks(rec, self.dist, self.collectives)
+            from .hooks.native_nccl import nccl_layer_in_process
+            self.process_groups = ProcessGroupHooks(rec, self.dist, self.collectives,
+                                                    leave_nccl=nccl_layer_in_process(self.core))
             self._uninstall.append(self.process_groups.install())
+            rec.on_backward_end = self.process_groups.after_backward
             from torch.nn.parallel import DistributedDataParallel
-            ddp = DdpHooks(rec, self.collectives, DistributedDataParallel, self.dist, torch)
-            self._uninstall.append(ddp.install())
-            on_top_level.insert(0, ddp.on_top_level)
+            self.ddp = DdpHooks(rec, self.collectives, DistributedDataParallel, self.dist,
+                                cfg.ddp_comm_hook, self.process_groups.mode == "hooks")
+            self._uninstall.append(self.ddp.install())
+            on_top_level.insert(0, self.ddp.on_top_level)
         if cfg.modules:
             self.modules = ModuleHooks(rec, torch, cfg.seq_lens == "auto",
                                        on_top_level=lambda m: [f(m) for f in on_top_level])
@@ -247,8 +270,11 @@ class Probe:
                       "until one does, nothing is analysed", RuntimeWarning, stacklevel=4)
 
     def collectives_seen(self) -> int:
-        """Collectives and p2p ops this rank has recorded so far (every layer numbers them)."""
-        return 0 if self.collectives is None else self.collectives.groups.ops_numbered()
+        """Collectives and p2p ops this rank has recorded so far (every Python layer numbers them;
+        the NCCL layer's, on groups left to it, by the groups' own counts)."""
+        if self.collectives is None:
+            return 0
+        return self.collectives.groups.ops_numbered() + self.process_groups.native_ops()
 
     def manual_step(self) -> None:
         if self.optimizer is not None and self.optimizer.on_step_end is not None:
@@ -295,8 +321,12 @@ class Probe:
         if self.process_groups is not None:
             out["process_groups"] = self.process_groups.stats()
         out["sight_problems"] = list(self.sight.problems)
+        out["region_timer"] = type(self.timer).__name__
         if isinstance(self.timer, CudaEventTimer):
             out["cuda_regions_dropped"] = self.timer.dropped
+        if self.ddp is not None:
+            out["ddp"] = {"models": self.ddp.models_seen, "times_buckets": self.ddp.times_buckets,
+                          "comm_hooks_registered": self.ddp.hooks_registered}
         from . import _profiler_guard
         out["profiler_guard"] = _profiler_guard.stats()
         return out

@@ -1,8 +1,13 @@
-"""Clocks for regions: host time on CPU, CUDA events on the stream on a GPU.
+"""Clocks for regions: host time on CPU; on a GPU, host time under the GPU capture's spans, or
+CUDA events on the stream where there is no GPU capture.
 
-Both give times on the probe clock (CLOCK_REALTIME ns, what time.time_ns() reads), so host and
-GPU regions share one axis. The CUDA path never synchronises the training thread: it records
-events and a resolver thread turns them into times once the GPU has passed them.
+All give times on the probe clock (CLOCK_REALTIME ns, what time.time_ns() reads), so host and
+GPU regions share one axis. On a CUDA job whose GPU capture (CUPTI) is active the regions' GPU
+times are the spans of their kernels (GpuRegionTags below): the online model prefers them to any
+other time of the same region (online/src/source_selection.h: CUPTI > CUDA events > host), so
+the regions take host stamps there (CuptiRegionTimer) and no CUDA event is made. Without GPU
+capture CUDA events time them (CudaEventTimer): it never synchronises the training thread; it
+records pooled events and a resolver thread turns them into times once the GPU has passed them.
 """
 from __future__ import annotations
 
@@ -41,6 +46,32 @@ class HostTimer:
 
     def close(self) -> None:
         pass
+
+
+class CuptiRegionTimer:
+    """CUDA regions while the GPU capture is active: host stamps, recorded at once (time source
+    host), beside the CUPTI spans of the regions' kernels that supersede them in the analysis.
+    A region the capture has no span for (paused for a torch.profiler session) keeps its host
+    time. CUDA graph captures are still watched: the runtime's NCCL stream timer must be told."""
+
+    is_cuda = True  # host-timed data waits go on their own stream (they overlap GPU time)
+
+    def __init__(self, record: Callable[..., Any], torch_mod: Any,
+                 on_capture: Callable[[bool], Any] | None = None):
+        self._record = record
+        self.capture = GraphCaptureWatch(torch_mod, on_capture)
+        self.dropped = 0
+
+    def stamp(self) -> int:
+        return now_ns()
+
+    def submit(self, kind: int, start: Any, end: Any, mb: int, name_id: int, stream: int,
+               step: int) -> None:
+        self._record(kind, start, end, mb, name_id, stream, N.COLL_NONE, 0, 0, 0, -1, 0,
+                     N.TIME_HOST, 0)
+
+    def close(self) -> None:
+        self.capture.close()
 
 
 class GraphCaptureWatch:
@@ -127,22 +158,25 @@ class CudaEventTimer:
     MAX_PENDING = 65536        # regions waiting for the GPU; beyond this they are dropped and counted
     POLL_S = 0.005
     ANCHOR_EVERY_S = 5.0
+    POOL_START = 64            # events made up front: a step's regions reuse them, none made later
 
     def __init__(self, record: Callable[..., Any], torch_mod: Any, device: int | None = None,
                  on_capture: Callable[[bool], Any] | None = None):
         self._record = record
         self._torch = torch_mod
         self.device = self._rank_device(torch_mod) if device is None else device
-        self._pool: list[Any] = []
         self._pending: collections.deque = collections.deque()
         self.dropped = 0
         self.failed = 0
         self._warned = False
         self.capture = GraphCaptureWatch(torch_mod, on_capture)
         self._stop = threading.Event()
+        self._wake = threading.Event()  # set when a region is pending: the resolver sleeps on it
         self._anchor = self._new_anchor()  # one synchronisation, at start-up, not per step
-        self._thread = threading.Thread(target=self._run, name="straggler_probe-cuda", daemon=True)
-        self._thread.start()
+        self._anchored_at = time.monotonic()
+        self._pool = [self._torch.cuda.Event(enable_timing=True) for _ in range(self.POOL_START)]
+        self._thread: threading.Thread | None = None  # started at the first region
+        self._start_lock = threading.Lock()
 
     @staticmethod
     def _rank_device(torch_mod: Any) -> int | None:
@@ -175,6 +209,17 @@ class CudaEventTimer:
             self.dropped += 1
             return
         self._pending.append((kind, start, end, mb, name_id, stream, step))
+        if self._thread is None:
+            self._start_resolver()
+        if not self._wake.is_set():
+            self._wake.set()
+
+    def _start_resolver(self) -> None:
+        with self._start_lock:
+            if self._thread is None and not self._stop.is_set():
+                self._thread = threading.Thread(target=self._run, name="straggler_probe-cuda",
+                                                daemon=True)
+                self._thread.start()
 
     def _run(self) -> None:
         if self.device is not None:
@@ -182,22 +227,28 @@ class CudaEventTimer:
                 self._torch.cuda.set_device(self.device)  # this thread's current device is 0
             except Exception as err:  # noqa: BLE001
                 self._failed(err)
-        last_anchor = time.monotonic()
-        while not self._stop.wait(self.POLL_S):
-            if self.capture.underway():
-                continue  # a query now would invalidate the capture
+        while not self._stop.is_set():
+            if not self._pending:
+                # Nothing to resolve: sleep until a region comes (a poll would take the GIL
+                # from the training thread every POLL_S for nothing).
+                self._wake.clear()
+                if not self._pending:
+                    self._wake.wait()
+                continue
+            if self._stop.wait(self.POLL_S) or self.capture.underway():
+                continue  # a query during a capture would invalidate it
+            if time.monotonic() - self._anchored_at > self.ANCHOR_EVERY_S:
+                try:
+                    self._anchor = self._new_anchor()
+                except Exception as err:  # noqa: BLE001 - the old anchor stays
+                    self._failed(err)
+                self._anchored_at = time.monotonic()
             try:
                 self._drain()
             except Exception as err:  # noqa: BLE001 - one failure must not end every later region
                 self._failed(err)
                 if self._pending:
                     self._pending.popleft()  # the region that failed: counted, not retried
-            if time.monotonic() - last_anchor > self.ANCHOR_EVERY_S:
-                try:
-                    self._anchor = self._new_anchor()
-                except Exception as err:  # noqa: BLE001 - the old anchor stays
-                    self._failed(err)
-                last_anchor = time.monotonic()
         if not self.capture.underway():
             try:
                 self._drain()
@@ -228,7 +279,11 @@ class CudaEventTimer:
 
     def close(self) -> None:
         self._stop.set()
-        self._thread.join(timeout=2.0)
+        self._wake.set()
+        with self._start_lock:
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout=2.0)
         self.capture.close()
 
 

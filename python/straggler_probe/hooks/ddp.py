@@ -1,10 +1,23 @@
-"""DDP's gradient-bucket all-reduces, which DDP launches from C++ unless a comm hook is set.
+"""DDP models: their gradient-bucket all-reduces, and where their backward's compute ends.
 
-We time buckets by owning the comm hook: a user's hook is wrapped when registered; a model with
-none gets the equivalent of torch's own allreduce_hook (divide by the group size, all-reduce
-async), timed. Each bucket is one COLLECTIVE all-reduce on the async-comm stream, from launch to
-the completion of its future, numbered in the group like any other collective (every rank
-launches buckets in the same order). A builtin C++ hook cannot be wrapped: we say so once.
+DDP launches a bucket's all-reduce from C++ (its reducer) unless a comm hook is set. Who sees it:
+
+- NCCL: the NCCL profiler plugin / interposer of libstraggler_probe.so, below DDP, with GPU
+  times. A Python comm hook would only add its cost (a Python call and a future callback per
+  bucket, ~0.3 ms per bucket on a launch-bound GPU step) and could never be taken back (DDP has
+  no unregister), so none is ever registered on an NCCL model.
+- gloo on a torch whose ProcessGroup has pre/post hooks (2.15): torch calls them for the
+  reducer's C++ all-reduces too (hooks/process_group.py records them): nothing to add.
+- gloo on an older torch: nothing below DDP sees the buckets from Python. There (ddp_comm_hook=
+  auto, or =on anywhere off NCCL) the probe owns the comm hook: a user's hook is wrapped when
+  registered; a model with none gets the equivalent of torch's allreduce_hook (divide by the
+  group size, all-reduce async), timed. Each bucket is one COLLECTIVE all-reduce on the async-comm
+  stream, from launch to the completion of its future, numbered in the group like any other
+  collective. A builtin C++ hook cannot be wrapped: we say so once. With ddp_comm_hook=off the
+  buckets go unseen there (the unseen-collectives check of process_group.py says so once).
+
+Every DDP model also makes the backward end where the autograd engine has run the graph, not
+where backward() returns after DDP's wait for its buckets (hooks/autograd.py).
 """
 from __future__ import annotations
 
@@ -13,34 +26,53 @@ from typing import Any, Callable
 
 from .. import _native as N
 from .._timing import now_ns
-from .autograd import queue_callback_fn
 from .collectives import CollectiveHooks, payload_bytes
+
+
+def reduces_over_nccl(dist: Any, module: Any) -> bool:
+    """Whether a DDP model's process group reduces its (CUDA) gradients with NCCL."""
+    try:
+        backend = str(dist.get_backend(module.process_group)).lower()
+    except Exception:  # noqa: BLE001 - a group torch cannot name: judge by the device
+        backend = ""
+    if "nccl" not in backend:
+        return False
+    if backend == "nccl":
+        return True
+    # a mixed backend ("cpu:gloo,cuda:nccl"): NCCL reduces the model's CUDA gradients
+    return getattr(module, "device_type", "") == "cuda"
 
 
 class DdpHooks:
     def __init__(self, recorder: Any, collectives: CollectiveHooks | None, ddp_cls: Any, dist: Any,
-                 torch_mod: Any):
+                 mode: str, pg_layer_sees_buckets: bool):
+        """mode: the ddp_comm_hook setting; pg_layer_sees_buckets: the ProcessGroup layer sees the
+        reducer's C++ all-reduces (torch's ProcessGroup pre/post hooks)."""
         self.rec = recorder
         self.coll = collectives
         self.ddp_cls = ddp_cls
         self.dist = dist
         self.groups = collectives.groups if collectives is not None else None
+        self.times_buckets = mode == "on" or (mode == "auto" and not pg_layer_sees_buckets)
+        self.models_seen = 0
+        self.hooks_registered = 0
         self._orig_register: Callable[..., Any] | None = None
         self._orig_all_reduce = dist.distributed_c10d.all_reduce
         while getattr(self._orig_all_reduce, "__wrapped__", None) is not None and \
                 getattr(self._orig_all_reduce, "_straggler_probe", False):
             self._orig_all_reduce = self._orig_all_reduce.__wrapped__
         self._seen: set[int] = set()
-        self._queue_callback = queue_callback_fn(torch_mod)
 
     def install(self) -> Callable[[], None]:
+        if not self.times_buckets or self.groups is None:
+            return self.uninstall  # DDP's class stays as torch made it
         cls = self.ddp_cls
         orig = cls.register_comm_hook
         self._orig_register = orig
         owner = self
 
         def register_comm_hook(ddp_self: Any, state: object, hook: Callable) -> None:
-            if getattr(hook, "_straggler_probe", False):
+            if getattr(hook, "_straggler_probe", False) or reduces_over_nccl(owner.dist, ddp_self):
                 return orig(ddp_self, state, hook)
             return orig(ddp_self, state, owner._timed(ddp_self, hook))
 
@@ -54,14 +86,19 @@ class DdpHooks:
             self._orig_register = None
 
     def on_top_level(self, module: Any) -> None:
-        """Called once per top-level module found by the forward hooks: a DDP model without a
-        comm hook gets the timed equivalent of the default one before its first backward."""
+        """Called once per top-level module found by the forward hooks (before its first
+        backward): a DDP model's backward ends at the engine's end from now on, and one whose
+        buckets only a comm hook can see gets the timed equivalent of the default one."""
         if not isinstance(module, self.ddp_cls) or id(module) in self._seen:
             return
         self._seen.add(id(module))
-        if getattr(module, "_comm_hooks", None):
-            # Ours, or a user hook registered before init(): its dist calls are still recorded
-            # by the collective wrappers, one op per call instead of one per bucket.
+        self.models_seen += 1
+        self.rec.ddp_backward_ends_at_engine = True
+        if not self.times_buckets or self._orig_register is None:
+            return
+        if reduces_over_nccl(self.dist, module) or getattr(module, "_comm_hooks", None):
+            # NCCL: seen below DDP. A user hook registered before init(): its dist calls are
+            # still recorded by the collective wrappers, one op per call instead of per bucket.
             return
         try:
             module.register_comm_hook(module.process_group, _default_allreduce_hook_marker)
@@ -73,18 +110,14 @@ class DdpHooks:
         rec = self.rec
         groups = self.groups
         coll = self.coll
-        queue_callback = self._queue_callback
         name_id = rec.intern("ddp-bucket-all-reduce")
+        self.hooks_registered += 1
         if hook is _default_allreduce_hook_marker:
             hook = self._default_hook
 
         def straggler_probe_timed_hook(state: object, bucket: Any) -> Any:
             if rec.failed or groups is None:
                 return hook(state, bucket)
-            if rec.engine_end_wanted():
-                # The first bucket of this backward: the backward's compute ends when the engine
-                # has run the graph, before DDP's final callback waits for the buckets.
-                queue_callback(rec.engine_done)
             pg = ddp_module.process_group
             info = groups.info(pg)
             start = now_ns()

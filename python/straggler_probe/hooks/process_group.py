@@ -13,13 +13,17 @@ go through a wrapper (the wrappers' own calls are counted here, not recorded twi
 - older torch: the ProcessGroup methods whose names say they are collectives are wrapped on the
   class; callers that reach the group from C++ bypass that, and the check below says so.
 
-An op is recorded from issue to the completion of its Work's future (the backend's thread runs
-the callback): on the training thread's stream when the caller waits for it (async_op=False),
-else on the async-comm stream. Work.wait() is wrapped on the class: when the training thread
+An op is recorded from issue to the completion of its Work (hooks/open_works.py: its future, a
+wait, or the training thread seeing it complete): on the training thread's stream when the caller
+waits for it (async_op=False), else on the async-comm stream. Work.wait() is wrapped on the class: when the training thread
 waits in it inside a forward or backward (FSDP waits for each layer's all-gather there), the
 region is cut around the wait (Recorder.split_at_wait), so that a fast rank waiting for a slow
 one does not look like a rank computing slowly. It is cut at every such wait, also one that
 returns at once (the slow rank's), so that all ranks record the same pieces.
+
+Pure-NCCL groups get nothing of this when libstraggler_probe.so's NCCL layer is in the process
+(hooks/native_nccl.py): it records their operations with GPU times, which the analysis prefers;
+their operations count as seen (the group's own sequence number) for the probe's sight check.
 
 Unseen collectives: each group counts the collectives it issued (_get_sequence_number_for_group);
 at each step boundary the probe compares that count with what it saw on the group, and the first
@@ -35,11 +39,10 @@ from typing import Any, Callable
 from .. import _native as N
 from .._timing import now_ns
 from .collectives import futureless_recv_start, payload_bytes
+from .native_nccl import is_pure_nccl
+from .open_works import OpenWorks
 
 HOOK_ID = 0x5350_5052  # "SPPR": our pre/post hook id on every group
-# A futureless work not waited for in Python within this many step boundaries is ended there
-# (its end is then only "by this boundary"): a job that never waits must not grow the table.
-UNWAITED_STEPS = 2
 
 # Collective kinds by name, for any spelling torch uses (ALLGATHER_BASE, all_gather_single,
 # _reduce_scatter_base, allgather_into_tensor_coalesced...): order matters (all-reduce before reduce).
@@ -70,8 +73,11 @@ def classify(name: str) -> tuple[int, int] | None:
 
 
 class ProcessGroupHooks:
-    def __init__(self, recorder: Any, dist: Any, collectives: Any):
+    def __init__(self, recorder: Any, dist: Any, collectives: Any, leave_nccl: bool = False):
+        """leave_nccl: pure-NCCL groups are left to the NCCL layer of libstraggler_probe.so."""
         self.rec = recorder
+        self.leave_nccl = leave_nccl
+        self._native: dict[int, tuple[Any, int | None]] = {}  # left to NCCL: id -> (pg, seq at)
         self.dist = dist
         self.coll = collectives          # its tls.depth > 0: inside a by-name wrapper
         self.groups = collectives.groups
@@ -80,16 +86,11 @@ class ProcessGroupHooks:
         self._seen: dict[int, list] = {}  # id(pg) -> [pg, seen since baseline, baseline seq]
         self._tls = threading.local()    # .pending: ops issued by this thread, awaiting post
         self._names: dict[str, int] = {}
+        self._kinds: dict[str, tuple[int, int] | None] = {}  # classify(), by op name
         self._patched: list[tuple[Any, str, Any]] = []
         self._warned = False
         self.unseen = 0
-        # Works issued here and not finished yet: id -> (work, finish). Whichever comes first,
-        # the future's callback or the training thread's wait() returning, ends the op: the
-        # backend may run callbacks after it has woken the waiter, and an op that ends after
-        # the code waiting for it resumed would not be seen as what that code waited for.
-        self._open_works: dict[int, tuple[Any, Callable[[int], None]]] = {}
-        self._futureless: dict[int, int] = {}  # those of them without a future: id -> step issued
-        self.ended_unwaited = 0          # futureless works ended at a step boundary, not a wait
+        self.works = OpenWorks()         # issued here and not finished yet
 
     # -- installation ------------------------------------------------------------------------------
     def install(self) -> Callable[[], None]:
@@ -126,7 +127,10 @@ class ProcessGroupHooks:
 
     def _adopt(self, pg: Any) -> None:
         entry = [pg, 0, _sequence_number(pg)]
-        if self.mode == "hooks":
+        if self.leave_nccl and is_pure_nccl(self.dist, pg):
+            self._native[id(pg)] = (pg, entry[2])
+            entry[2] = None  # not ours to check
+        elif self.mode == "hooks":
             key = id(pg)  # the hook arguments do not name the group: each group gets its own
             try:
                 pg.register_pre_hook(HOOK_ID, lambda args: self._pre_hook(key, args))
@@ -147,7 +151,7 @@ class ProcessGroupHooks:
             if rec.failed:
                 return orig(work, *args, **kwargs)
             cut = threading.get_ident() == rec.train_thread and rec.in_region
-            if not cut and id(work) not in owner._open_works:
+            if not cut and id(work) not in owner.works:
                 return orig(work, *args, **kwargs)
             # Cut even when the work is done already (an empty wait): every rank then records
             # the same pieces, and the analysis compares like with like across ranks
@@ -197,6 +201,8 @@ class ProcessGroupHooks:
             pending = getattr(self._tls, "pending", None)
             if pending is None:
                 pending = self._tls.pending = []
+            if self.works.polling:
+                self.works.poll()  # a bucket done by the next one's launch ended by now
             if inside_wrapper or self.rec.failed:
                 pending.append(None)
                 return
@@ -222,7 +228,7 @@ class ProcessGroupHooks:
         peer_at = 1 if classify(name)[0] != N.COLLECTIVE else None
 
         def method(pg: Any, *args: Any, **kwargs: Any) -> Any:
-            if owner.rec.failed or owner._count(pg):
+            if owner.rec.failed or owner._count(pg) or id(pg) in owner._native:
                 return orig(pg, *args, **kwargs)
             start = now_ns()
             owner.coll.tls.depth = 1  # what it calls in turn is this one op
@@ -246,7 +252,9 @@ class ProcessGroupHooks:
     # -- recording -----------------------------------------------------------------------------------
     def _record(self, pg: Any, name: str, start: int, is_async: bool, nbytes: int, root: int,
                 work: Any) -> None:
-        kind_coll = classify(name)
+        kind_coll = self._kinds.get(name, False)
+        if kind_coll is False:
+            kind_coll = self._kinds[name] = classify(name)
         info = self.groups.info(pg)
         if kind_coll is None or info is None:
             return
@@ -288,54 +296,27 @@ class ProcessGroupHooks:
             fut = work.get_future()
         except Exception:  # noqa: BLE001 - gloo's p2p and reduce-scatter work have no future
             fut = None
-        key = id(work)
-        self._open_works[key] = (work, done)
-        if fut is None:
-            # It ends when a wait() on it returns (FSDP waits for each reduce-scatter); ended at
-            # its issue it would leave that wait, the slow rank's lateness, as an unexplained
-            # gap on the waiting rank. Never waited in Python: settled at a step boundary.
-            self._futureless[key] = self.rec.step
-            return
-        # the callback holds the key, not the Work: Work -> future -> callback -> Work would be
-        # a cycle through C++ that Python's collector cannot see
-        fut.add_done_callback(lambda _f: self._finish(key, None, now_ns()))
+        # Without a future it ends when a wait() on it returns (FSDP waits for each
+        # reduce-scatter); ended at its issue it would leave that wait, the slow rank's lateness,
+        # as an unexplained gap on the waiting rank. A bucket of a backward is polled.
+        poll = on_train and is_async and kind == N.COLLECTIVE and rec.in_backward
+        self.works.add(work, done, fut, poll, rec.step)
 
     def finish_work(self, work: Any, end_ns: int, wait_start: int | None = None) -> None:
         """A wait on `work` (begun at wait_start) returned: if it is ours and still open, it
         ended by now (a futureless receive: collectives.futureless_recv_start)."""
-        self._finish(id(work), work, end_ns, wait_start)
+        self.works.finish(id(work), work, end_ns, wait_start)
 
-    def _finish(self, key: int, work: Any, end_ns: int, wait_start: int | None = None) -> None:
-        entry = self._open_works.get(key)
-        if entry is None or (work is not None and entry[0] is not work):
-            return
-        if self._open_works.pop(key, None) is not None:  # atomic: only the first one records
-            futureless = self._futureless.pop(key, None) is not None
-            entry[1](end_ns, wait_start if futureless else None)
-
-    def _settle_unwaited(self, step: int) -> None:
-        """Futureless works nobody waited for in Python (a C++ caller's wait, or none): one that
-        is complete by this step boundary ended by now; one still open after UNWAITED_STEPS
-        steps is given up at now, so that the table stays bounded. Both are counted."""
-        for key, issued_step in list(self._futureless.items()):
-            entry = self._open_works.get(key)
-            if entry is None:
-                self._futureless.pop(key, None)
-                continue
-            try:
-                complete = bool(entry[0].is_completed())
-            except Exception:  # noqa: BLE001 - a work that cannot say: give it up below
-                complete = False
-            if complete or step - issued_step >= UNWAITED_STEPS:
-                self.ended_unwaited += 1
-                self._finish(key, entry[0], now_ns())
+    def after_backward(self) -> None:
+        """The training thread's backward returned: DDP has waited for its buckets."""
+        if self.works.polling:
+            self.works.poll()
 
     # -- what went by unseen -------------------------------------------------------------------------
     def at_step(self, step: int) -> None:
         """At a step boundary: new groups get hooks; collectives nobody saw are said once."""
         self.find_groups()
-        if self._futureless:
-            self._settle_unwaited(step)
+        self.works.settle(step)
         if self._warned:
             return
         for pg, seen, baseline in self._seen.values():
@@ -356,10 +337,15 @@ class ProcessGroupHooks:
                     RuntimeWarning, stacklevel=2)
                 return
 
+    def native_ops(self) -> int:
+        """Operations issued so far on the groups left to the NCCL layer (it records them)."""
+        return sum((_sequence_number(pg) or 0) - (at or 0) for pg, at in self._native.values())
+
     def stats(self) -> dict[str, Any]:
         return {"mode": self.mode, "groups": len(self._seen), "recorded": self.recorded,
                 "seen": sum(e[1] for e in self._seen.values()), "unseen": self.unseen,
-                "ended_unwaited": self.ended_unwaited}
+                "ended_unwaited": self.works.ended_unwaited, "polled_ends": self.works.polled_ends,
+                "left_to_nccl": len(self._native)}
 
 
 def _sequence_number(pg: Any) -> int | None:

@@ -1,0 +1,114 @@
+"""Works issued through the process-group layer and not finished yet, and how each one's end
+is found (hooks/process_group.py records them).
+
+Whichever comes first ends an op: its future's callback, the training thread's wait() on it
+returning, or (below) the training thread seeing it complete. The backend may run callbacks after
+it has woken the waiter, and an op that ends after the code waiting for it resumed would not be
+seen as what that code waited for. Only the first end is recorded.
+
+- With a future: the future's callback (the backend's thread), except for works polled below.
+- Without a future (gloo's p2p and reduce-scatter): a wait() on it; one never waited in Python
+  is settled at a step boundary (complete: ended by now; still open after UNWAITED_STEPS steps:
+  given up at now, so that the table stays bounded). Both counted in `ended_unwaited`.
+- Polled (async collectives the training thread issues inside a backward on a group other than
+  NCCL's: a gloo DDP job's bucket all-reduces): a Python callback per work, run on gloo's thread,
+  costs the launch-bound training thread ~80 µs of CPU per bucket (the GIL changing hands; 14
+  buckets: +10% of an 11 ms CPU step). So such a work ends when the training thread first sees
+  it complete: at the next op it issues through this layer, or at the end of the backward, which
+  DDP's final callback holds until every bucket is done (the last buckets, the ones a slow rank
+  delays, end there, to within the return from backward()). An earlier bucket's end is late by
+  at most the compute until the next bucket's launch. Counted in `polled_ends`.
+"""
+from __future__ import annotations
+
+import collections
+from typing import Any, Callable
+
+from .._timing import now_ns
+
+# A futureless work not waited for in Python within this many step boundaries is ended there
+# (its end is then only "by this boundary"): a job that never waits must not grow the table.
+UNWAITED_STEPS = 2
+
+Done = Callable[..., None]  # done(end_ns, wait_start_ns | None)
+
+
+class OpenWorks:
+    def __init__(self) -> None:
+        self._open: dict[int, tuple[Any, Done]] = {}  # id(work) -> (work, done)
+        self._futureless: dict[int, int] = {}  # id -> step issued
+        # polled: (id, future, step issued). Their futures are asked, not the works: gloo marks
+        # the future complete (waking DDP's wait) before the work says is_completed()
+        self._polled: collections.deque[tuple[int, Any, int]] = collections.deque()
+        self.ended_unwaited = 0
+        self.polled_ends = 0
+
+    def __contains__(self, key: int) -> bool:
+        return key in self._open
+
+    def add(self, work: Any, done: Done, fut: Any, poll: bool, step: int) -> None:
+        key = id(work)
+        self._open[key] = (work, done)
+        if fut is None:
+            self._futureless[key] = step
+        elif poll:
+            self._polled.append((key, fut, step))
+        else:
+            # the callback holds the key, not the Work: Work -> future -> callback -> Work would
+            # be a cycle through C++ that Python's collector cannot see
+            fut.add_done_callback(lambda _f: self.finish(key, None, now_ns()))
+
+    def finish(self, key: int, work: Any, end_ns: int, wait_start: int | None = None) -> None:
+        """The op of `key` (of `work` when given) ended at end_ns: recorded once."""
+        entry = self._open.get(key)
+        if entry is None or (work is not None and entry[0] is not work):
+            return
+        if self._open.pop(key, None) is not None:  # atomic: only the first one records
+            futureless = self._futureless.pop(key, None) is not None
+            entry[1](end_ns, wait_start if futureless else None)
+
+    @property
+    def polling(self) -> bool:
+        return bool(self._polled)
+
+    def poll(self) -> None:
+        """Ends the polled works complete by now, in issue order (the training thread)."""
+        polled = self._polled
+        while polled:
+            key, fut, _ = polled[0]
+            entry = self._open.get(key)
+            if entry is not None and not _completed(fut, "done"):
+                return
+            polled.popleft()
+            if entry is not None:
+                self.polled_ends += 1
+                self.finish(key, entry[0], now_ns())
+
+    def settle(self, step: int) -> None:
+        """At a step boundary: polled works complete by now end now; futureless ones nobody
+        waited for are settled (see the docstring). Works still open after UNWAITED_STEPS steps
+        are given up at now."""
+        self.poll()
+        while self._polled and step - self._polled[0][2] >= UNWAITED_STEPS:
+            key = self._polled.popleft()[0]
+            entry = self._open.get(key)
+            if entry is not None:
+                self.ended_unwaited += 1
+                self.finish(key, entry[0], now_ns())
+        for key, issued_step in list(self._futureless.items()):
+            entry = self._open.get(key)
+            if entry is None:
+                self._futureless.pop(key, None)
+                continue
+            if _completed(entry[0], "is_completed") or step - issued_step >= UNWAITED_STEPS:
+                self.ended_unwaited += 1
+                self.finish(key, entry[0], now_ns())
+
+
+def _completed(obj: Any, method: str) -> bool:
+    """obj.<method>() (a future's done(), a work's is_completed()); False when it cannot say
+    (then given up at a step boundary)."""
+    try:
+        return bool(getattr(obj, method)())
+    except Exception:  # noqa: BLE001
+        return False
