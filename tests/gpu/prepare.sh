@@ -79,7 +79,9 @@ echo "$stage_bytes" >"$STAGE/SIZE_BYTES"
 
 cat <<EOF
 [prepare] ready. The device check, as one call of the device tool (from this checkout's root):
-  run(command="bash tests/gpu/run.sh", carry=[".gpu-stage"], timeout_s=600)
-  Figures come back in \$OUT: gpu_figures.json (rewritten after each check) and gpu_checks.log.
+  run(command="bash tests/gpu/run.sh", carry=[".gpu-stage"], timeout_s=330)
+  (run.sh's own timeouts add up to 295 s; 330 leaves room for the start and the transfer, and
+  two such runs fit a 15-minute device budget.) Figures come back in \$OUT: gpu_figures.json
+  (rewritten after each check), gpu_checks.log, and the jobs' own outputs (sp_out_*/).
   Rehearse it here first (no GPU, Debian's dev packages hidden): bash tests/gpu/rehearse.sh
 EOF

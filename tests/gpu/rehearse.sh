@@ -8,7 +8,6 @@
 # cores (a fresh build of the library and the package).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-ROOT=$PWD
 [ -d .gpu-stage ] || tests/gpu/prepare.sh
 exec unshare -m bash -euo pipefail -c '
   empty=$(mktemp -d)
@@ -26,6 +25,6 @@ exec unshare -m bash -euo pipefail -c '
   test ! -e /usr/include/spdlog/spdlog.h && test ! -s /usr/include/zlib.h
   echo "[rehearse] $hidden Debian dev package paths hidden; building with .gpu-stage/ only"
   rm -rf build-device sp-out-rehearsal
-  SP_GPU_CHECK_CPU_SMOKE=1 PYTHON="$PWD/.venv/bin/python" OUT="$PWD/sp-out-rehearsal" \
+  SP_GPU_CHECK_CPU_SMOKE=1 SP_GPU_TIME_SCALE=${SP_GPU_TIME_SCALE:-10} PYTHON="$PWD/.venv/bin/python" OUT="$PWD/sp-out-rehearsal" \
     SP_GPU_BUILD_TIMEOUT=${SP_GPU_BUILD_TIMEOUT:-2400} bash tests/gpu/run.sh
 '

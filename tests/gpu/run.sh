@@ -1,25 +1,31 @@
 #!/usr/bin/env bash
-# The probe's GPU checks on a lent, bare, offline GPU machine, in ONE device command (10 minutes
-# at most; the timeouts below add up to 570 s: machine 30, configure 60, build 150, three C-ABI
-# checks 50 each, gpt 80, overhead 100). Uses only .gpu-stage/ (made here by
-# tests/gpu/prepare.sh, carried by the device tool) and the machine's image (nvcc, CMake, ninja,
-# python3 with torch, pybind11): no Debian dev packages, no network, no .venv. See README.md.
+# The probe's GPU checks on a lent, bare, offline GPU machine, in ONE device command of at most
+# ~5 minutes: the timeouts on the serial path add up to 295 s (build 20 + 50, cupti 15, the
+# parallel phase 25, gpt 35, overhead 90, live 60), so that a rerun still fits a 15-minute
+# device budget. Uses only .gpu-stage/ (made here by tests/gpu/prepare.sh, carried by the device
+# tool) and the machine's image (nvcc, CMake, ninja, python3 with torch, pybind11): no Debian dev
+# packages, no network, no .venv. See README.md.
 #
-#   0. the machine (GPU, driver, torch, NCCL)
+#   0. the machine (GPU, driver, torch, NCCL), while the build runs
 #   1. build, for the machine's python3: libstraggler_probe.so and the package (_core, _c10d)
 #      against .gpu-stage/prefix; if that fails, the carried .gpu-stage/lib/libstraggler_probe.so
 #      still runs the C-ABI checks (the package checks are then "skipped")
-#   2. cupti        CUPTI vs CUDA events, kernels attributed to regions     (gpu_checks.py)
-#   3. nccl         NCCL at world size 1 through the interposer             (gpu_checks.py)
-#   4. nccl-plugin  the same library as NCCL_PROFILER_PLUGIN                (gpu_checks.py)
-#   5. gpt          straggler_probe.init() + a torch.profiler session        (gpt_checks.py)
-#   6. overhead     probe on/off interleaved in blocks, ratio + 95% CI       (gpt_checks.py)
+#   2. cupti           kernels attributed per region (launch markers), CUPTI vs CUDA events
+#   3. in parallel     cupti-external (the external-correlation mode, attribution only),
+#                      nccl (interposer), nccl-plugin (profiler plugin)        (gpu_checks.py)
+#   4. gpt             init() on the GPT under DDP: coverage, region times, torch.profiler,
+#                      the clock after the take-back, DDP's comm hook          (gpt_checks.py)
+#   5. overhead        separate processes A (never loaded) / B (probe) / C (external)
+#                      interleaved, B/A with a 95% interval                    (overhead.py)
+#   6. live            4 ranks on the GPU over gloo: a slow rank named, a clean twin (live.py)
 #
-# $OUT/gpu_figures.json is rewritten after every step (a hang still returns what came before);
+# $OUT/gpu_figures.json is rewritten after every check (a hang still returns what came before);
 # $OUT/gpu_checks.log has every line. Exit status: the number of failed checks.
-# SP_GPU_CHECK_CPU_SMOKE=1 runs the same flow without a GPU (tiny CPU shapes, no GPU asserts).
+# SP_GPU_CHECK_CPU_SMOKE=1 runs the same flow without a GPU (tiny CPU shapes, no GPU asserts);
+# SP_GPU_TIME_SCALE multiplies every check's timeout (the rehearsal on 2 shared cores);
+# SP_GPU_BUILD_TIMEOUT replaces the build's.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 3
 ROOT=$PWD
 STAGE=$ROOT/.gpu-stage
 PREFIX=$STAGE/prefix/usr
@@ -27,30 +33,30 @@ ARCH_LIB=$PREFIX/lib/x86_64-linux-gnu
 BUILD=$ROOT/build-device
 OUTDIR=${OUT:-/tmp/sp-gpu-out}
 mkdir -p "$OUTDIR"
+export OUT=$OUTDIR
 LOG=$OUTDIR/gpu_checks.log
 FIGS=$OUTDIR/gpu_figures.json
+TMPD=$(mktemp -d)
 PY=${PYTHON:-python3}
 SMOKE=${SP_GPU_CHECK_CPU_SMOKE:-0}
+SCALE=${SP_GPU_TIME_SCALE:-1}
 SMOKE_ARG=()
 [ "$SMOKE" = 1 ] && SMOKE_ARG=(--cpu-smoke)
 START=$(date +%s)
 : >"$LOG"
 export PYTHONUNBUFFERED=1
+G=tests/gpu
 
 say() { echo "[gpu-check $(($(date +%s) - START))s] $*" | tee -a "$LOG"; }
-figure() { "$PY" tests/gpu/figures.py "$FIGS" add "$@"; }
-"$PY" tests/gpu/figures.py "$FIGS" start
+figure() { "$PY" $G/figures.py "$FIGS" add "$@"; }
+limit() { echo $(($1 * SCALE)); }
+"$PY" $G/figures.py "$FIGS" start smoke="$SMOKE" budget_s=295 || { echo "no python" >&2; exit 3; }
 
-# run_check NAME TIMEOUT_S CMD...: runs it, files its RESULT line under NAME.
-run_check() {
-  local name=$1 limit=$2 out rc status
-  shift 2
-  say "$name (at most ${limit}s)"
-  out=$(timeout -k 5 "$limit" "$@" 2>&1)
-  rc=$?
-  echo "$out" >>"$LOG"
-  local res
-  res=$(echo "$out" | grep '^RESULT ' | tail -1 | cut -c8-)
+# file_check NAME RC OUTFILE SECONDS: files a finished check's RESULT line under NAME.
+file_check() {
+  local name=$1 rc=$2 out=$3 secs=$4 status
+  cat "$out" >>"$LOG"
+  grep '^RESULT ' "$out" | tail -1 | cut -c8- >"$out.result"
   case $rc in
     0) status=pass ;;
     1) status=fail ;;
@@ -58,37 +64,66 @@ run_check() {
     124 | 137) status=timeout ;;
     *) status=error ;;
   esac
-  [ -z "$res" ] && res=$(echo "$out" | tail -15)
-  figure "$name" "$status" "$res"
-  say "$name: $status"
-  echo "$out" | grep -E '^RESULT |straggler_probe\] warning|Error|error:' | cut -c1-1200
+  [ -s "$out.result" ] || tail -15 "$out" >"$out.result"
+  figure "$name" "$status" "@$out.result" "$secs"
+  say "$name: $status (${secs}s)"
+  grep -E '^RESULT |straggler_probe\] (warning|error)|Traceback|Error' "$out" | cut -c1-1000 | head -12
 }
 
-# ---- 0. the machine ----------------------------------------------------------------------------
+# run_check NAME TIMEOUT_S CMD...: runs it now and files its RESULT line under NAME.
+run_check() {
+  local name=$1 lim t0 rc
+  lim=$(limit "$2")
+  shift 2
+  say "$name (at most ${lim}s)"
+  t0=$(date +%s)
+  timeout -k 5 "$lim" "$@" >"$TMPD/$name.out" 2>&1
+  rc=$?
+  file_check "$name" "$rc" "$TMPD/$name.out" $(($(date +%s) - t0))
+}
+
+# start_check NAME TIMEOUT_S CMD... / finish_checks NAME...: checks that run side by side.
+start_check() {
+  local name=$1 lim
+  lim=$(limit "$2")
+  shift 2
+  say "$name (at most ${lim}s, in parallel)"
+  (t0=$(date +%s); timeout -k 5 "$lim" "$@" >"$TMPD/$name.out" 2>&1
+   echo "$? $(($(date +%s) - t0))" >"$TMPD/$name.rc") &
+}
+finish_checks() {
+  wait
+  for name in "$@"; do
+    read -r rc secs <"$TMPD/$name.rc"
+    file_check "$name" "$rc" "$TMPD/$name.out" "$secs"
+  done
+}
+
+# ---- 0 + 1. the machine, while the library and the package build for this python3 -----------
 [ -d "$STAGE" ] || { say "no .gpu-stage/: run tests/gpu/prepare.sh here and carry it"; exit 3; }
 if [ "$SMOKE" != 1 ]; then
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >>"$LOG" 2>&1 ||
     { say "no GPU visible"; figure machine error "nvidia-smi failed"; exit 2; }
 fi
-machine=$(timeout 30 "$PY" - <<'EOF' 2>&1
-import json, platform, torch
+(timeout 30 "$PY" - >"$TMPD/machine" 2>&1 <<'EOF'
+import json, os, platform, torch
 info = {"python": platform.python_version(), "torch": torch.__version__,
-        "cuda": torch.version.cuda, "gpu": torch.cuda.is_available()}
+        "cuda": torch.version.cuda, "gpu": torch.cuda.is_available(), "cpus": os.cpu_count()}
 if torch.cuda.is_available():
-    info.update(device=torch.cuda.get_device_name(0), nccl=".".join(map(str, torch.cuda.nccl.version())))
+    info.update(device=torch.cuda.get_device_name(0), gpus=torch.cuda.device_count(),
+                nccl=".".join(map(str, torch.cuda.nccl.version())))
 print(json.dumps(info))
 EOF
-)
-figure machine pass "$(echo "$machine" | tail -1)"
-say "machine: $(echo "$machine" | tail -1)"
+) &
+MACHINE_PID=$!
 
-# ---- 1. build for this machine's python3, against the staged prefix ----------------------------
 LIB=$STAGE/lib/libstraggler_probe.so
 PKG=""
-BUILD_LIMIT=${SP_GPU_BUILD_TIMEOUT:-150}  # the rehearsal on 2 cores needs longer
-say "build (at most $((60 + BUILD_LIMIT))s)"
+BUILD_LIMIT=${SP_GPU_BUILD_TIMEOUT:-50}
+say "build (at most $((20 + BUILD_LIMIT))s)"
+t0=$(date +%s)
 pybind=$("$PY" -m pybind11 --cmakedir 2>/dev/null)
-if timeout 60 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+if timeout 20 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
      -DSP_BUILD_TESTS=OFF -DSP_BUILD_BENCH=OFF -DPython3_EXECUTABLE="$(command -v "$PY")" \
      ${pybind:+-Dpybind11_DIR=$pybind} -DCMAKE_PREFIX_PATH="$PREFIX" \
      -Dfmt_DIR="$ARCH_LIB/cmake/fmt" -Dspdlog_DIR="$ARCH_LIB/cmake/spdlog" \
@@ -98,35 +133,55 @@ if timeout 60 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
      >>"$LOG" 2>&1; then
   LIB=$BUILD/runtime/libstraggler_probe.so
   PKG=$BUILD/python
-  figure build pass "{\"library\": \"$LIB\", \"package\": \"$PKG\"}"
+  figure build pass "{\"library\": \"$LIB\", \"package\": \"$PKG\"}" $(($(date +%s) - t0))
   say "built here: $LIB and the package in $PKG"
 else
-  figure build fail "$(grep -E 'error|Error|skipped' "$LOG" | tail -8)"
+  figure build fail "$(grep -E 'error|Error|skipped' "$LOG" | tail -8)" $(($(date +%s) - t0))
   say "build failed (see gpu_checks.log); the carried library runs the C-ABI checks"
 fi
-export SP_LIB=$LIB
+wait "$MACHINE_PID"
+figure machine pass "$(tail -1 "$TMPD/machine")"
+say "machine: $(tail -1 "$TMPD/machine")"
+export SP_LIB=$LIB SP_PKG=$PKG
 ldd "$LIB" >>"$LOG" 2>&1
 
-# ---- 2-4. the C ABI through ctypes -------------------------------------------------------------
-run_check cupti 50 env LD_PRELOAD="$LIB" "$PY" tests/gpu/gpu_checks.py cupti --iters 40 "${SMOKE_ARG[@]}"
-run_check nccl 50 env LD_PRELOAD="$LIB" "$PY" tests/gpu/gpu_checks.py nccl --iters 20 "${SMOKE_ARG[@]}"
-run_check nccl-plugin 50 env NCCL_PROFILER_PLUGIN="$LIB" "$PY" tests/gpu/gpu_checks.py nccl-plugin \
-  --iters 20 "${SMOKE_ARG[@]}"
+# ---- 2. cupti alone (its 1% timing needs a quiet GPU) -------------------------------------------
+run_check cupti 15 env LD_PRELOAD="$LIB" "$PY" $G/gpu_checks.py cupti --iters 100 "${SMOKE_ARG[@]}"
 
-# ---- 5-6. the package ---------------------------------------------------------------------------
+# ---- 3. side by side: the external-correlation cross-check (attribution asserted, its timing
+#         only reported), the interposer, the profiler plugin ---------------------------------------
+start_check cupti-external 25 env LD_PRELOAD="$LIB" STRAGGLER_PROBE_CUPTI_ATTRIBUTION=external \
+  "$PY" $G/gpu_checks.py cupti-external --iters 100 --no-timing-assert "${SMOKE_ARG[@]}"
+start_check nccl 25 env LD_PRELOAD="$LIB" "$PY" $G/gpu_checks.py nccl --iters 20 "${SMOKE_ARG[@]}"
+start_check nccl-plugin 25 env NCCL_PROFILER_PLUGIN="$LIB" STRAGGLER_PROBE_LOG_LEVEL=info \
+  NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,PROFILE \
+  "$PY" $G/gpu_checks.py nccl-plugin --iters 20 --rank-timeout 20 "${SMOKE_ARG[@]}"
+finish_checks cupti-external nccl nccl-plugin
+
+# ---- 4-6. the package ---------------------------------------------------------------------------
 if [ -n "$PKG" ]; then
-  run_check gpt 80 env LD_PRELOAD="$LIB" PYTHONPATH="$PKG" "$PY" tests/gpu/gpt_checks.py gpt \
-    --warmup 5 --steps 20 "${SMOKE_ARG[@]}"
-  run_check overhead 100 env LD_PRELOAD="$LIB" PYTHONPATH="$PKG" "$PY" tests/gpu/gpt_checks.py \
-    overhead --warmup 8 --blocks 10 --block-steps 10 "${SMOKE_ARG[@]}"
+  run_check gpt 35 env LD_PRELOAD="$LIB" PYTHONPATH="$PKG" "$PY" $G/gpt_checks.py gpt \
+    "${SMOKE_ARG[@]}"
+  if [ "$SMOKE" = 1 ]; then
+    OVERHEAD_ARGS=(--rounds 2 --min-rounds 2 --warmup 2 --steps 4 --budget-s $((80 * SCALE))
+                   --slot-limit-s $((25 * SCALE)) --first-estimate-s 10)
+    LIVE_ARGS=(--steps 14 --from-step 4 --job-timeout $((27 * SCALE)))
+  else
+    OVERHEAD_ARGS=(--rounds 8 --min-rounds 6 --warmup 10 --steps 30 --budget-s 82)
+    LIVE_ARGS=(--steps 36 --from-step 10 --job-timeout 27)
+  fi
+  run_check overhead 90 "$PY" $G/overhead.py run "${OVERHEAD_ARGS[@]}" "${SMOKE_ARG[@]}"
+  run_check live 60 "$PY" $G/live.py run "${LIVE_ARGS[@]}" "${SMOKE_ARG[@]}"
 else
-  figure gpt skipped "the package was not built for this python3 (see build)"
-  figure overhead skipped "the package was not built for this python3 (see build)"
+  for c in gpt overhead live; do
+    figure $c skipped "the package was not built for this python3 (see build)"
+  done
 fi
 
 # ---- figures ------------------------------------------------------------------------------------
 say "figures in $FIGS:"
-"$PY" tests/gpu/figures.py "$FIGS" summary | tee -a "$LOG"
+"$PY" $G/figures.py "$FIGS" summary | tee -a "$LOG"
 failures=${PIPESTATUS[0]}
+rm -rf "$TMPD"
 say "$failures check(s) failed; $(($(date +%s) - START)) s in all"
 exit "$failures"
