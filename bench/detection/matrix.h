@@ -34,7 +34,9 @@ struct Cell {
   online::testing::NoisyScenario job;
 };
 
-// Every scenario name, in table order.
+// Every scenario name the matrix runs by default, in table order. Asked for by name only
+// (--scenarios): `slow-4-shift`, a rank 4% slow under noise that moves work between each
+// micro-batch's forward and backward, with its clean twin `clean-shift` (matrix.cpp).
 const std::vector<std::string>& scenario_names();
 // The cells the options select, clean cells first within each shape (their verdicts are the
 // twins of the fault cells). Throws std::invalid_argument naming an unknown scenario or shape.

@@ -87,10 +87,12 @@ bool AlarmTracker::stage_has_rank_alarm(const StepInput& in, int stage) const {
   return false;
 }
 
-// Whether some dp rank's window already shows lateness at the step level alpha: then a stage
-// that looks slow may be that rank's stage, and the rank's alarm (a few steps later) says so.
+// Whether some dp rank's window already shows lateness, or a dp rank leads the window, at the
+// step level alpha: then a stage that looks slow may be that rank's stage, and the rank's
+// alarm (a few steps later) says so.
 bool AlarmTracker::dp_rank_shows(const StepInput& in) const {
   if (!in.dp) return false;
+  if (in.dp_lead && in.dp_lead->unit >= 0 && in.dp_lead->p < cfg_.alpha) return true;
   const double n = static_cast<double>(in.dp->units());
   for (size_t d = 0; d < in.dp->units(); ++d) {
     const double p = sidak(2 * std::min(in.dp->window_p1(d, cfg_.alarm_short_steps),
@@ -136,7 +138,15 @@ void AlarmTracker::unit_alarms(const StepInput& in, const UnitFamily& family,
       return (columns ? step.dp : step.stage) == static_cast<int>(u);
     };
     const double p_short = family.window_p1(u, cfg_.alarm_short_steps);
-    const double p = sidak(2 * std::min(p_short, family.window_p1(u, cfg_.alarm_long_steps)), n);
+    // A dp rank's lead over the long window (persistence.h; stages have none: they are not
+    // exchangeable). Only the rank that led the most can be significant (any other has a rival
+    // that led at least as often).
+    const Persistence* lead = columns ? in.dp_lead : nullptr;
+    const double p_lead = lead && lead->unit == static_cast<int>(u) ? lead->p : 1.0;
+    // The two windows' means share alarm_alpha (x2); a dp rank's lead takes half the long
+    // window's share, as in the verdict (noise_units.cpp, worker_evidence).
+    const double long_share = lead ? 4 : 2;
+    double p_window = std::min(sidak(2 * p_short, n), sidak(long_share * family.window_p1(u, cfg_.alarm_long_steps), n));
     // A dp rank's alarm is kept under its unit (the rank named may move within its column).
     auto it = std::find_if(active_.begin(), active_.end(), [&](size_t a) {
       const AlarmEvent& e = records_[a - dropped_].raised;
@@ -144,18 +154,23 @@ void AlarmTracker::unit_alarms(const StepInput& in, const UnitFamily& family,
     });
     if (it != active_.end()) {
       // Hysteresis: cleared once neither window shows it, the short one no longer a standard
-      // error above the null's mean and the long one no longer significant at alpha.
-      if (p_short > kClearP1 && family.window_p1(u, cfg_.alarm_long_steps) > cfg_.alpha) {
+      // error above the null's mean and the long one no longer significant at alpha, and it no
+      // longer leads the long window at alpha.
+      if (p_short > kClearP1 && family.window_p1(u, cfg_.alarm_long_steps) > cfg_.alpha && p_lead >= cfg_.alpha) {
         clear(*it, evidence(target, Cause::kNone, in.step, family.window_mean_S(u, cfg_.alarm_short_steps), p_short, names_unit),
               out);
       }
       continue;
     }
-    if (p >= cfg_.alarm_alpha) continue;
+    // A dp rank's window test also needs the worker's gates: fixing it saves more than jitter's
+    // slowest rank, and it is late on most recent steps (noise_units.cpp, worker_evidence). Its
+    // lead needs neither (the same reasons as the step's verdict).
     if (columns && (u >= in.costs_more.size() || !in.costs_more[u] ||
                     family.window_median_z(u, cfg_.alarm_short_steps) <= 0)) {
-      continue;
+      p_window = 1.0;
     }
+    const double p = lead ? std::min(p_window, 4 * p_lead) : p_window;
+    if (p >= cfg_.alarm_alpha) continue;
     if (!named_on_most_recent(u, columns)) continue;
     // A stage with a rank in alarm is slow because of that rank (ranks are judged against
     // their own stage's peers, so a stage that is heavier as a whole raises no rank alarm).

@@ -33,6 +33,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "persistence.h"
 #include "significance.h"
 #include "straggler_probe/online/config.h"
 #include "straggler_probe/online/verdict.h"
@@ -61,6 +62,8 @@ class AlarmTracker {
     // Per dp rank: fixing it would save more than replacing jitter's slowest rank (fix_gain.h).
     std::vector<char> costs_more;
     bool slow_step = false;  // S itself significant against the null (p_S < alpha)
+    // The dp rank that led the most recent steps and its persistence test (persistence.h).
+    const Persistence* dp_lead = nullptr;
   };
   // The alarms this step raises or clears.
   std::vector<AlarmEvent> update(const StepInput& in);

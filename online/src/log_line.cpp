@@ -53,6 +53,10 @@ std::string format_log_line(const StepVerdict& v) {
     char p[32];
     std::snprintf(p, sizeof p, " p=%.2g", v.p);
     line += p;
+    // The window's persistence test named it: the unit led k of the last n steps.
+    if (v.named_by == "persistence") {
+      line += " persist=" + std::to_string(v.persist.led) + "/" + std::to_string(v.persist.of);
+    }
   }
   line += " evidence=" + quoted(v.evidence);
   return line;

@@ -28,7 +28,8 @@ double median_variance(size_t m) {
 // every rank looking significant); leaving the op out of its own reference removes that, and a
 // straggler among the peers moves the others' reference by one order statistic only. At most
 // kMaxPerKey residuals (every k-th) go to `out`.
-void add_residuals(const std::vector<double>& peers, std::vector<float>* out) {
+void add_residuals(const std::vector<double>& peers, const std::vector<int>& ranks, std::vector<float>* out,
+                   std::vector<int>* out_ranks) {
   const size_t n = peers.size();
   if (n < 2) return;  // one op alone has no peer to differ from
   std::vector<double> sorted = peers;
@@ -44,6 +45,7 @@ void add_residuals(const std::vector<double>& peers, std::vector<float>* out) {
   const size_t stride = std::max<size_t>(1, n / NoiseWindow::kMaxPerKey);
   for (size_t i = 0; i < n; i += stride) {
     out->push_back(static_cast<float>(scale * (peers[i] - others_median(peers[i]))));
+    out_ranks->push_back(ranks[i]);
   }
 }
 
@@ -108,9 +110,13 @@ void NoiseWindow::add_sums(const Sums& sums, Totals* totals, double sign) {
 // which removes what the whole step shares (the ideal follows that). Both references are
 // estimates; the residuals are scaled so that their sd is the jitter's.
 void NoiseWindow::residuals(const std::vector<NoiseSample>& samples, const Totals& totals,
-                            std::map<std::string, std::vector<float>>* out, Sums* sums) {
-  std::map<std::pair<std::string, int>, std::vector<double>> peers;  // by (key, stage)
-  std::map<std::string, std::vector<double>> alone;                  // transfers, by key
+                            std::map<std::string, Residuals>* out, Sums* sums) {
+  struct Values {
+    std::vector<double> value;
+    std::vector<int> rank;
+  };
+  std::map<std::pair<std::string, int>, Values> peers;  // by (key, stage)
+  std::map<std::string, Values> alone;                  // transfers, by key
   for (const NoiseSample& x : samples) {
     auto& sc = (*sums)[x.key][x.rank];
     sc.first += x.value;
@@ -135,31 +141,45 @@ void NoiseWindow::residuals(const std::vector<NoiseSample>& samples, const Total
     // A transfer's time is its group's (every member ends together): what varies is the
     // group's from step to step, which the peers share, so it has no peer reference; the
     // ideal does not follow the step's level for transfers either.
-    if (x.shared) {
-      alone[x.key].push_back(e);
-    } else {
-      peers[{x.key, x.stage}].push_back(e);
-    }
+    Values& to = x.shared ? alone[x.key] : peers[{x.key, x.stage}];
+    to.value.push_back(e);
+    to.rank.push_back(x.rank);
   }
-  for (const auto& [id, e] : peers) add_residuals(e, &(*out)[id.first]);
+  for (const auto& [id, e] : peers) {
+    Residuals& o = (*out)[id.first];
+    add_residuals(e.value, e.rank, &o.value, &o.rank);
+  }
   for (const auto& [key, e] : alone) {
-    auto& o = (*out)[key];
-    const size_t stride = std::max<size_t>(1, e.size() / kMaxPerKey);
-    for (size_t i = 0; i < e.size(); i += stride) o.push_back(static_cast<float>(e[i]));
+    Residuals& o = (*out)[key];
+    const size_t stride = std::max<size_t>(1, e.value.size() / kMaxPerKey);
+    for (size_t i = 0; i < e.value.size(); i += stride) {
+      o.value.push_back(static_cast<float>(e.value[i]));
+      o.rank.push_back(e.rank[i]);
+    }
   }
 }
 
-NoiseSpread NoiseWindow::spread(const StepModel& m) const {
+NoiseSpread NoiseWindow::spread(const StepModel& m, const std::vector<char>* excluded) const {
   NoiseSpread out;
   std::vector<double> pool;
-  auto sigma = [&](const std::string& key, bool is_delay) {
+  auto left_out = [excluded](int rank) {
+    return excluded && rank >= 0 && static_cast<size_t>(rank) < excluded->size() && (*excluded)[static_cast<size_t>(rank)];
+  };
+  auto gather = [&](const std::string& key, bool is_delay, bool exclude) {
     pool.clear();
     for (const StepResiduals& s : steps_) {
       const auto& map = is_delay ? s.delay : s.work;
       auto it = map.find(key);
       if (it == map.end()) continue;
-      for (float x : it->second) pool.push_back(x);
+      const Residuals& r = it->second;
+      for (size_t i = 0; i < r.value.size(); ++i) {
+        if (!exclude || !left_out(r.rank[i])) pool.push_back(r.value[i]);
+      }
     }
+  };
+  auto sigma = [&](const std::string& key, bool is_delay) {
+    gather(key, is_delay, true);
+    if (pool.empty()) gather(key, is_delay, false);
     return mad_sigma(&pool);
   };
   out.work_sigma.assign(m.ideal_keys.size(), 0.0);

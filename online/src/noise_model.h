@@ -42,7 +42,10 @@ class NoiseWindow {
   // This step's residuals (recorded durations and launch delays of `model`).
   void push(const StepModel& model);
   void pop_back();
-  NoiseSpread spread(const StepModel& model) const;
+  // excluded: per rank, 1 to leave its residuals out (the ranks of the unit the persistence
+  // test found leading: a culprit's own scatter is not the job's jitter); nullptr: none. A key
+  // that only excluded ranks have keeps them all.
+  NoiseSpread spread(const StepModel& model, const std::vector<char>* excluded = nullptr) const;
 
   // At most this many residuals per key and step are kept (evenly spread over the peers), so
   // the window's memory and the per-step median cost do not grow with the job.
@@ -52,13 +55,18 @@ class NoiseWindow {
   // Per key, per (kept) rank: sum of its values and their number.
   using Sums = std::map<std::string, std::map<int, std::pair<double, double>>>;
   using Totals = Sums;
+  // Per key, the residuals and the rank of each.
+  struct Residuals {
+    std::vector<float> value;
+    std::vector<int> rank;
+  };
   struct StepResiduals {
-    std::map<std::string, std::vector<float>> work, delay;
+    std::map<std::string, Residuals> work, delay;
     Sums work_sums, delay_sums;
   };
   static void add_sums(const Sums& sums, Totals* totals, double sign);
   static void residuals(const std::vector<NoiseSample>& samples, const Totals& totals,
-                        std::map<std::string, std::vector<float>>* out, Sums* sums);
+                        std::map<std::string, Residuals>* out, Sums* sums);
   int window_steps_;
   std::deque<StepResiduals> steps_;
   Totals work_totals_, delay_totals_;  // over the steps in the window

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string_view>
 
 #include "straggler_probe/whatif/number_text.h"
 
@@ -14,12 +15,6 @@ using whatif::fixed;
 // The summaries' clocks resolve a microsecond at best: below that, relative to the step, two
 // scores are the same, whatever the null's spread (a job with no jitter has none).
 constexpr double kTimeResolutionS = 1e-6;
-
-std::string p_text(double p) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2g", p);
-  return buf;
-}
 
 // A step counts in a window test at most as much as a step that is just significant alone
 // (one unit, level alpha).
@@ -71,7 +66,9 @@ void NoiseVerdict::add_draw(const StepModel& m, const NoiseSpread& spread, int d
 }
 
 void NoiseVerdict::draw_null(const StepModel& m, SlowdownAnalysis* slowdown) {
-  const NoiseSpread spread = noise_.spread(m);
+  // Without the ranks of the dp rank found leading at the previous step (find_leaders).
+  const bool exclude = excluded_ranks_.size() == static_cast<size_t>(m.world);
+  const NoiseSpread spread = noise_.spread(m, exclude ? &excluded_ranks_ : nullptr);
   // The first step fills the pools, so that the first tests already have a window's worth of
   // null draws (all but its first drawn after its verdict: draw_owed); then one a step replaces
   // the oldest.
@@ -91,96 +88,6 @@ void NoiseVerdict::draw_owed(const StepModel& m, SlowdownAnalysis* slowdown) {
   for (int d = pool_steps_ - owed; d < pool_steps_; ++d) add_draw(m, spread, d, slowdown);
 }
 
-// A family's unit: this step or the recent ones (the window test: both windows, every unit),
-// Bonferroni x2.
-double NoiseVerdict::unit_p(const UnitFamily& f, size_t u) const {
-  const double n = static_cast<double>(f.units());
-  const double window = sidak(2 * std::min(f.window_p1(u, cfg_.alarm_short_steps),
-                                           f.window_p1(u, cfg_.alarm_long_steps)), n);
-  return std::min(1.0, 2 * std::min(f.step_p(u), window));
-}
-
-// A dp rank as a worker straggler: significantly late, and costing more than jitter does. Why
-// the second: over many steps a rank a fraction of a percent behind its peers becomes
-// significant, and so does each rank of a host whose GPUs drift 1-2% slow together, yet
-// replacing such a rank saves no more than replacing jitter's slowest rank would (fix_gain.h).
-// So each of the two tests is an intersection: this step, the rank late (against the most
-// extreme of N null dp ranks) and fixing it saving more than fixing jitter's slowest rank,
-// this step and over the recent steps (a drifting host's leading rank sometimes leads its
-// siblings by a wide gap on one step, never over a window; a rank slow one step in four gains
-// over the window what it costs); over a window, its mean and median late and its gains over
-// the window more than the null's best. Each intersection's p is the largest of its parts (a
-// valid level-alpha test of "any is jitter"). Why the median too: a rank with a gc pause or a slow step one step in four, or
-// the longest sequences on a few steps, has a high window mean, yet its typical step is its
-// peers' (the step test names its slow ones).
-double NoiseVerdict::worker_p(size_t d) const {
-  const double n = static_cast<double>(dp_.units());
-  auto window = [&](int k) {
-    return std::max({dp_.window_p1(d, k), dp_.window_median_p1(d, k), fix_.window_p(d, k)});
-  };
-  const double step = std::max({dp_.step_p(d), fix_.step_p(d), recent_gain_p(d)});
-  return std::min(1.0, 2 * std::min(step, sidak(2 * std::min(window(cfg_.alarm_short_steps), window(cfg_.alarm_long_steps)), n)));
-}
-
-bool NoiseVerdict::costs_more_than_jitter(size_t d) const { return recent_gain_p(d) < cfg_.alpha; }
-
-double NoiseVerdict::recent_gain_p(size_t d) const {
-  return std::min(fix_.window_p(d, cfg_.alarm_short_steps), fix_.window_p(d, cfg_.alarm_long_steps));
-}
-
-// The rank of dp unit d to name: in a pipeline, the one in the stage whose own evidence is the
-// strongest (the stage family, over the long window, significant at alpha: the slow rank's
-// stage carries its lateness, the column's other stages only wait for it), else the largest
-// S_w this step.
-// Every dp unit's at once: one pass over the ranks (each column's in rank order), each stage's
-// test once (per dp unit, a pass over all ranks was O(dp x ranks) a step).
-void NoiseVerdict::find_column_ranks(const StepModel& m, const StepVerdict& v) {
-  stage_p_.assign(static_cast<size_t>(std::max(0, m.pp_size)), 1.0);
-  if (m.pp_size > 1) {
-    // Only evidence counts: a stage whose window is within the noise (a rank slow one step in
-    // four barely moves its stage's long-window mean) does not outrank this step's S_w.
-    for (size_t s = 0; s < stage_p_.size() && s < stages_.units(); ++s) {
-      const double p = stages_.window_p1(s, cfg_.alarm_long_steps);
-      stage_p_[s] = p < cfg_.alpha ? p : 1.0;
-    }
-  }
-  int columns = m.dp_size;
-  for (int r = 0; r < m.world; ++r) columns = std::max(columns, m.rank_dp[static_cast<size_t>(r)] + 1);
-  columns_.assign(static_cast<size_t>(std::max(0, columns)), -1);
-  column_p_.assign(columns_.size(), 2.0);
-  for (int r = 0; r < m.world; ++r) {
-    const int d = m.rank_dp[static_cast<size_t>(r)];
-    if (d < 0) continue;
-    const auto s = static_cast<size_t>(m.rank_stage[static_cast<size_t>(r)]);
-    const double p = s < stage_p_.size() ? stage_p_[s] : 1.0;
-    int& best = columns_[static_cast<size_t>(d)];
-    double& best_p = column_p_[static_cast<size_t>(d)];
-    const bool better = best < 0 || p < best_p ||
-                        (p == best_p && v.worker_S[static_cast<size_t>(r)] > v.worker_S[static_cast<size_t>(best)]);
-    if (better) {
-      best = r;
-      best_p = p;
-    }
-  }
-}
-
-int NoiseVerdict::column_rank(const StepModel&, const StepVerdict&, int d) const {
-  return d >= 0 && static_cast<size_t>(d) < columns_.size() ? columns_[static_cast<size_t>(d)] : -1;
-}
-
-void NoiseVerdict::name_persistent(const StepModel& m, size_t d, StepVerdict* v) const {
-  const int r = column_rank(m, *v, static_cast<int>(d));
-  if (r < 0) return;
-  v->cause = Cause::kWorker;
-  v->worst = "rank:" + std::to_string(r);
-  v->worst_S = v->worker_S[static_cast<size_t>(r)];
-  v->p = worker_p(d);
-  v->evidence = "rank " + std::to_string(r) + " late over the recent steps: its dp rank's score " +
-                fixed(dp_.window_mean_S(d, cfg_.alarm_short_steps), 3) + " on average over the last " +
-                std::to_string(std::min<size_t>(dp_.observed_steps(), static_cast<size_t>(cfg_.alarm_short_steps))) +
-                " steps, " + fixed(v->dp_S[d], 3) + " this step; p=" + p_text(v->p);
-}
-
 // seq-imbalance is work that differs (longer sequences), which the jitter learned from the
 // durations contains: its own evidence decides, the correlation behind the rule against no
 // correlation (Fisher's z over its samples).
@@ -192,16 +99,25 @@ double correlation_p(const SeqEvidence& q) {
   return normal_upper(std::atanh(r) * std::sqrt(static_cast<double>(n - 3)));
 }
 
-double NoiseVerdict::cause_p(const StepModel& m, const SeqEvidence& seq, double comm_p, const StepVerdict& v) const {
+// The rules' cause against the noise: a worker or a stage by its unit's three tests, the
+// causes of the whole step by this step's own evidence.
+NoiseVerdict::UnitEvidence NoiseVerdict::cause_p(const StepModel& m, const SeqEvidence& seq, double comm_p,
+                                                 const StepVerdict& v) const {
   const int rank = target_index(v.worst, "rank:");
   const int dp = rank >= 0 && rank < m.world ? m.rank_dp[static_cast<size_t>(rank)] : -1;
   const int stage = target_index(v.worst, "stage:");
+  if (v.cause == Cause::kWorker) return dp >= 0 ? worker_evidence(static_cast<size_t>(dp)) : UnitEvidence{};
+  if (v.cause == Cause::kStageImbalance) {
+    return stage >= 0 && static_cast<size_t>(stage) < stages_.units() ? stage_evidence(static_cast<size_t>(stage))
+                                                                      : UnitEvidence{};
+  }
+  return {step_cause_p(seq, comm_p, v, dp), "step"};
+}
+
+double NoiseVerdict::step_cause_p(const SeqEvidence& seq, double comm_p, const StepVerdict& v, int dp) const {
   const double p_rank_step = dp >= 0 ? std::min(1.0, 2 * dp_.step_p(static_cast<size_t>(dp))) : 1.0;
   switch (v.cause) {
     case Cause::kNone: return 1.0;
-    case Cause::kWorker:
-      return dp >= 0 ? worker_p(static_cast<size_t>(dp)) : 1.0;
-    case Cause::kStageImbalance: return stage >= 0 ? unit_p(stages_, static_cast<size_t>(stage)) : 1.0;
     case Cause::kSeqImbalance: {
       // With lengths the correlation is the evidence. Without, r(forward, backward) also holds
       // when every rank's speed moves together (which the ideal follows: no slowdown), so the
@@ -226,6 +142,63 @@ double NoiseVerdict::cause_p(const StepModel& m, const SeqEvidence& seq, double 
   }
 }
 
+// The rules' culprit is within the noise. A dp rank may still be named for worker, by its own
+// tests, when this step shows it late too (above the null median): the one whose window is the
+// most significant, or the one that led the most recent steps. Which of the rules' causes it
+// overrides, and why: a worker lead within the noise (the magnitudes too small for the jitter
+// learned, while the window or the lead says otherwise); and another cause within the noise
+// (the step's dominant op: a slow rank on an oversubscribed CPU also launches late and holds
+// its peers in the all-reduce, so on some steps host-delay or comm is the larger S_t, and not
+// significant), since a rank late over the window is what names a worker on every other step.
+// Not a seq-imbalance: when the rules found the slowest rank scattering from step to step with
+// its work, they already weighed persistence. A stage-imbalance lead within the noise gives way
+// to a dp rank that leads (a slow rank makes its column and its stage late; a heavier stage
+// makes no column lead). The cause named for a leading dp rank is worker: its dp-rank score is
+// the paper's per-worker what-if (its ops real, every other op ideal), whose lateness is the
+// worker signature; a rank whose lateness were its launches alone would need per-rank op-type
+// scores to tell, which the step does not compute.
+void NoiseVerdict::rules_within_noise(const StepModel& m, double p, StepVerdict* v) {
+  size_t best = 0;
+  double best_p = 2.0;
+  for (size_t d = 0; d < dp_.units(); ++d) {
+    const double pd = std::min(dp_.window_p1(d, cfg_.alarm_short_steps), dp_.window_p1(d, cfg_.alarm_long_steps));
+    if (pd < best_p) {
+      best_p = pd;
+      best = d;
+    }
+  }
+  // Each window test proposes its own rank: the means the rank whose window is the most
+  // significant, the persistence test the rank that led the most steps (by its lead only).
+  int pick = -1;
+  UnitEvidence named;
+  if (v->cause != Cause::kSeqImbalance) {
+    for (const int d : {best_p < 2.0 ? static_cast<int>(best) : -1, dp_lead_.unit}) {
+      if (d < 0 || dp_.step_z(static_cast<size_t>(d)) <= 0.0) continue;
+      const UnitEvidence e = worker_evidence(static_cast<size_t>(d));
+      const bool its_test = d != dp_lead_.unit || d == static_cast<int>(best) || std::string_view(e.by) == "persistence";
+      if (its_test && e.p < cfg_.alpha && (pick < 0 || e.p < named.p)) {
+        pick = d;
+        named = e;
+      }
+    }
+  }
+  if (pick >= 0) {
+    name_persistent(m, static_cast<size_t>(pick), named, v);
+    return;
+  }
+  const std::string would = std::string(cause_name(v->cause)) + " " + v->worst;
+  v->cause = Cause::kNone;
+  v->worst.clear();
+  say_evidence(m, "", v);
+  v->evidence = "within the noise: S=" + fixed(v->S, 3) + " against the null's " + fixed(v->S_null, 3) +
+                " (p_S=" + p_value_text(v->p_S) + "); the likeliest culprit, " + would + ", p=" + p_value_text(p) +
+                " >= " + p_value_text(cfg_.alpha);
+  if (!v->persist.target.empty()) {
+    v->evidence += "; " + v->persist.target + " led " + std::to_string(v->persist.led) + " of the last " +
+                   std::to_string(v->persist.of) + " steps (persistence p=" + p_value_text(v->persist.p) + ")";
+  }
+}
+
 void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, double comm_p,
                          const std::vector<double>& dp_fix_gain, SlowdownAnalysis* slowdown, StepVerdict* v) {
   draw_null(m, slowdown);
@@ -241,42 +214,23 @@ void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, double comm
   v->S_null = step_null_.mean_S();
   v->jitter = std::max(0.0, std::min(v->S, v->S_null) - 1.0);
   v->p_S = step_null_.p(v->S);
+  find_leaders(m);
   find_column_ranks(m, *v);
 
-  const double p = cause_p(m, seq, comm_p, *v);
-  v->p = p;
-  if (v->cause != Cause::kNone && p >= cfg_.alpha) {
-    // The rules' culprit is within the noise; a dp rank persistently late may still be named
-    // when this step shows it late too (above the null median).
-    size_t best = 0;
-    double best_p = 2.0;
-    for (size_t d = 0; d < dp_.units(); ++d) {
-      const double pd = std::min(dp_.window_p1(d, cfg_.alarm_short_steps), dp_.window_p1(d, cfg_.alarm_long_steps));
-      if (pd < best_p) {
-        best_p = pd;
-        best = d;
-      }
-    }
-    // Also when the rules led with another cause (the step's dominant op: a slow rank on an
-    // oversubscribed CPU also launches late and holds its peers in the all-reduce, so on some
-    // steps host-delay or comm is the larger S_t, and not significant): the rank's own test
-    // (late, and fixing it saving more than jitter's slowest rank) is what names a worker on
-    // every other step. Not over seq-imbalance: when the rules found the slowest rank
-    // scattering from step to step with its work, they already weighed persistence.
-    if (v->cause != Cause::kSeqImbalance && best_p < 2.0 && worker_p(best) < cfg_.alpha &&
-        dp_.step_z(best) > 0.0) {
-      name_persistent(m, best, v);
-    } else {
-      const std::string would = std::string(cause_name(v->cause)) + " " + v->worst;
-      v->cause = Cause::kNone;
-      v->worst.clear();
-      v->evidence = "within the noise: S=" + fixed(v->S, 3) + " against the null's " + fixed(v->S_null, 3) +
-                    " (p_S=" + p_text(v->p_S) + "); the likeliest culprit, " + would + ", p=" + p_text(p) +
-                    " >= " + p_text(cfg_.alpha);
-    }
+  const UnitEvidence e = cause_p(m, seq, comm_p, *v);
+  v->p = e.p;
+  if (v->cause != Cause::kNone && e.p >= cfg_.alpha) {
+    rules_within_noise(m, e.p, v);
   } else if (v->cause == Cause::kNone) {
     v->p = v->p_S;
+    say_evidence(m, e.by, v);
   } else {
+    // The rules' cause is significant, and it stands for this step whatever another unit's
+    // persistence says: a gc pause, a data stall or a slow link this step explains this step,
+    // and a rank significantly late this step is this step's straggler, even where another
+    // rank led most recent steps (an intermittent rank's slow step behind a persistently
+    // slightly late one). The persistence test names a unit only where the rules' culprit is
+    // within the noise (rules_within_noise).
     const int rank = target_index(v->worst, "rank:");
     if (v->cause == Cause::kWorker && m.pp_size > 1 && rank >= 0 && rank < m.world) {
       const int r = column_rank(m, *v, m.rank_dp[static_cast<size_t>(rank)]);
@@ -285,7 +239,9 @@ void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, double comm
         v->worst_S = v->worker_S[static_cast<size_t>(r)];
       }
     }
-    v->evidence += "; p=" + p_text(p);
+    say_evidence(m, e.by, v);
+    if (v->named_by == "persistence") v->evidence += "; " + v->persist.target + " " + lead_text(v->persist, "dp rank");
+    v->evidence += "; p=" + p_value_text(e.p);
   }
   // The S null is calibrated to the steps the verdicts leave unexplained, and to what jitter did
   // to them: a gc pause one step in four, named or not, must not widen the band the next pause
@@ -305,6 +261,7 @@ void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, double comm
   in.rank_dp = m.rank_dp;
   in.S = v->S;
   in.slow_step = v->p_S < cfg_.alpha;
+  in.dp_lead = &dp_lead_;
   in.costs_more.resize(static_cast<size_t>(m.dp_size));
   for (int d = 0; d < m.dp_size; ++d) in.costs_more[static_cast<size_t>(d)] = costs_more_than_jitter(static_cast<size_t>(d));
   v->alarms = alarms_.update(in);

@@ -20,13 +20,24 @@
 // window, and this step shows it late too (above the null median), that
 // rank is named for worker: a persistently slow rank at thousands of ranks is often not the
 // slowest of a step, jitter's maximum being larger than its slowdown.
+//
+// A fourth test of a dp rank, beside this step and the two windows' means: who led the long
+// window (persistence.h), which needs no scale and so holds where the learned jitter is wider
+// than how much the ranks really differ. It shares the long window's part of alpha with that
+// window's mean (noise_units.cpp, worker_evidence); the verdict says which test named the rank
+// (StepVerdict::named_by). Once it finds a dp rank leading, that rank's own scatter is left out
+// of the jitter the null is drawn from and of the dp ranks' calibration (a culprit is not the
+// noise; a clean job, with no rank leading, keeps them all). Not for stages, which are not
+// exchangeable (noise_units.cpp, stage_evidence).
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "alarms.h"
 #include "fix_gain.h"
 #include "noise_model.h"
+#include "persistence.h"
 #include "seq_evidence.h"
 #include "significance.h"
 #include "slowdown_metrics.h"
@@ -36,9 +47,18 @@
 
 namespace sp::online {
 
+// A p-value as the lines print it (two significant digits).
+std::string p_value_text(double p);
+
 class NoiseVerdict {
  public:
   NoiseVerdict(const NoiseConfig& config, int window_steps);
+
+  // A unit's p (its tests Bonferroni corrected) and the test that gave it.
+  struct UnitEvidence {
+    double p = 1.0;
+    const char* by = "step";  // "step", "window" or "persistence"
+  };
 
   void push(const StepModel& model) { noise_.push(model); }
   void pop_back() { noise_.pop_back(); }
@@ -64,15 +84,27 @@ class NoiseVerdict {
  private:
   void draw_null(const StepModel& model, SlowdownAnalysis* slowdown);
   void add_draw(const StepModel& model, const NoiseSpread& spread, int index, SlowdownAnalysis* slowdown);
-  double unit_p(const UnitFamily& family, size_t unit) const;
-  double worker_p(size_t dp_rank) const;
+  UnitEvidence stage_evidence(size_t stage) const;
+  UnitEvidence worker_evidence(size_t dp_rank) const;
+  // The persistence test of one unit: the step's leading unit's, computed once per step, or
+  // that unit's own (another unit cannot be significant, having a rival that led as often).
+  Persistence unit_persistence(const UnitFamily& family, const Persistence& leading, size_t unit) const;
   // Whether fixing dp rank d would save more than replacing jitter's slowest rank (fix_gain.h).
   bool costs_more_than_jitter(size_t dp_rank) const;
   // Its p: fix_gain.h's window test, over the shorter and the longer alarm window.
   double recent_gain_p(size_t dp_rank) const;
-  double cause_p(const StepModel& model, const SeqEvidence& seq, double comm_p, const StepVerdict& v) const;
+  UnitEvidence cause_p(const StepModel& model, const SeqEvidence& seq, double comm_p, const StepVerdict& v) const;
+  // A cause of the whole step (gc, host-delay, comm, seq-imbalance): its p this step.
+  double step_cause_p(const SeqEvidence& seq, double comm_p, const StepVerdict& v, int dp_rank) const;
   int column_rank(const StepModel& model, const StepVerdict& v, int dp_rank) const;
-  void name_persistent(const StepModel& model, size_t dp_rank, StepVerdict* v) const;
+  void name_persistent(const StepModel& model, size_t dp_rank, const UnitEvidence& e, StepVerdict* v) const;
+  // The rules' culprit within the noise: a dp rank named by its own tests, or cause none.
+  void rules_within_noise(const StepModel& model, double p, StepVerdict* v);
+  // This step's leading dp rank (persistence.h), and the jitter and calibration without it.
+  void find_leaders(const StepModel& model);
+  // v's named_by and persist (the family of the unit named).
+  void say_evidence(const StepModel& model, const char* by, StepVerdict* v) const;
+  static std::string lead_text(const PersistenceEvidence& lead, const std::string& peers);
   // Each dp rank's column_rank for this step (column_rank then looks it up; -1: no ranks).
   void find_column_ranks(const StepModel& model, const StepVerdict& v);
 
@@ -87,6 +119,8 @@ class NoiseVerdict {
   uint64_t steps_ = 0;
   int owed_draws_ = 0;
   NoiseSpread owed_spread_;  // the first step's spread, for the owed draws
+  Persistence dp_lead_;                      // this step's leading dp rank
+  std::vector<char> excluded_ranks_;         // the leading dp rank's ranks, left out of the jitter
   std::vector<int> columns_;                 // per dp rank: the rank to name (column_rank)
   std::vector<double> column_p_, stage_p_;  // find_column_ranks' scratch
 };

@@ -131,6 +131,7 @@ void UnitFamily::calibrate() {
   differences_.clear();
   double dof = 0;
   for (size_t u = 0; u < units; u += stride) {
+    if (static_cast<int>(u) == excluded_ && units > 1) continue;
     column_.clear();
     for (const auto& step : history_) column_.push_back(static_cast<double>(step[u]));
     for (size_t i = 1; i < column_.size(); ++i) differences_.push_back(std::fabs(column_[i] - column_[i - 1]));
@@ -142,6 +143,12 @@ void UnitFamily::calibrate() {
   const double around_median = 1.4826 * median_inplace(&scratch_);
   const double successive = 1.4826 * median_inplace(&differences_) / std::sqrt(2.0);
   widening_ = null_widening(std::min(around_median, successive), dof, std::max(summary_.q84 - summary_.q50, floor_));
+}
+
+void UnitFamily::exclude_from_calibration(int u) {
+  if (u == excluded_) return;
+  excluded_ = u;
+  calibrate();
 }
 
 double UnitFamily::calibrated(double x, size_t u) const {

@@ -108,6 +108,15 @@ class UnitFamily {
   size_t observed_steps() const { return history_.size(); }
   // The null's widening to the observed dispersion (see null_widening; 0: not known yet).
   double widening() const { return widening_; }
+  // The recent steps' relative log scores (newest last), each unit's null offset and the time
+  // resolution: what the persistence test ranks the units by (persistence.h).
+  const std::deque<std::vector<float>>& history() const { return history_; }
+  double offset(size_t u) const { return u < offset_.size() ? offset_[u] : 0.0; }
+  double floor() const { return floor_; }
+  // Leave unit u's own step-to-step spread out of the observed dispersion (-1: none): the unit
+  // the persistence test found leading is the culprit, not the jitter (noise_verdict.cpp).
+  // Recalibrates at once.
+  void exclude_from_calibration(int u);
 
  private:
   void summarise();
@@ -129,6 +138,7 @@ class UnitFamily {
   std::vector<double> scratch_, last_draw_, sorted_, column_, differences_;
   std::vector<int> order_;
   double widening_ = 0;
+  int excluded_ = -1;  // exclude_from_calibration
 };
 
 // The null of S itself, widened to the step-to-step dispersion of the job's observed S.

@@ -31,6 +31,12 @@ nlohmann::ordered_json verdict_to_json(const StepVerdict& v) {
     j["jitter"] = v.jitter;
     j["p_S"] = v.p_S;
     j["p"] = v.p;
+    if (!v.named_by.empty()) j["named_by"] = v.named_by;
+    if (!v.persist.target.empty()) {
+      j["persist"] = {{"target", v.persist.target}, {"led", v.persist.led},           {"of", v.persist.of},
+                      {"rival_led", v.persist.rival_led}, {"ahead", v.persist.ahead}, {"ahead_of", v.persist.ahead_of},
+                      {"p", v.persist.p}};
+    }
   }
   j["dp_size"] = v.dp_size;
   j["pp_size"] = v.pp_size;

@@ -9,7 +9,7 @@ namespace sp::online::testing {
 namespace {
 
 // Streams: one per kind of draw, so that two draws of one site are independent.
-constexpr uint64_t kFactor = 1, kOutlierHit = 2, kOutlierSize = 3, kDrift = 4;
+constexpr uint64_t kFactor = 1, kOutlierHit = 2, kOutlierSize = 3, kDrift = 4, kShift = 5;
 
 uint64_t mix(uint64_t x) {  // splitmix64's finaliser
   x += 0x9e3779b97f4a7c15ULL;
@@ -83,6 +83,11 @@ double NoiseSource::outlier(const DurationSite& site, double base) const {
   if (model_.outlier_rate <= 0 || uniform(kOutlierHit, site) >= model_.outlier_rate) return 0.0;
   const double u = uniform(kOutlierSize, site);
   return base * model_.outlier_min * std::pow(u, -1.0 / model_.outlier_alpha);
+}
+
+double NoiseSource::fb_shift(int64_t step, int rank, int microbatch) const {
+  if (model_.fb_shift <= 0) return 0.0;
+  return model_.fb_shift * (2 * uniform(kShift, DurationSite{SP_OP_FORWARD, step, rank, -1, microbatch}) - 1);
 }
 
 double NoiseSource::apply(const DurationSite& site, double d, double base) const {

@@ -89,7 +89,7 @@ class FaultedJob {
     site.step += sc_.first_step;
     double d = base;
     for (size_t i = 0; i < sc_.faults.size(); ++i) d = with_fault(i, site, d);
-    return noise_.apply(site, d, base);
+    return noise_.apply(site, d, base) + shifted(site);
   }
 
   std::vector<std::tuple<int64_t, int, double>> gc_pauses() const {
@@ -138,6 +138,19 @@ class FaultedJob {
         return d;  // through SyntheticJob::gc
     }
     return d;
+  }
+
+  // NoiseModel::fb_shift: a share of the micro-batch's forward time (as the faults left it,
+  // before its noise) added to the forward and taken from its backward.
+  double shifted(const DurationSite& site) const {
+    if (!is_layer_compute(site.kind)) return 0.0;
+    const double share = noise_.fb_shift(site.step, site.rank, site.index);
+    if (share == 0.0) return 0.0;
+    DurationSite forward = site;
+    forward.kind = SP_OP_FORWARD;
+    double f = sc_.job.forward_s;
+    for (size_t i = 0; i < sc_.faults.size(); ++i) f = with_fault(i, forward, f);
+    return site.kind == SP_OP_FORWARD ? share * f : -share * f;
   }
 
   const NoisyScenario& sc_;

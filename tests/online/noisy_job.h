@@ -29,6 +29,14 @@ struct NoiseModel {
   int drift_host = 0;           // the host whose speed drifts (-1: none)
   double drift_max = 0.02;      // its compute time factor wanders in [1, 1 + drift_max]
   double drift_sigma = 0.002;   // per step (a reflected random walk from 1 + drift_max / 2)
+  // Work that shows in the wrong op: where a rank is timed on its host and its work runs
+  // asynchronously, how much of a micro-batch's forward shows in the forward and how much in
+  // the backward that waits for it varies from step to step. Per (step, rank, micro-batch) a
+  // share u of the forward's time, uniform in [-fb_shift, fb_shift], moves from the backward to
+  // the forward (< 1, so that neither goes negative while the backward is the longer). Each
+  // op's time then varies by tens of percent while the rank's total does not: the per-op jitter
+  // the noise model learns is much wider than how much ranks differ from each other.
+  double fb_shift = 0;
 
   // The profile the benchmark uses for one jitter level: data waits and transfers twice as
   // noisy as compute, the other fields at their defaults.
@@ -104,6 +112,9 @@ class NoiseSource {
   double apply(const DurationSite& site, double d, double base) const;
   double host_factor(int64_t step, int rank) const;  // the drifting host's compute factor
   double outlier(const DurationSite& site, double base) const;  // 0 on most sites
+  // The share of a micro-batch's forward time that shows in the forward instead of its
+  // backward (NoiseModel::fb_shift; 0 when off), of (step, rank, micro-batch).
+  double fb_shift(int64_t step, int rank, int microbatch) const;
   // A standard normal / uniform (0, 1) that is a function of (seed, stream, site). Streams
   // below kFirstFreeStream are the noise's own; the faults draw from the others.
   static constexpr uint64_t kFirstFreeStream = 16;

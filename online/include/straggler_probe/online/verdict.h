@@ -39,6 +39,17 @@ struct AlarmEvent {
   int unit = -1;              // the dp rank or stage the alarm's test is about (-1: a cause)
 };
 
+// Who led the recent steps (src/persistence.h): in one family of units (dp ranks, named by the
+// rank of their column that the verdict would name, or stages), the unit that led the most of
+// the last `of` analysed steps, on `led` of them; the most any other unit led; the fewest steps
+// it was ahead of any one other unit (`ahead` of the `ahead_of` steps where the two differed);
+// and the test's p, the family's units corrected for. target "": no unit led a step.
+struct PersistenceEvidence {
+  std::string target;
+  int led = 0, of = 0, rival_led = 0, ahead = 0, ahead_of = 0;
+  double p = 1.0;
+};
+
 struct StepVerdict {
   int64_t step = 0;
   bool analyzed = false;
@@ -81,6 +92,12 @@ struct StepVerdict {
   double p_S = 1.0;
   double p = 1.0;
   bool null_ready = false;
+  // Which test named the cause: "step" (this step against the null), "window" (the recent
+  // steps' mean lateness against the null) or "persistence" (who led the recent steps:
+  // `persist`); "" for cause none. persist: the leading unit's evidence, of the family of the
+  // unit named (stages for stage-imbalance, else dp ranks).
+  std::string named_by;
+  PersistenceEvidence persist;
   std::vector<AlarmEvent> alarms;  // alarms raised or cleared at this step
 };
 

@@ -1,0 +1,58 @@
+// Persistence as evidence: who leads, step after step, tested without the null's scale.
+//
+// The magnitude tests (significance.h) ask how far a unit is behind its peers against the
+// jitter the null model learned. Where that model is wider than how much the units really
+// differ (per-op times that scatter while a rank's total does not: work charged to whichever
+// op waits for it), a unit that is the slowest on every step stays "within the noise" on every
+// step. Its identity is evidence the magnitudes throw away: when no unit is special the units
+// are exchangeable, and which one leads a step is a fair draw among them.
+//
+// The test, over the last `window` steps of a family (dp ranks; stages), per step the units
+// ranked by their relative log score (a stage's less its own null mean, as the window tests
+// compare it: significance.h). For the unit that led the most steps, u, two paired tests by
+// step, each exact under its own exchangeability and needing no scale:
+// - it leads more often than its strongest rival v (the other unit that led the most steps):
+//   on the steps one of the two led, which one did is a fair coin when u and v are
+//   exchangeable, whatever the other units do (a host of ranks late together splits its leads
+//   among its ranks, each of them only one rival's worth of evidence against the others);
+//   P(Bin(L_u + L_v, 1/2) >= L_u). Against v, the rival that led the most, because that p is
+//   the largest over all rivals (the test is an intersection over rivals: u must out-lead
+//   each of them).
+// - it is ahead of every other unit, pairwise: for each v the sign test of "u later than v"
+//   over the steps where they differ, P(Bin(n_uv, 1/2) >= wins_uv), and the largest of these
+//   (again an intersection: ahead of each). Why too: a unit with a wider spread than its
+//   peers, not later, leads more often than they do (a maximum favours spread) but is ahead of
+//   each of them on half the steps only (the sign test needs a common centre, not a common
+//   spread): a noisier rank on a real machine is not a straggler.
+// Both must hold: p = the larger. Corrected for the family (Bonferroni over its N units: only
+// the unit that led the most is tested, and choosing it is paid for by testing as if every
+// unit had been). Ties within the replay's time resolution are no one's lead and no one's win.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "significance.h"
+
+namespace sp::online {
+
+struct Persistence {
+  int unit = -1;      // the unit tested: the one that led the most steps (-1: none led any)
+  int led = 0;        // steps of the window it led
+  int rival = -1;     // the other unit that led the most steps (-1: none)
+  int rival_led = 0;
+  int ahead = 0;      // the fewest steps it was ahead of any one other unit ...
+  int ahead_of = 0;   // ... of the steps where those two differed
+  int steps = 0;      // steps in the window
+  double p = 1.0;     // both tests, corrected for the family's units
+};
+
+// The family's unit that led the most of its last `window` observed steps, or `unit` when one
+// is given (>= 0: that unit's evidence, e.g. the rules' culprit or an alarm's unit).
+// O(units x window).
+Persistence persistence(const UnitFamily& family, int window, int unit = -1);
+
+// P(Bin(n, 1/2) >= k): a sign test's upper tail.
+double sign_test_p(int k, int n);
+
+}  // namespace sp::online
