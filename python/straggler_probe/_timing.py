@@ -288,16 +288,13 @@ class CudaEventTimer:
 
 
 class GpuRegionTags:
-    """The regions' kernels on the GPU: each forward / backward / optimizer region pushes its
-    (kind, micro-batch) on CUPTI's external-correlation stack of the training thread, so that
-    libstraggler_probe.so's GPU capture attributes the kernels launched inside to it and emits the
-    region's GPU span (time source CUPTI; the online model then prefers it to the CUDA-event or
-    host time of the same region). Only for CUDA jobs whose runtime has GPU capture; a push costs
-    one call that returns at once while capture is off or paused.
-
-    Kernels that autograd launches from its own device threads (a CUDA backward) do not see the
-    training thread's tag: they count as outside any region, and the backward keeps its
-    CUDA-event time.
+    """The regions' kernels on the GPU: each forward / backward / optimizer region is bracketed
+    by libstraggler_probe.so's launch markers (cupti/src/launch_markers.h: a marker at push and at
+    pop), so that its GPU capture attributes every kernel launched in between, from any thread
+    (autograd's device threads in a CUDA backward too), to the region and emits the region's GPU
+    span (time source CUPTI; the online model then prefers it to the CUDA-event or host time of the
+    same region). Only for CUDA jobs whose runtime has GPU capture; a push costs one call that
+    returns at once while capture is off or paused, else one asynchronous driver call.
     """
 
     def __init__(self, core: Any):
