@@ -13,11 +13,10 @@ import argparse
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from step_cost import build_job  # noqa: E402
+from step_cost import build_job, timed_step  # noqa: E402
 
 # setting name -> init() keywords (None: the probe is not running in that block)
 SETTINGS: dict[str, dict | None] = {
@@ -46,18 +45,10 @@ def run(variant: str, blocks: int, steps: int, settings: list[str]) -> dict:
             if kwargs is not None:
                 straggler_probe.init(out_dir=out, log_lines=False, **kwargs)
             for k in range(steps):
-                t0, c0 = time.perf_counter_ns(), time.thread_time_ns()
-                try:
-                    x, y = next(it)
-                except StopIteration:
-                    it = iter(data)
-                    x, y = next(it)
-                model(x, y).backward()
-                opt.step()
-                opt.zero_grad(set_to_none=True)
+                it, dt_wall, dt_cpu = timed_step(model, opt, data, it)
                 if k >= 5:  # the first steps after a switch pay for start-up (hook discovery)
-                    wall[name].append(time.perf_counter_ns() - t0)
-                    cpu[name].append(time.thread_time_ns() - c0)
+                    wall[name].append(dt_wall)
+                    cpu[name].append(dt_cpu)
             if kwargs is not None:
                 straggler_probe.shutdown()
     return {n: (statistics.median(wall[n]), statistics.median(cpu[n])) for n in settings}

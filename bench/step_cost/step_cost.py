@@ -85,6 +85,21 @@ def comm_hook_state(ddp) -> dict:
             and getattr(register, "__qualname__", "") == "DistributedDataParallel.register_comm_hook"}
 
 
+def timed_step(model, opt, data, it):
+    """One training step (data, forward, backward, optimizer) on this thread; returns the data
+    iterator (restarted at the end of the data) and the step's wall and thread-CPU ns."""
+    t0, c0 = time.perf_counter_ns(), time.thread_time_ns()
+    try:
+        x, y = next(it)
+    except StopIteration:
+        it = iter(data)
+        x, y = next(it)
+    model(x, y).backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    return it, time.perf_counter_ns() - t0, time.thread_time_ns() - c0
+
+
 def worker(mode: str, variant: str, steps: int, warmup: int, probe_kwargs: dict) -> dict:
     if mode == "probe":
         import straggler_probe
@@ -95,18 +110,10 @@ def worker(mode: str, variant: str, steps: int, warmup: int, probe_kwargs: dict)
     it = iter(data)
     wall, cpu = [], []
     for k in range(warmup + steps):
-        t0, c0 = time.perf_counter_ns(), time.thread_time_ns()
-        try:
-            x, y = next(it)
-        except StopIteration:
-            it = iter(data)
-            x, y = next(it)
-        model(x, y).backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+        it, dt_wall, dt_cpu = timed_step(model, opt, data, it)
         if k >= warmup:
-            wall.append(time.perf_counter_ns() - t0)
-            cpu.append(time.thread_time_ns() - c0)
+            wall.append(dt_wall)
+            cpu.append(dt_cpu)
     out = {"mode": mode, "variant": variant, "median_wall_ns": statistics.median(wall),
            "median_cpu_ns": statistics.median(cpu), "steps": steps}
     if ddp is not None:
