@@ -7,10 +7,11 @@
 // step. Its identity is evidence the magnitudes throw away: when no unit is special the units
 // are exchangeable, and which one leads a step is a fair draw among them.
 //
-// The test, over the last `window` steps of a family (dp ranks; stages), per step the units
-// ranked by their relative log score (a stage's less its own null mean, as the window tests
-// compare it: significance.h). For the unit that led the most steps, u, two paired tests by
-// step, each exact under its own exchangeability and needing no scale:
+// The test, over the last `window` steps of a family of units, per step the units ranked by
+// their relative log score (significance.h; less each unit's own null mean where the family
+// has one). Used for the dp ranks, which do the same work: stages are not exchangeable
+// (noise_units.cpp, stage_evidence). For the unit that led the most steps, u, two paired
+// tests by step, each exact under its own exchangeability and needing no scale:
 // - it leads more often than its strongest rival v (the other unit that led the most steps):
 //   on the steps one of the two led, which one did is a fair coin when u and v are
 //   exchangeable, whatever the other units do (a host of ranks late together splits its leads

@@ -39,11 +39,11 @@ struct AlarmEvent {
   int unit = -1;              // the dp rank or stage the alarm's test is about (-1: a cause)
 };
 
-// Who led the recent steps (src/persistence.h): in one family of units (dp ranks, named by the
-// rank of their column that the verdict would name, or stages), the unit that led the most of
-// the last `of` analysed steps, on `led` of them; the most any other unit led; the fewest steps
-// it was ahead of any one other unit (`ahead` of the `ahead_of` steps where the two differed);
-// and the test's p, the family's units corrected for. target "": no unit led a step.
+// Who led the recent steps (src/persistence.h): a dp rank (named by the rank of its column
+// that the verdict would name), on `led` of the last `of` analysed steps; the most any other
+// dp rank led; the fewest steps it was ahead of any one other dp rank (`ahead` of the
+// `ahead_of` steps where the two differed); and the test's p, every dp rank corrected for.
+// target "": no dp rank led a step.
 struct PersistenceEvidence {
   std::string target;
   int led = 0, of = 0, rival_led = 0, ahead = 0, ahead_of = 0;
@@ -94,8 +94,8 @@ struct StepVerdict {
   bool null_ready = false;
   // Which test named the cause: "step" (this step against the null), "window" (the recent
   // steps' mean lateness against the null) or "persistence" (who led the recent steps:
-  // `persist`); "" for cause none. persist: the leading unit's evidence, of the family of the
-  // unit named (stages for stage-imbalance, else dp ranks).
+  // `persist`); "" for cause none. persist: the evidence of the dp rank of the rank named, or,
+  // naming none, of the dp rank that led the most recent steps.
   std::string named_by;
   PersistenceEvidence persist;
   std::vector<AlarmEvent> alarms;  // alarms raised or cleared at this step
