@@ -12,9 +12,11 @@
 #include <vector>
 
 #include "analyze_run.h"
+#include "noise_model.h"
 #include "noisy_job.h"
 #include "persistence.h"
 #include "significance.h"
+#include "step_model_builder.h"
 #include "straggler_probe/online/analyzer.h"
 
 namespace sp::online {
@@ -107,6 +109,59 @@ TEST(Persistence, TiesLeadNoOne) {
   EXPECT_EQ(p.unit, -1);
   EXPECT_EQ(p.steps, 10);
   EXPECT_DOUBLE_EQ(p.p, 1.0);
+}
+
+// The jitter is learned without the leading rank (noise_verdict.cpp, find_leaders): rank 3's
+// compute scatters ten times as much as its peers' (a rank that burns CPU), which widens the
+// per-op jitter the null draws from and the dp ranks' calibration unless it is left out.
+TEST(Persistence, TheLeadingRanksOwnScatterIsLeftOutOfTheJitter) {
+  testing::SyntheticJob j;
+  j.dp = 4;
+  j.jitter = 0.02;
+  j.seed = 9;
+  j.duration_hook = [](const testing::DurationSite& site, double d) {
+    if (site.rank != 3 || (site.kind != SP_OP_FORWARD && site.kind != SP_OP_BACKWARD)) return d;
+    std::mt19937_64 rng(static_cast<uint64_t>(site.step) * 1000003u + site.kind * 101u + static_cast<uint64_t>(site.index + 1));
+    return d * std::exp(0.2 * std::normal_distribution<double>()(rng));
+  };
+  const testing::SyntheticRun run = testing::run_synthetic(j, 20);
+  NoiseWindow w(20);
+  StepModel last;
+  for (const auto& step : run.steps) {
+    std::vector<const runtime::StepSummary*> by_rank;
+    for (const auto& summary : step) by_rank.push_back(&summary);
+    std::string error;
+    auto m = build_step_model(by_rank, ModelOptions{}, &error);
+    ASSERT_TRUE(m) << error;
+    w.push(*m);
+    last = *m;
+  }
+  const std::vector<char> without_3 = {0, 0, 0, 1};
+  const NoiseSpread all = w.spread(last), rest = w.spread(last, &without_3);
+  for (size_t k = 0; k < last.ideal_keys.size(); ++k) {
+    if (last.ideal_keys[k] != "backward-compute") continue;
+    EXPECT_NEAR(rest.work_sigma[k], 0.02, 0.006);  // the peers' 2%
+    EXPECT_GT(all.work_sigma[k], 1.3 * rest.work_sigma[k]);
+  }
+  // The dp ranks' calibration: the same, one unit's scores scattering ten times as much.
+  std::mt19937_64 rng(4);
+  std::normal_distribution<double> z;
+  UnitFamily f(20, 32, 3.0, false);
+  f.set_floor(1e-9);
+  for (int s = 0; s < 32; ++s) {
+    std::vector<double> null(4), observed(4);
+    for (size_t u = 0; u < 4; ++u) {
+      null[u] = std::exp(0.01 * z(rng));
+      observed[u] = std::exp((u == 3 ? 0.1 : 0.01) * z(rng));
+    }
+    f.add_null(null);
+    f.add_observed(observed);
+  }
+  const double widened = f.widening();
+  f.exclude_from_calibration(3);
+  EXPECT_LT(f.widening(), widened / 1.2);
+  f.exclude_from_calibration(-1);
+  EXPECT_DOUBLE_EQ(f.widening(), widened);
 }
 
 // The noisy job of the detection benchmark with work moving between each micro-batch's forward
