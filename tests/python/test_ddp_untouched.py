@@ -109,3 +109,54 @@ def test_gloo_model_gets_the_hook_where_nothing_else_sees_buckets():
     finally:
         hooks.uninstall()
     assert _FakeDdp.register_comm_hook.__qualname__ == "_FakeDdp.register_comm_hook"
+
+
+def test_nccl_layer_in_process(monkeypatch, tmp_path):
+    from straggler_probe.hooks.native_nccl import nccl_layer_in_process
+
+    lib = tmp_path / "libstraggler_probe.so"
+    lib.write_bytes(b"")
+
+    def core(source: str, library: str = str(lib)):
+        return types.SimpleNamespace(runtime_source=lambda: source, runtime_library=lambda: library)
+
+    monkeypatch.delenv("NCCL_PROFILER_PLUGIN", raising=False)
+    assert nccl_layer_in_process(core("preloaded"))
+    assert not nccl_layer_in_process(core("shared")), "loaded by path, NCCL not told"
+    assert not nccl_layer_in_process(core("built-in", ""))
+    monkeypatch.setenv("NCCL_PROFILER_PLUGIN", str(lib))
+    assert nccl_layer_in_process(core("shared"))
+    monkeypatch.setenv("NCCL_PROFILER_PLUGIN", "libstraggler_probe.so")
+    assert nccl_layer_in_process(core("shared"))
+    monkeypatch.setenv("NCCL_PROFILER_PLUGIN", "/elsewhere/libother.so")
+    assert not nccl_layer_in_process(core("shared"))
+
+
+def test_pure_nccl_groups_get_no_process_group_hooks():
+    from straggler_probe.hooks.process_group import ProcessGroupHooks
+
+    class Group:
+        def __init__(self, backend: str):
+            self.backend, self.hooks, self.seq = backend, [], 0
+
+        def register_pre_hook(self, hook_id, fn):  # noqa: ANN001, ANN201
+            self.hooks.append(hook_id)
+
+        register_post_hook = register_pre_hook
+
+        def _get_sequence_number_for_group(self) -> int:
+            return self.seq
+
+    nccl, gloo = Group("nccl"), Group("gloo")
+    c10d = types.SimpleNamespace(ProcessGroup=type("PG", (), {"register_pre_hook": 1,
+                                                              "register_post_hook": 1}),
+                                 _world=types.SimpleNamespace(pg_map={nccl: 0, gloo: 0}))
+    dist = types.SimpleNamespace(distributed_c10d=c10d, get_backend=lambda pg: pg.backend)
+    coll = types.SimpleNamespace(groups=None, tls=None, rank=0)
+    rec = types.SimpleNamespace(failed=False, step=0)
+    hooks = ProcessGroupHooks(rec, dist, coll, leave_nccl=True)
+    hooks.mode = "hooks"  # what install() picks on a torch with the hooks (it also patches Work)
+    hooks.find_groups()
+    assert nccl.hooks == [] and len(gloo.hooks) == 2
+    nccl.seq = 14  # a step's buckets, seen by the NCCL layer
+    assert hooks.native_ops() == 14 and hooks.stats()["left_to_nccl"] == 1
