@@ -61,6 +61,7 @@ bool bind_all(void* handle, RuntimeApi* api) {
   if (!gpu || !bind(handle, &api->gpu_graph_capture, "sp_gpu_graph_capture")) {
     api->gpu_graph_capture = nullptr;
   }
+  if (!bind(handle, &api->get_heartbeat, "sp_get_heartbeat")) api->get_heartbeat = nullptr;
   return true;
 }
 
@@ -85,6 +86,7 @@ RuntimeApi built_in(std::string warning) {
   api.pop_summary = &sp_pop_summary;
   api.get_stats = &sp_get_stats;
   api.last_warning = &sp_last_warning;
+  api.get_heartbeat = &sp_get_heartbeat;
   api.source = "built-in";
   api.warning = std::move(warning);
   return api;

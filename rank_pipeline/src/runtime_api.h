@@ -50,6 +50,7 @@ struct RuntimeApi {
   void (*cupti_region_pop)() = nullptr;
   size_t (*cupti_report)(char*, size_t, uint32_t) = nullptr;
   int (*gpu_graph_capture)(int) = nullptr;  // optional: libraries before graph support lack it
+  int (*get_heartbeat)(sp_heartbeat*) = nullptr;  // optional: libraries before heartbeats lack it
 
   const char* source = "built-in";  // "preloaded", "shared" or "built-in"
   std::string library;              // the libstraggler_probe.so in use; empty when built-in

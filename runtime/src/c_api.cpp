@@ -253,6 +253,16 @@ SP_API int sp_get_stats(sp_stats* out) {
                  [&] { return sp::runtime::collect_stats(out); });
 }
 
+SP_API int sp_get_heartbeat(sp_heartbeat* out) {
+  if (out == nullptr || out->struct_size < sizeof(sp_heartbeat)) return SP_ERR_INVALID;
+  Probe* p = probe_instance();
+  if (p == nullptr || sp::runtime::in_forked_child()) return SP_ERR_DISABLED;
+  const uint32_t size = out->struct_size;
+  std::memset(out, 0, sizeof(sp_heartbeat));
+  out->struct_size = size;
+  return p->heartbeat.read(out) ? SP_OK : SP_ERR_TIMEOUT;
+}
+
 SP_API const char* sp_last_warning(void) {
   if (sp::runtime::in_forked_child()) return "";
   try {

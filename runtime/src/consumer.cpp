@@ -132,7 +132,10 @@ void Consumer::pass(bool final_pass) {
   const bool force = final_pass || flushes != flushes_seen_;
   flushes_seen_ = flushes;
   StepMark mark;
-  while (probe_.marks.try_pop(&mark)) assembler_.add_mark(mark);
+  while (probe_.marks.try_pop(&mark)) {
+    heartbeat_.mark(mark);
+    assembler_.add_mark(mark);
+  }
 
   ThreadRegistry& reg = probe_.registry;
   const uint32_t hw = reg.high_water();
@@ -142,6 +145,7 @@ void Consumer::pass(bool final_pass) {
     const SlotState state = slot.state.load(std::memory_order_acquire);
     if (state == SlotState::kOwned || state == SlotState::kOrphaned) {
       slot.buffer.load(std::memory_order_acquire)->ring->drain([this](const sp_event& ev) {
+        heartbeat_.event(ev);
         assembler_.add_event(ev);
       });
     }
@@ -181,6 +185,7 @@ void Consumer::pass(bool final_pass) {
     emit(std::move(s), extra_room);
   });
   if (final_pass) assembler_.discard_open();
+  heartbeat_.publish(probe_.heartbeat, probe_.names, now);
   probe_.events_discarded.store(assembler_.discarded(), std::memory_order_relaxed);
   probe_.assembler_annotations_dropped.store(assembler_.annotations_dropped(),
                                              std::memory_order_relaxed);

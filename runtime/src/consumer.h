@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "env_config.h"
+#include "heartbeat_cell.h"
 #include "step_assembler.h"
 
 namespace sp::runtime {
@@ -44,6 +45,7 @@ class Consumer {
   Probe& probe_;
   RuntimeConfig config_;
   StepAssembler assembler_;
+  HeartbeatTracker heartbeat_;  // what the rank did last, published after each pass
   std::thread thread_;
   std::vector<uint64_t> drops_seen_;  // per slot: dropped_total at the last pass
   uint64_t rejected_seen_ = 0;

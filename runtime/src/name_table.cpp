@@ -47,4 +47,9 @@ size_t NameTable::size() const {
   return names_.size() - 1;
 }
 
+std::string NameTable::name(uint32_t id) const {
+  std::lock_guard lock(mutex_);
+  return id < names_.size() ? names_[id] : std::string();
+}
+
 }  // namespace sp::runtime

@@ -30,6 +30,9 @@ class NameTable {
   void localize(StepSummary* s) const;
 
   size_t size() const;
+  // The name of `id` ("" for 0 or an unknown id): the consumer's heartbeat, when its last
+  // event's name changes.
+  std::string name(uint32_t id) const;
 
  private:
   mutable std::mutex mutex_;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "env_config.h"
+#include "heartbeat_cell.h"
 #include "straggler_probe/mpsc_queue.h"
 #include "name_table.h"
 #include "step_assembler.h"
@@ -72,6 +73,8 @@ struct Probe {
 
   // --- off the hot path -------------------------------------------------------------------------
   NameTable names;
+  // Written by the consumer after each pass, read by the transport (sp_get_heartbeat).
+  HeartbeatCell heartbeat;
   SummaryQueue summaries;
 
   std::mutex annotation_mutex;

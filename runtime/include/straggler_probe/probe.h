@@ -189,6 +189,31 @@ SP_API int sp_set_summary_callback(sp_summary_callback callback, void* user);
 
 SP_API int sp_get_stats(sp_stats* out);
 
+/* A rank's heartbeat: what it did last and when, for the transport's hang detection. The
+ * consumer thread publishes it after each drain (nothing is added to the recording path), so it
+ * shows the last event the rank *finished* (regions and collectives are recorded when they end)
+ * and the last step mark. A rank whose ages keep growing is stuck; one whose heartbeat stops
+ * coming (its process frozen) is silent. */
+#define SP_HEARTBEAT_NAME_BYTES 48
+typedef struct sp_heartbeat {
+  uint32_t struct_size;      /* sizeof(sp_heartbeat) */
+  uint32_t kind;             /* sp_op_kind of the last event; 0: none yet */
+  uint32_t coll;             /* its sp_coll_type */
+  int32_t microbatch;        /* its micro-batch, -1 if none */
+  int64_t event_step;        /* the step it belongs to */
+  uint64_t event_end_ns;     /* probe clock; 0: no event yet */
+  int64_t last_marked_step;  /* label of the last sp_mark_step the consumer took; -1: none */
+  uint64_t last_mark_ns;     /* its time; 0: none */
+  uint64_t events_in_step;   /* events of the step in progress (compute, comm, waits): progress */
+  uint64_t published_ns;     /* when the consumer last published (it is alive) */
+  char name[SP_HEARTBEAT_NAME_BYTES]; /* the event's interned name, truncated; "" if none */
+} sp_heartbeat;
+
+/* Copies the latest heartbeat. SP_ERR_DISABLED before sp_init / in a forked child; SP_ERR_TIMEOUT
+ * when none was published yet; SP_ERR_INVALID when out is null or out->struct_size is too small.
+ * Never blocks. */
+SP_API int sp_get_heartbeat(sp_heartbeat* out);
+
 /* The last warning the probe logged (for tests and the Python layer); never NULL. */
 SP_API const char* sp_last_warning(void);
 
