@@ -44,6 +44,7 @@ struct AnalysisWorker::Impl {
   std::deque<StepBatch> queue;
   bool finishing = false;
   bool abandoned = false;
+  bool report_wanted = false;
   bool draining = false;
   int64_t behind_first = -1, behind_last = -1;  // steps dropped since the last notice
   std::atomic<int64_t> busy_since{0};
@@ -60,15 +61,26 @@ struct AnalysisWorker::Impl {
       while (true) {
         StepBatch batch;
         int64_t dropped_first = -1, dropped_last = -1;
+        bool report_only = false;
         {
           std::unique_lock<std::mutex> lock(mutex);
-          cv.wait(lock, [&] { return abandoned || finishing || !queue.empty(); });
+          cv.wait(lock, [&] { return abandoned || finishing || report_wanted || !queue.empty(); });
           if (abandoned) return;
-          std::swap(dropped_first, behind_first);
-          std::swap(dropped_last, behind_last);
-          if (queue.empty()) break;  // finishing and drained
-          batch = std::move(queue.front());
-          queue.pop_front();
+          report_only = report_wanted && queue.empty() && !finishing;
+          // Asked for (a hang episode): the next write is not held to the interval.
+          if (report_wanted) next_partial_report = Steady::time_point{};
+          report_wanted = false;
+          if (!report_only) {
+            std::swap(dropped_first, behind_first);
+            std::swap(dropped_last, behind_last);
+            if (queue.empty()) break;  // finishing and drained
+            batch = std::move(queue.front());
+            queue.pop_front();
+          }
+        }
+        if (report_only) {
+          maybe_write_partial_report();
+          continue;
         }
         if (dropped_first >= 0) {
           host->skip_steps(dropped_first, dropped_last, "behind",
@@ -256,6 +268,12 @@ bool AnalysisWorker::finish(std::chrono::milliseconds timeout) {
     impl_->cv.notify_all();
   }
   return impl_->thread.join_for(timeout);
+}
+
+void AnalysisWorker::request_report() {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->report_wanted = true;
+  impl_->cv.notify_one();
 }
 
 void AnalysisWorker::abandon() {

@@ -87,6 +87,9 @@ class AnalysisWorker {
   // false: the thread did not finish (stalled); the caller must leak this object.
   bool finish(std::chrono::milliseconds timeout);
   void abandon();  // stop taking work (the probe stepped aside)
+  // Rewrite the partial report soon, even with no step to analyse (a hang episode was opened or
+  // said again: a job killed during the hang keeps it). Never blocks.
+  void request_report();
 
   const AnalysisCounters& counters() const { return counters_; }
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "host_keys.h"
 #include "host_message.h"
 #include "straggler_probe/wire_io.h"
 
@@ -73,6 +72,7 @@ void HostLeader::drop_member(Member& m, const std::string& why) {
                 ": " + why);
   }
   m.done = true;
+  m.left = true;
   m.socket.reset();
 }
 
@@ -112,13 +112,19 @@ bool HostLeader::read_member(Member& m) {
     } else if (f.type == FrameType::kBye) {
       m.done = true;
       m.socket.reset();
+    } else if (f.type == FrameType::kHeartbeat && m.rank >= 0) {
+      take_heartbeat(m, f.payload);
+    } else if (f.type == FrameType::kHang && m.rank == 0) {
+      uint64_t episode = 0;
+      if (r.u64(&episode)) relay_hang(episode);
     } else {
       drop_member(m, "a frame only a leader sends");
     }
   }
   if (!open && !m.done) {
-    if (error.empty()) {  // it closed without a bye: its process ended
+    if (error.empty()) {  // it closed without a bye: its process ended, or its socket did
       m.done = true;
+      m.left = true;
       m.socket.reset();
     } else {
       drop_member(m, error);
@@ -140,6 +146,7 @@ bool HostLeader::pump(Clock::time_point now, bool stopping) {
   read_control(now);
   declare_late_joiners();
   progress |= settle(now, stopping);
+  send_beats(now);
   for (size_t i = 1; i < members_.size(); ++i) {  // stop frames waiting to go out
     std::string error;
     if (members_[i].socket && !members_[i].socket->outbox_empty()) {
@@ -188,6 +195,7 @@ void HostLeader::read_control(Clock::time_point now) {
   }
   const host::Control control = host::parse_control(*value);
   if (control.stop) remote_stop_ = *control.stop;
+  if (control.ask) answer_ask(*control.ask);
   if (!control.ack) return;
   if (held) {  // the time held so far counts now, so that a long hold shows while it lasts
     c_.counters->held_back_ms += static_cast<uint64_t>(
@@ -264,7 +272,9 @@ void HostLeader::post(int64_t step) {
     slots_.erase(it);
   }
   for (const Member& m : members_) {
-    if (m.rank < 0) continue;
+    // A member that left without a bye is not covered: if its process lives on, it posts as a
+    // host of its own (host_member.h), and rank 0 must wait for that, not settle without it.
+    if (m.rank < 0 || m.left) continue;
     const bool present = std::any_of(message.summaries.begin(), message.summaries.end(),
                                      [&](const auto& s) { return s.first == m.rank; });
     if (!present) message.missing.push_back(m.rank);

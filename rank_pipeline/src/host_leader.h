@@ -7,6 +7,11 @@
 // steps in order, at most max_lag past rank 0's ack (read from ctl every max_lag/2 steps);
 // beyond that it stops reading from the members that are ahead, so that what it holds stays
 // bounded and the back-pressure ends in each rank's runtime queue, which skips whole steps.
+//
+// It also keeps each member's last heartbeat and when it came (heartbeat.h): the host's
+// aggregate goes to rank 0 over its socket every kHeartbeatEvery when rank 0 is a member here,
+// and to the store (hb/<round>) only when ctl carries rank 0's ask (a step overdue), once per
+// round, read at the leader's usual ctl cadence.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +21,8 @@
 #include <utility>
 #include <vector>
 
+#include "heartbeat.h"
+#include "host_keys.h"
 #include "host_role.h"
 #include "local_channel.h"
 #include "transport_loop.h"
@@ -39,6 +46,8 @@ class HostLeader final : public HostRole {
   void broadcast_stop(const std::string& why) override;
   void fds(std::vector<int>* out) const override;
   bool leads() const override { return true; }
+  std::optional<TimedHostBeats> host_beats(Clock::time_point now) const override;
+  void announce_hang(uint64_t episode) override;
 
  private:
   struct Member {
@@ -46,7 +55,18 @@ class HostLeader final : public HostRole {
     int rank = -1;                        // -1 until its hello
     int64_t latest = INT64_MIN;           // the last step it delivered
     bool done = false;                    // said bye, or gone
+    bool left = false;                    // gone without a bye (not covered from then on)
+    bool heard = false;                   // a heartbeat came (hb, heard_at)
+    Heartbeat hb;
+    Clock::time_point heard_at;
   };
+
+  // Heartbeats (host_leader_beats.cpp).
+  void take_heartbeat(Member& m, const std::string& payload);
+  HostBeats aggregate(Clock::time_point now) const;
+  void send_beats(Clock::time_point now);
+  void answer_ask(const host::HangAsk& ask);
+  void relay_hang(uint64_t episode);
   struct Slot {
     std::vector<std::pair<int, std::string>> summaries;
     Clock::time_point first_seen;
@@ -89,6 +109,10 @@ class HostLeader final : public HostRole {
   std::optional<Clock::time_point> eligible_since_;  // the next step could be posted since
   std::vector<int> joined_late_;  // said hello after steps were posted without them
   Clock::time_point held_since_;
+  Clock::time_point next_beats_;   // the next aggregate to rank 0, when it is a member here
+  Clock::time_point next_beats_look_;
+  int64_t sent_marks_ = 0;         // the sum of the steps its last aggregate said were marked
+  uint64_t answered_round_ = 0;    // rank 0's last ask this host answered in the store
 };
 
 }  // namespace sp::rank_pipeline

@@ -1,5 +1,8 @@
 #include "host_member.h"
 
+#include <sys/socket.h>
+
+#include "heartbeat_link.h"
 #include "host_keys.h"
 #include "straggler_probe/wire_io.h"
 
@@ -26,6 +29,7 @@ bool HostMember::wants_own() const {
 }
 
 void HostMember::offer_own(EncodedSummary&& summary) {
+  inject_fault(summary.step);
   if (gone_ || !socket_) {
     c_.counters->summaries_discarded++;
     return;
@@ -62,13 +66,42 @@ void HostMember::connect(Clock::time_point now) {
   }
 }
 
+// At the end of the job the leader's process may end first: count, do not warn. While the job
+// runs, its summaries still reach rank 0: it sends as a host of its own from now on (what it
+// had sent that the leader did not post is lost, and counted).
 void HostMember::lose_leader(const std::string& why, bool stopping) {
-  gone_ = true;
   socket_.reset();
-  // At the end of the job the leader's process may end first: count, do not warn.
-  if (!own_done_ && !stopping) {
-    (*warning_)("lost this host's leader (rank " + std::to_string(leader_rank_) + "): " + why +
-                "; this rank's summaries are dropped from now on");
+  if (own_done_ || stopping) {
+    gone_ = true;
+    return;
+  }
+  c_.counters->summaries_discarded += in_flight_.size();
+  in_flight_.clear();
+  unreachable_ = true;
+  (*warning_)("lost this host's leader (rank " + std::to_string(leader_rank_) + "): " + why +
+              "; this rank sends as a host of its own from now on");
+}
+
+void HostMember::take_frame(const Frame& f) {
+  runtime::wire::Reader r(f.payload, 0);
+  if (f.type == FrameType::kStop) remote_stop_ = f.payload;
+  int64_t posted = 0;
+  if (f.type == FrameType::kPosted && r.i64(&posted)) {
+    while (!in_flight_.empty() && in_flight_.front() <= posted) in_flight_.pop_front();
+  }
+  uint64_t episode = 0;
+  if (f.type == FrameType::kHang && r.u64(&episode)) c_.link->notice(episode);
+  if (f.type == FrameType::kHostBeats) {
+    std::vector<HostBeats> beats;
+    std::string error;
+    if (!parse_host_beats(f.payload, c_.o.world_size, &beats, &error)) {
+      c_.link->bad("from this host's leader (rank " + std::to_string(leader_rank_) + "): " + error);
+    } else if (beats.size() != 1 || beats[0].leader != leader_rank_) {
+      c_.link->bad("this host's leader (rank " + std::to_string(leader_rank_) +
+                   ") sent heartbeats that are not its host's");
+    } else {
+      host_beats_ = TimedHostBeats{std::move(beats[0]), Clock::now(), std::chrono::milliseconds(2000)};
+    }
   }
 }
 
@@ -76,14 +109,44 @@ void HostMember::read_leader(bool stopping) {
   std::vector<Frame> frames;
   std::string error;
   const bool open = socket_->read(&frames, 16, &error);
-  for (const Frame& f : frames) {
-    if (f.type == FrameType::kStop) remote_stop_ = f.payload;
-    int64_t posted = 0;
-    if (f.type == FrameType::kPosted && runtime::wire::Reader(f.payload, 0).i64(&posted)) {
-      while (!in_flight_.empty() && in_flight_.front() <= posted) in_flight_.pop_front();
-    }
-  }
+  for (const Frame& f : frames) take_frame(f);
   if (!open) lose_leader(error.empty() ? "it closed the connection" : error, stopping);
+}
+
+// Small and periodic: it goes out even while summaries wait for room (a full outbox means the
+// leader reads nothing anyway).
+void HostMember::send_heartbeat(Clock::time_point now) {
+  if (now < next_look_ || bye_queued_) return;
+  next_look_ = now + kHeartbeatSoonest;
+  Heartbeat hb;
+  if (!c_.link->own(&hb)) return;
+  if (now < next_heartbeat_ && hb.last_marked_step == sent_step_) return;
+  next_heartbeat_ = now + kHeartbeatEvery;
+  sent_step_ = hb.last_marked_step;
+  if (socket_->queue(FrameType::kHeartbeat, encode_heartbeat_frame(c_.o.rank, hb), kOutboxLimit)) {
+    c_.counters->heartbeats_sent++;
+  }
+}
+
+std::optional<TimedHostBeats> HostMember::host_beats(Clock::time_point) const {
+  return host_beats_;
+}
+
+void HostMember::announce_hang(uint64_t episode) {
+  if (!socket_) return;
+  std::string payload;
+  runtime::wire::Writer(&payload).u64(episode);
+  socket_->queue(FrameType::kHang, payload, SIZE_MAX);
+}
+
+// STRAGGLER_PROBE_FAULT_INJECT=socket: the highest rank that does not lead closes its socket to
+// the leader once, at step 5 (as a leader that restarts its probe, or a socket torn down, would).
+void HostMember::inject_fault(int64_t step) {
+  if (c_.o.fault != TransportFault::kCloseSocket || fault_done_ || step < 5 || !socket_) return;
+  const int victim = c_.o.world_size - 1 == leader_rank_ ? c_.o.world_size - 2 : c_.o.world_size - 1;
+  if (c_.o.rank != victim) return;
+  fault_done_ = true;
+  ::shutdown(socket_->fd(), SHUT_RDWR);
 }
 
 bool HostMember::pump(Clock::time_point now, bool stopping) {
@@ -97,6 +160,7 @@ bool HostMember::pump(Clock::time_point now, bool stopping) {
     socket_->queue(FrameType::kBye, "", SIZE_MAX);
     bye_queued_ = true;
   }
+  send_heartbeat(now);
   const size_t before = socket_->outbox_bytes();
   if (!socket_->flush(&error)) {
     lose_leader(error, stopping);

@@ -2,8 +2,12 @@
 // summaries to the leader over the host's Unix socket (local_channel.h) and hears the leader's
 // stop. It never waits on the leader: it has at most max_lag + 1 summaries out that the leader
 // has not posted yet (the leader says which step it posted last), and leaves the rest in the
-// runtime's bounded queue, which skips whole old steps when rank 0 falls behind. A leader it cannot reach within
-// connect_timeout makes it alone(), and its thread then leads a host of its own.
+// runtime's bounded queue, which skips whole old steps when rank 0 falls behind. A leader it
+// cannot reach within connect_timeout, or loses while the job runs (its socket closed), makes it
+// alone(), and its thread then leads a host of its own (one warning).
+//
+// Every kHeartbeatEvery it also sends its heartbeat (heartbeat.h), whatever its summaries do:
+// the leader tells a rank that stopped (its process frozen) by the heartbeats that stop coming.
 #pragma once
 
 #include <cstdint>
@@ -33,11 +37,16 @@ class HostMember final : public HostRole {
   void fds(std::vector<int>* out) const override;
   bool leads() const override { return false; }
   bool alone() const override { return unreachable_; }
+  std::optional<TimedHostBeats> host_beats(Clock::time_point now) const override;
+  void announce_hang(uint64_t episode) override;
 
  private:
   void connect(Clock::time_point now);
   void read_leader(bool stopping);
+  void take_frame(const Frame& f);
   void lose_leader(const std::string& why, bool stopping);
+  void send_heartbeat(Clock::time_point now);
+  void inject_fault(int64_t step);
 
   const TransportContext& c_;
   std::string leader_socket_;
@@ -49,6 +58,10 @@ class HostMember final : public HostRole {
   Clock::time_point started_, next_connect_;
   std::optional<std::string> remote_stop_;
   std::deque<int64_t> in_flight_;  // steps sent that the leader has not posted yet
+  Clock::time_point next_heartbeat_, next_look_;
+  int64_t sent_step_ = INT64_MIN;  // the step its last heartbeat said was marked
+  std::optional<TimedHostBeats> host_beats_;  // rank 0: the host's, as its leader last sent them
+  bool fault_done_ = false;
 };
 
 }  // namespace sp::rank_pipeline

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "hang_view.h"
 #include "summary_source.h"
 
 namespace sp::rank_pipeline {
@@ -38,8 +39,14 @@ class HostRole {
   virtual void fds(std::vector<int>* out) const = 0;
   // A leader waits for its members' sockets; a member mostly for its own runtime's summaries.
   virtual bool leads() const = 0;
-  // A member that could not reach its leader: its thread makes it lead a host of its own.
+  // A member that could not reach its leader (or lost it mid-run): its thread makes it lead a
+  // host of its own.
   virtual bool alone() const { return false; }
+  // Hang detection (hang_watch.h): this host's heartbeats as this rank holds them (a leader its
+  // own aggregate, made now; rank 0 as a member the last one its leader sent); nullopt: none.
+  virtual std::optional<TimedHostBeats> host_beats(Clock::time_point) const { return std::nullopt; }
+  // Rank 0 suspects hang `episode`: tell this host's ranks (they dump their stacks if asked to).
+  virtual void announce_hang(uint64_t) {}
 };
 
 }  // namespace sp::rank_pipeline

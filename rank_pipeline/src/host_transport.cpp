@@ -1,7 +1,9 @@
 #include "host_transport.h"
 
 #include <algorithm>
+#include <thread>
 
+#include "heartbeat_link.h"
 #include "host_election.h"
 #include "host_keys.h"
 #include "host_leader.h"
@@ -12,12 +14,14 @@ namespace sp::rank_pipeline {
 HostTransport::HostTransport(TransportContext c)
     : c_(std::move(c)), warning_(c_.o.rank, c_.warn) {
   c_.counters->protocol = 1;
+  c_.link = std::make_shared<HeartbeatLink>(c_.o, c_.counters, c_.warn);
 }
 
 void HostTransport::start() {
   if (c_.o.rank == 0) {
     collector_.emplace(c_, &warning_);
     collector_->start();
+    hang_watch_.emplace(c_, &*collector_);
   }
   Election e = elect_host_leader(c_, &warning_);
   if (e.leader) {
@@ -42,6 +46,7 @@ HostTransport::State HostTransport::pass(bool stopping, bool past_deadline, int 
     role_ = std::make_unique<HostLeader>(c_, nullptr, std::string(), &warning_);  // a host of one
   }
   if (collector_) *progress |= collector_->pump(now);
+  if (hang_watch_) hang_watch_->pump(now, *role_, stopping);
   if (const auto why = remote_stop()) {
     role_->broadcast_stop(*why);
     c_.on_remote_stop(*why);
@@ -71,6 +76,7 @@ bool HostTransport::pull_own(bool stopping, int own_wait_ms) {
     switch (c_.o.source->pop(stopping || i > 0 ? 0 : own_wait_ms, &s, &error)) {
       case SummarySource::Status::kOk:
         if (s.step < c_.o.first_step) continue;  // warm-up: not analysed, not sent
+        inject_delay(s.step);
         if (collector_) collector_->note_own(s.step);
         role_->offer_own(std::move(s));
         progress = true;
@@ -92,6 +98,14 @@ bool HostTransport::pull_own(bool stopping, int own_wait_ms) {
     }
   }
   return progress;
+}
+
+// STRAGGLER_PROBE_FAULT_INJECT=delay: rank 1's transport thread stalls once for 4 s at step 5
+// (a descheduled probe thread, a slow socket): its summaries, and its heartbeats, arrive late.
+void HostTransport::inject_delay(int64_t step) {
+  if (c_.o.fault != TransportFault::kDelay || delayed_ || c_.o.rank != 1 || step < 5) return;
+  delayed_ = true;
+  std::this_thread::sleep_for(std::chrono::seconds(4));
 }
 
 std::optional<std::string> HostTransport::remote_stop() const {

@@ -1,6 +1,7 @@
 // One rank's side of the host-aggregated protocol (transport.h), as a state machine: elect (or
 // find) the host's leader, then on every pass feed the rank's own summaries to its role
-// (host_leader.h or host_member.h) and, on rank 0, run the step collector (step_collector.h).
+// (host_leader.h or host_member.h) and, on rank 0, run the step collector (step_collector.h) and
+// the hang watch (hang_watch.h).
 // A rank's transport thread drives one (start_host_sender / start_host_collector); bench/scale
 // drives thousands of simulated ranks' from a few threads, with the same code.
 #pragma once
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "hang_watch.h"
 #include "host_role.h"
 #include "step_collector.h"
 #include "transport_loop.h"
@@ -35,14 +37,17 @@ class HostTransport {
 
  private:
   bool pull_own(bool stopping, int own_wait_ms);
+  void inject_delay(int64_t step);
   std::optional<std::string> remote_stop() const;
   void stop_everyone(const std::string& why);
 
   TransportContext c_;
   TransportWarning warning_;
   std::optional<StepCollector> collector_;
+  std::optional<HangWatch> hang_watch_;  // rank 0
   std::unique_ptr<HostRole> role_;
   bool own_closed_ = false;
+  bool delayed_ = false;  // TransportFault::kDelay happened
 };
 
 }  // namespace sp::rank_pipeline

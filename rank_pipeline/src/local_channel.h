@@ -21,6 +21,10 @@ enum class FrameType : uint8_t {
   kBye = 3,      // member -> leader: nothing more will come (the job ends)
   kStop = 4,     // leader -> member: the probe steps aside everywhere (payload: why)
   kPosted = 5,   // leader -> member: i64 step: the host's steps up to it are posted
+  kHeartbeat = 6,  // member -> leader: its heartbeat (heartbeat.h), every kHeartbeatEvery
+  kHostBeats = 7,  // leader -> rank 0 (a member): the host's heartbeats, every kHeartbeatEvery
+  kHang = 8,       // rank 0 -> its leader -> members, leader -> members: u64 episode: rank 0
+                   // suspects a hang (each rank dumps its stacks when asked to)
 };
 
 struct Frame {

@@ -12,6 +12,7 @@ RankPipeline::RankPipeline(RankPipelineOptions options, sp_kv_store* store)
     : options_(std::move(options)),
       store_(std::make_shared<KvClient>(store != nullptr ? store : make_local_kv_store())) {
   auto warn = [](const std::string& line) { warn_line(line); };
+  options_.transport.hang_board = hang_board_;
   if (options_.discard) {
     transport_ = start_discarder(counters_);
     return;
@@ -31,6 +32,8 @@ RankPipeline::RankPipeline(RankPipelineOptions options, sp_kv_store* store)
       options_.analysis, print_line, [this](const std::string& why) { fail(why); },
       [this](bool final) { return report_sections(final); });
   auto worker = worker_;
+  // A hang episode rewrites the report at once: a job killed during the hang keeps it.
+  hang_board_->on_record = [worker] { worker->request_report(); };
   const auto timeout = options_.analysis_timeout;
   transport_ = start_collector(
       options_.transport, store_, counters_,
@@ -80,6 +83,7 @@ online::ReportOptions RankPipeline::report_sections(bool final) const {
   online::ReportOptions o;
   o.final = final;
   if (clock_) o.sections["clock"] = clock_section(clock_->table(), options_.clock_sync_period);
+  o.sections["hangs"] = hang_board_->section();
   // The top kernels (a walk of the capture's tables under its lock) only at the end.
   add_gpu_capture(&o, options_.transport.rank, final);
   return o;
@@ -113,6 +117,7 @@ void RankPipeline::request_stop(const std::string& why) {
 
 void RankPipeline::stop(std::chrono::milliseconds drain) {
   const auto deadline = std::chrono::steady_clock::now() + drain;
+  hang_board_->close();
   if (clock_) clock_->request_stop();
   if (worker_) worker_->set_draining();
   if (transport_) {
@@ -158,6 +163,10 @@ std::map<std::string, double> RankPipeline::stats() const {
   put("host_messages_sent", counters_->host_messages_sent);
   put("host_members", counters_->host_members);
   put("bad_host_messages", counters_->bad_host_messages);
+  put("heartbeats_sent", counters_->heartbeats_sent);
+  put("bad_heartbeats", counters_->bad_heartbeats);
+  put("hang_lines", counters_->hang_lines);
+  out["hang_episodes"] = static_cast<double>(hang_board_->episodes());
   out["transport_protocol"] = counters_->protocol.load();  // 1 host-aggregated, 2 per-rank
   out["store_ops"] = static_cast<double>(store_->counters().ops());
   out["store_bytes_out"] = static_cast<double>(store_->counters().bytes_out.load());

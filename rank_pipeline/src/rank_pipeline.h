@@ -12,6 +12,7 @@
 
 #include "analysis_worker.h"
 #include "clock_sync.h"
+#include "hang_board.h"
 #include "kv_store.h"
 #include "straggler_probe/online/analysis_host.h"
 #include "transport.h"
@@ -48,6 +49,9 @@ class RankPipeline {
   bool leaked() const { return leaked_; }
   std::string message() const;
   std::map<std::string, double> stats() const;
+  // The hang notices this rank hears (HangBoard::wait_notice: the Python package dumps this
+  // rank's stacks then) and rank 0's episodes. Shared: a waiter may outlive this object.
+  std::shared_ptr<HangBoard> hang_board() const { return hang_board_; }
 
  private:
   void fail(const std::string& message);
@@ -59,6 +63,7 @@ class RankPipeline {
   std::shared_ptr<KvClient> store_;
   std::shared_ptr<TransportCounters> counters_ = std::make_shared<TransportCounters>();
   std::shared_ptr<StopRequest> stop_ = std::make_shared<StopRequest>();
+  std::shared_ptr<HangBoard> hang_board_ = std::make_shared<HangBoard>();
   std::shared_ptr<AnalysisWorker> worker_;
   std::unique_ptr<TransportThread> transport_;
   std::unique_ptr<ClockSync> clock_;

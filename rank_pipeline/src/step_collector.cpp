@@ -47,9 +47,14 @@ void StepCollector::note_own(int64_t step) {
   own_latest_ = std::max(own_latest_, step);
 }
 
+void StepCollector::set_hang_ask(std::optional<host::HangAsk> ask) {
+  hang_ask_ = ask;
+  publish_ack();
+}
+
 void StepCollector::publish_ack() {
   last_control_ = Clock::now();
-  const std::string value = std::to_string(ack_);
+  const std::string value = host::control_value(ack_, hang_ask_);
   std::string error;
   const auto now = c_.store->compare_set(host::ctl_key(c_.o), ctl_value_, value, &error);
   if (!now) return store_error(error);

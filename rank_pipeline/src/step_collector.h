@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "host_keys.h"
 #include "host_message.h"
 #include "transport_loop.h"
 
@@ -34,6 +35,11 @@ class StepCollector {
   void give_up_all();
   std::optional<std::string> remote_stop() const { return remote_stop_; }
   void publish_stop(const std::string& why);
+  // Rank 0's hang watch asks the hosts' leaders for their heartbeats (nullopt: no more). Written
+  // to ctl with the ack (host_keys.h), now and with every later ack.
+  void set_hang_ask(std::optional<host::HangAsk> ask);
+  // The rank table as read so far (rows not in yet have an empty host).
+  const std::vector<RankInfo>& rank_table() const { return table_; }
 
  private:
   int64_t next() const { return ack_ + 1; }
@@ -49,6 +55,7 @@ class StepCollector {
   TransportWarning* warning_;
   int64_t ack_;
   std::string ctl_value_;  // what rank 0 last wrote to ctl
+  std::optional<host::HangAsk> hang_ask_;
   int64_t own_latest_ = INT64_MIN;
   int64_t final_through_ = INT64_MIN;  // steps up to it get nothing more (a later one is whole)
   // The step being waited for: since when, and when its counter is polled next.

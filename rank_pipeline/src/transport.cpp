@@ -22,7 +22,10 @@ TransportContext transport_context(const TransportOptions& options,
                                    std::function<void(const std::string&)> warn) {
   TransportContext c;
   c.o = options;
-  if (!c.o.source) c.o.source = runtime_summary_source();
+  if (!c.o.source) {
+    c.o.source = runtime_summary_source();
+    if (!c.o.heartbeat) c.o.heartbeat = runtime_heartbeat_source();
+  }
   c.store = std::move(store);
   c.counters = std::move(counters);
   c.stop = std::move(stop);

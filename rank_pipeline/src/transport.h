@@ -38,11 +38,21 @@
 #include <thread>
 #include <vector>
 
+#include "heartbeat.h"
 #include "kv_client.h"
 #include "rank_table.h"
 #include "summary_source.h"
 
 namespace sp::rank_pipeline {
+
+class HangBoard;
+
+// Test hooks (STRAGGLER_PROBE_FAULT_INJECT): faults around the transport, for the fault tests.
+enum class TransportFault {
+  kNone,
+  kCloseSocket,  // at step 5 one member (the highest rank that does not lead) closes its socket
+  kDelay,        // at step 5 rank 1's transport thread stalls for 4 s (its summaries arrive late)
+};
 
 enum class TransportProtocol {
   kAuto,            // host-aggregated when the store has append and compare_set, else per-rank
@@ -76,6 +86,19 @@ struct TransportOptions {
   // store server) next to nothing. Steps last far longer than max_poll.
   std::chrono::milliseconds poll{5};
   std::chrono::milliseconds max_poll{50};
+  // Hang detection (host-aggregated protocol; hang_watch.h): rank 0 suspects a hang once no
+  // step has completed on every rank for max(hang_multiple x the job's median step,
+  // hang_after); hang_after 0: off. Heartbeats flow over the host sockets either way.
+  std::chrono::milliseconds hang_after{10000};
+  double hang_multiple = 20.0;
+  // This rank's heartbeat; null: this process's runtime's when `source` is null too, else none.
+  HeartbeatSource heartbeat;
+  // Rank 0's hang episodes (for report.json) and every rank's hang notices (for the stack
+  // dumps); null: none kept.
+  std::shared_ptr<HangBoard> hang_board;
+  // Rank 0's hang lines; null: stdout.
+  std::function<void(const std::string&)> hang_print;
+  TransportFault fault = TransportFault::kNone;
 };
 
 struct TransportCounters {
@@ -95,6 +118,10 @@ struct TransportCounters {
   std::atomic<uint64_t> host_members{0};        // ranks this leader aggregates (itself included)
   std::atomic<uint64_t> bad_host_messages{0};   // rank 0: messages or rank rows that did not parse
   std::atomic<int> protocol{0};                 // 1 host-aggregated, 2 per-rank (once decided)
+  // Heartbeats and hang detection (host-aggregated protocol).
+  std::atomic<uint64_t> heartbeats_sent{0};     // frames to the leader (members), aggregates (leaders)
+  std::atomic<uint64_t> bad_heartbeats{0};      // frames or aggregates that failed their checks
+  std::atomic<uint64_t> hang_lines{0};          // rank 0: hang lines printed
 };
 
 // A request to make every rank's probe step aside, raised on any rank (rank 0's analysis failed,

@@ -13,6 +13,8 @@
 
 namespace sp::rank_pipeline {
 
+class HeartbeatLink;
+
 // Everything a transport thread is started with.
 struct TransportContext {
   TransportOptions o;
@@ -21,6 +23,8 @@ struct TransportContext {
   std::shared_ptr<StopRequest> stop;
   std::function<void(const std::string&)> on_remote_stop;
   std::function<void(const std::string&)> warn;
+  // The host protocol's heartbeats (heartbeat_link.h); set by HostTransport.
+  std::shared_ptr<HeartbeatLink> link;
   // Rank 0 only.
   std::function<void(StepBatch&&)> deliver;
   std::function<void()> watchdog;

@@ -157,6 +157,8 @@ class SimulatedJob {
   }
 
   SimulatedRank& rank(int r) { return ranks_[static_cast<size_t>(r)]; }
+  // A rank's options, to change before it starts (heartbeat sources, hang settings).
+  TransportOptions& options(int r) { return options_[static_cast<size_t>(r)]; }
   int world() const { return static_cast<int>(ranks_.size()); }
   size_t keys_in_store() const { return local_kv_size(*data_); }
   // Store operations of one kind, summed over ranks [from, to).

@@ -1,0 +1,66 @@
+// What hang detection shares between threads of one rank: on rank 0 the episodes its watch saw
+// (hang_watch.h, on the transport thread), for report.json (written by the analysis thread);
+// on every rank the hang notices it heard (rank 0 suspects a hang), for the stack dump that the
+// Python package makes from a thread of its own (STRAGGLER_PROBE_HANG_DUMP). Bounded: the last
+// kMaxEpisodes episodes are kept, the rest counted.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace sp::rank_pipeline {
+
+struct HangEpisode {
+  uint64_t id = 0;
+  int64_t step = -1;               // the step that did not complete on every rank
+  double bound_s = 0;              // the bound it was held against
+  double detected_after_s = 0;     // no step for this long when it was first said
+  double duration_s = -1;          // until steps completed again; -1: still open
+  bool resumed = false;
+  int lines = 0;                   // lines printed for it
+  nlohmann::ordered_json named;    // the ranks the first line named (silent, behind, unseen)
+  int waiting = 0;                 // ranks alive and waiting, in the first line
+  std::string first_line, last_line;
+};
+
+class HangBoard {
+ public:
+  static constexpr size_t kMaxEpisodes = 64;
+
+  // Rank 0: an episode was opened, said again or closed (upserted by id).
+  void record(const HangEpisode& episode);
+  // report.json's "hangs": the bound's settings, every kept episode, how many there were.
+  nlohmann::ordered_json section() const;
+  void set_settings(double after_s, double multiple);
+  uint64_t episodes() const;
+
+  // Called when an episode is recorded (rank 0 rewrites its report then, so that a job killed
+  // during the hang keeps it). Set before the transport starts.
+  std::function<void()> on_record;
+
+  // Any rank: rank 0 suspects hang `episode` (each once).
+  void notice(uint64_t episode);
+  // Waits up to `timeout` for a notice newer than `seen`: its episode, or 0 (timeout, closed).
+  uint64_t wait_notice(uint64_t seen, std::chrono::milliseconds timeout);
+  // The pipeline stops: waiters return 0 from now on.
+  void close();
+
+ private:
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<HangEpisode> episodes_;
+  uint64_t total_ = 0;
+  double after_s_ = 0, multiple_ = 0;
+  uint64_t noticed_ = 0;
+  bool closed_ = false;
+};
+
+}  // namespace sp::rank_pipeline
