@@ -1,20 +1,37 @@
 #include "clock_offset.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace sp::rank_pipeline {
+namespace {
+
+// No two clocks are this far apart (~146 years): an answer (another process's number) that makes
+// an offset beyond it, or one that overflows, is no sample. Within it, the skew's differences of
+// offsets cannot overflow either.
+constexpr int64_t kMaxOffsetNs = int64_t{1} << 62;
+
+bool usable(const ClockSample& s) {
+  int64_t offset = 0;
+  return s.rtt_ns() >= 0 &&
+         !__builtin_sub_overflow(s.server_ns, s.t1_ns + s.rtt_ns() / 2, &offset) &&
+         offset > -kMaxOffsetNs && offset < kMaxOffsetNs;
+}
+
+}  // namespace
 
 ClockEstimate best_sample_estimate(const std::vector<ClockSample>& samples) {
   ClockEstimate e;
   e.samples = static_cast<int>(samples.size());
   const ClockSample* best = nullptr;
   for (const ClockSample& s : samples) {
-    if (s.rtt_ns() < 0) continue;  // the local clock stepped backwards mid-sample: useless
+    if (!usable(s)) continue;  // the local clock stepped backwards mid-sample, or a wild answer
     if (best == nullptr || s.rtt_ns() < best->rtt_ns()) best = &s;
   }
   if (best == nullptr) {
-    e.error = samples.empty() ? "no round trip got an answer"
-                              : "every round trip saw the local clock go backwards";
+    e.error = samples.empty()
+                  ? "no round trip got an answer"
+                  : "every round trip saw the local clock go backwards or an answer out of range";
     return e;
   }
   e.ok = true;
@@ -81,7 +98,9 @@ std::optional<int64_t> SkewTracker::projected_offset(int64_t now_ns) const {
   const std::optional<double> skew = ppm();
   if (!skew) return std::nullopt;
   const Point& last = points_.back();
-  return last.offset_ns + static_cast<int64_t>(*skew * 1e-6 * static_cast<double>(now_ns - last.at_ns));
+  const double drift = *skew * 1e-6 * static_cast<double>(now_ns - last.at_ns);
+  if (!(std::fabs(drift) < static_cast<double>(kMaxOffsetNs))) return std::nullopt;  // no clock's
+  return last.offset_ns + static_cast<int64_t>(drift);
 }
 
 }  // namespace sp::rank_pipeline

@@ -1,6 +1,7 @@
 #include "clock_sync.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <sstream>
 
@@ -29,6 +30,13 @@ bool parse_clock_result(const std::string& text, RankClock* out) {
       tag != "res" || (ok != 0 && ok != 1)) {
     return false;
   }
+  // Another process's numbers, printed in rank 0's lines and report.json: |offset| (llabs) and
+  // the skew must be numbers those can print.
+  constexpr int64_t kMaxNs = int64_t{1} << 62;
+  if (out->offset_ns <= -kMaxNs || out->offset_ns >= kMaxNs || out->uncertainty_ns < 0 ||
+      out->rtt_ns < 0) {
+    return false;
+  }
   out->known = ok == 1;
   out->skew_ppm.reset();
   if (skew != "nan") {
@@ -37,6 +45,7 @@ bool parse_clock_result(const std::string& text, RankClock* out) {
     } catch (...) {
       return false;
     }
+    if (!std::isfinite(*out->skew_ppm)) return false;
   }
   return true;
 }

@@ -91,7 +91,6 @@ class ClockSync {
   bool stop_ = false;
   std::vector<RankClock> table_;
   bool start_line_done_ = false, skew_line_done_ = false, uncertainty_warned_ = false;
-  bool store_warned_ = false;
   LoopThread thread_;
 };
 

@@ -67,7 +67,10 @@ void ClockSync::client_round(SkewTracker* skew) {
         const std::optional<std::string> answer = store_->try_get(answer_key(o_, *ticket, i), err);
         if (answer) {
           const std::optional<int64_t> server = parse_store_int(*answer);
-          if (!server) *err = "malformed answer from rank 0: '" + answer->substr(0, 40) + "'";
+          if (!server) {  // named by its length, never echoed: the bytes are another process's
+            *err = "malformed answer from rank 0 (" + std::to_string(answer->size()) +
+                   " bytes, not a decimal clock reading)";
+          }
           return server;
         }
         if (!err->empty()) return std::nullopt;
@@ -116,7 +119,8 @@ void ClockSync::client_round(SkewTracker* skew) {
       row.error = estimate.error;
     }
   }
-  if (first_failure && hooks_.warn) {
+  // A lost store is said once, by whoever lost it (kv_client.h).
+  if (first_failure && hooks_.warn && !store_->lost()) {
     hooks_.warn("straggler_probe: WARNING: rank " + std::to_string(o_.rank) +
                 ": clock offset to rank 0 not estimated (" + estimate.error +
                 "); its times are compared with rank 0's as if the clocks agreed (offset 0)");

@@ -84,12 +84,7 @@ void ClockSync::run_server() {
       if (!sleep_for(std::chrono::nanoseconds(0))) return;
       continue;
     }
-    if (!error.empty()) {
-      if (!store_warned_ && hooks_.warn) {
-        store_warned_ = true;
-        hooks_.warn("straggler_probe: WARNING: clock offset estimation: the store failed (" +
-                    error + "); retrying every second");
-      }
+    if (!error.empty()) {  // retried; a store that keeps failing is said once, when lost
       if (!sleep_for(std::chrono::seconds(1))) return;
       continue;
     }

@@ -74,7 +74,10 @@ void HangWatch::pump(Clock::time_point now, HostRole& role, bool stopping) {
   if (ep_ && ep_->need_remote) read_answers(now);
   const JobView v = look(now, role, own);
   if (ep_) return follow(v, now);
-  if (v.stalled_ms > bound().count() && !v.busy) open(v, now, role);
+  // After an episode the stall is counted from its end: the ranks that waited have not marked
+  // a step yet when the silent one comes back, and that is no new hang.
+  const int64_t since_last = rearmed_ ? ms_between(*rearmed_, now) : INT64_MAX;
+  if (std::min(v.stalled_ms, since_last) > bound().count() && !v.busy) open(v, now, role);
 }
 
 void HangWatch::open(const JobView& v, Clock::time_point now, HostRole& role) {
@@ -167,6 +170,7 @@ void HangWatch::close(Clock::time_point now, bool resumed) {
   }
   answers_.clear();
   ep_.reset();
+  rearmed_ = now;
 }
 
 // A new round: the leaders answer again at their next ctl read, so that the heartbeats rank 0

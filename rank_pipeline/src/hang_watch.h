@@ -85,6 +85,7 @@ class HangWatch {
   std::deque<int64_t> step_ms_;
   uint64_t episodes_ = 0;
   std::optional<Episode> ep_;
+  std::optional<Clock::time_point> rearmed_;  // the last episode's end
   struct Answer {
     TimedHostBeats beats;
     uint64_t round = 0;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kv_client.h"
+#include "straggler_probe/wire_io.h"
 #include "transport.h"
 
 namespace sp::rank_pipeline::host {
@@ -47,7 +48,7 @@ struct Control {
 inline Control parse_control(const std::string& value) {
   Control c;
   if (value.rfind("stop ", 0) == 0) {
-    c.stop = value.substr(5);
+    c.stop = runtime::wire::printable(std::string_view(value).substr(5));  // it is printed
     return c;
   }
   const size_t hang = value.find(" hang ");

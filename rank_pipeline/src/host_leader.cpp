@@ -188,8 +188,7 @@ void HostLeader::read_control(Clock::time_point now) {
   const auto value = c_.store->try_get(host::ctl_key(c_.o), &error);
   if (!value) {
     if (!error.empty()) {
-      c_.counters->store_errors++;
-      (*warning_)("store: " + error);
+      c_.counters->store_errors++;  // said once, if the store is lost (kv_client.h)
     }
     return;
   }
@@ -289,8 +288,7 @@ void HostLeader::post(int64_t step) {
     c_.counters->summaries_sent += message.summaries.size();
     c_.counters->bytes_sent += bytes.size();
   } else {
-    c_.counters->store_errors++;
-    (*warning_)("store: " + error);
+    c_.counters->store_errors++;  // said once, if the store is lost (kv_client.h)
   }
   next_post_ = step + 1;
   eligible_since_.reset();
@@ -313,8 +311,7 @@ void HostLeader::declare_late_joiners() {
     std::string error;
     if (!c_.store->append(host::data_key(c_.o, step), bytes, &error) ||
         !c_.store->add(host::count_key(c_.o, step), static_cast<int64_t>(joined_late_.size()), &error)) {
-      c_.counters->store_errors++;
-      (*warning_)("store: " + error);
+      c_.counters->store_errors++;  // said once, if the store is lost (kv_client.h)
       break;
     }
   }

@@ -78,13 +78,16 @@ void HostMember::lose_leader(const std::string& why, bool stopping) {
   c_.counters->summaries_discarded += in_flight_.size();
   in_flight_.clear();
   unreachable_ = true;
-  (*warning_)("lost this host's leader (rank " + std::to_string(leader_rank_) + "): " + why +
-              "; this rank sends as a host of its own from now on");
+  // Said by the transport once this rank's first post as a host of its own went through: when
+  // the leader's process died with the job (a crash), this one is on its way out too, and its
+  // store may be gone: then that is the one warning.
+  why_alone_ = "lost this host's leader (rank " + std::to_string(leader_rank_) + "): " + why +
+               "; this rank sends as a host of its own from now on";
 }
 
 void HostMember::take_frame(const Frame& f) {
   runtime::wire::Reader r(f.payload, 0);
-  if (f.type == FrameType::kStop) remote_stop_ = f.payload;
+  if (f.type == FrameType::kStop) remote_stop_ = runtime::wire::printable(f.payload);  // printed
   int64_t posted = 0;
   if (f.type == FrameType::kPosted && r.i64(&posted)) {
     while (!in_flight_.empty() && in_flight_.front() <= posted) in_flight_.pop_front();

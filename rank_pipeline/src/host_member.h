@@ -37,6 +37,7 @@ class HostMember final : public HostRole {
   void fds(std::vector<int>* out) const override;
   bool leads() const override { return false; }
   bool alone() const override { return unreachable_; }
+  std::string why_alone() const override { return why_alone_; }
   std::optional<TimedHostBeats> host_beats(Clock::time_point now) const override;
   void announce_hang(uint64_t episode) override;
 
@@ -62,6 +63,7 @@ class HostMember final : public HostRole {
   int64_t sent_step_ = INT64_MIN;  // the step its last heartbeat said was marked
   std::optional<TimedHostBeats> host_beats_;  // rank 0: the host's, as its leader last sent them
   bool fault_done_ = false;
+  std::string why_alone_;  // lost the leader mid-run: the warning, once it sends on its own
 };
 
 }  // namespace sp::rank_pipeline

@@ -42,6 +42,8 @@ class HostRole {
   // A member that could not reach its leader (or lost it mid-run): its thread makes it lead a
   // host of its own.
   virtual bool alone() const { return false; }
+  // The warning to give once it posted on its own ("": already said).
+  virtual std::string why_alone() const { return ""; }
   // Hang detection (hang_watch.h): this host's heartbeats as this rank holds them (a leader its
   // own aggregate, made now; rank 0 as a member the last one its leader sent); nullopt: none.
   virtual std::optional<TimedHostBeats> host_beats(Clock::time_point) const { return std::nullopt; }

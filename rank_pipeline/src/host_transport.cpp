@@ -43,7 +43,13 @@ HostTransport::State HostTransport::pass(bool stopping, bool past_deadline, int 
   const auto now = Clock::now();
   *progress |= role_->pump(now, stopping);
   if (role_->alone()) {
+    alone_warning_ = role_->why_alone();
+    posts_when_alone_ = c_.counters->host_messages_sent.load();
     role_ = std::make_unique<HostLeader>(c_, nullptr, std::string(), &warning_);  // a host of one
+  }
+  if (!alone_warning_.empty() && c_.counters->host_messages_sent.load() > posts_when_alone_) {
+    warning_(alone_warning_);
+    alone_warning_.clear();
   }
   if (collector_) *progress |= collector_->pump(now);
   if (hang_watch_) hang_watch_->pump(now, *role_, stopping);

@@ -48,6 +48,8 @@ class HostTransport {
   std::unique_ptr<HostRole> role_;
   bool own_closed_ = false;
   bool delayed_ = false;  // TransportFault::kDelay happened
+  std::string alone_warning_;  // said once the rank's first post on its own went through
+  uint64_t posts_when_alone_ = 0;
 };
 
 }  // namespace sp::rank_pipeline

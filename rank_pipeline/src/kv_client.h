@@ -4,7 +4,10 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -59,11 +62,33 @@ class KvClient {
 
   const KvCounters& counters() const { return counters_; }
 
+  // The store's health, shared by every thread using this client (transport, clock sync). A
+  // call that fails pauses the next ones for kFirstPause, then twice that after each further
+  // failure in a row: they fail at once, without reaching the store (whose client may log each
+  // failure at length: torch's TCPStore does). kLostAfter failures in a row and the store is
+  // lost for good: every call fails at once, and on_lost runs once, with the first error. A
+  // store that answers again in between resets it all.
+  static constexpr int kLostAfter = 3;
+  static constexpr std::chrono::milliseconds kFirstPause{250};
+  bool lost() const { return lost_.load(); }
+  // Set before any thread uses the client.
+  void set_on_lost(std::function<void(const std::string&)> on_lost) { on_lost_ = std::move(on_lost); }
+
  private:
   void count(KvOp op, const std::string& key, size_t out, size_t in = 0);
+  // false (with *error) when the call must not reach the store now.
+  bool admit(std::string* error);
+  // After a call that reached the store.
+  void note(bool ok, const std::string& error);
 
   sp_kv_store* store_;
   KvCounters counters_;
+  std::atomic<int> failures_in_a_row_{0};
+  std::atomic<int64_t> paused_until_ns_{0};
+  std::atomic<bool> lost_{false};
+  std::mutex error_mutex_;
+  std::string first_error_;
+  std::function<void(const std::string&)> on_lost_;
 };
 
 }  // namespace sp::rank_pipeline

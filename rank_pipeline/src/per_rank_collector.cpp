@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "per_rank_keys.h"
+#include "straggler_probe/wire_io.h"
 #include "transport_loop.h"
 
 namespace sp::rank_pipeline {
@@ -46,7 +47,7 @@ class PerRankCollector final : public StoppableLoop {
       if (Clock::now() >= next_stop_check) {  // another rank's probe may have failed
         next_stop_check = Clock::now() + std::chrono::milliseconds(100);
         if (auto why = c_.store->try_get(stop_key(c_.o), &error)) {
-          c_.on_remote_stop(*why);
+          c_.on_remote_stop(runtime::wire::printable(*why));  // printed
           return;
         }
         read_rank_rows();
@@ -229,10 +230,8 @@ class PerRankCollector final : public StoppableLoop {
     }
   }
 
-  void store_error(const std::string& error) {
-    c_.counters->store_errors++;
-    warning_("store: " + error);
-  }
+  // Counted; a store that keeps failing is said once, when lost (kv_client.h).
+  void store_error(const std::string&) { c_.counters->store_errors++; }
 
   TransportContext c_;
   TransportWarning warning_;

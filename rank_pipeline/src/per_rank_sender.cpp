@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "per_rank_keys.h"
+#include "straggler_probe/wire_io.h"
 #include "transport_loop.h"
 
 namespace sp::rank_pipeline {
@@ -75,7 +76,7 @@ class PerRankSender final : public StoppableLoop {
   bool poll_rank0() {
     std::string error;
     if (auto stop = c_.store->try_get(stop_key(c_.o), &error)) {
-      c_.on_remote_stop(*stop);
+      c_.on_remote_stop(runtime::wire::printable(*stop));
       return false;
     }
     if (auto ack = c_.store->try_get(ack_key(c_.o), &error)) {
@@ -96,11 +97,9 @@ class PerRankSender final : public StoppableLoop {
     c_.counters->bytes_sent += s.bytes.size();
   }
 
-  void store_error(const std::string& error) {
-    c_.counters->store_errors++;
-    // At the end of the job rank 0 (and the store with it) may already be gone: count only.
-    if (!stopping()) warning_("store: " + error);
-  }
+  // Counted; a store that keeps failing is said once, when lost (kv_client.h). (At the end of
+  // the job rank 0, and the store with it, may already be gone.)
+  void store_error(const std::string&) { c_.counters->store_errors++; }
 
   TransportContext c_;
   TransportWarning warning_;

@@ -13,6 +13,7 @@ RankPipeline::RankPipeline(RankPipelineOptions options, sp_kv_store* store)
       store_(std::make_shared<KvClient>(store != nullptr ? store : make_local_kv_store())) {
   auto warn = [](const std::string& line) { warn_line(line); };
   options_.transport.hang_board = hang_board_;
+  store_->set_on_lost([this](const std::string& why) { store_lost(why); });
   if (options_.discard) {
     transport_ = start_discarder(counters_);
     return;
@@ -24,6 +25,7 @@ RankPipeline::RankPipeline(RankPipelineOptions options, sp_kv_store* store)
         [this](const std::string&) {
           // Rank 0 printed the one warning; here the probe just goes quiet.
           state_.store(RankPipelineState::kStoppedRemotely);
+          if (clock_) clock_->request_stop();
         },
         warn);
     return;
@@ -89,6 +91,24 @@ online::ReportOptions RankPipeline::report_sections(bool final) const {
   return o;
 }
 
+// The job's store stopped answering (kv_client.h: failures in a row): nothing of the probe's
+// travels any more. One warning; this rank steps aside (its host's members hear it over their
+// sockets and go quiet; other hosts' leaders find the store lost themselves).
+void RankPipeline::store_lost(const std::string& why) {
+  const std::string message = "the job's store is unreachable (" + why + ")";
+  if (options_.transport.rank == 0 || options_.discard) return fail(message);
+  if (failed_once_.exchange(true)) return;
+  {
+    std::lock_guard<std::mutex> lock(message_mutex_);
+    message_ = message;
+  }
+  state_.store(RankPipelineState::kSteppedAside);
+  warn_line("straggler_probe: WARNING: " + message +
+            "; the probe steps aside on this rank and training continues without it");
+  if (clock_) clock_->request_stop();
+  stop_->raise(message);
+}
+
 void RankPipeline::fail(const std::string& message) {
   if (failed_once_.exchange(true)) return;
   {
@@ -99,6 +119,7 @@ void RankPipeline::fail(const std::string& message) {
   warn_line("straggler_probe: WARNING: " + message +
             "; the probe steps aside on every rank and training continues without it");
   if (worker_) worker_->abandon();
+  if (clock_) clock_->request_stop();
   stop_->raise(message);  // the collector tells the other ranks (if it still runs), then ends
 }
 

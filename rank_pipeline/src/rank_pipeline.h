@@ -55,6 +55,7 @@ class RankPipeline {
 
  private:
   void fail(const std::string& message);
+  void store_lost(const std::string& why);
   void start_clock_sync();
   void note_batch();
   online::ReportOptions report_sections(bool final) const;

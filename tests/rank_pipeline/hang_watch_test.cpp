@@ -3,14 +3,17 @@
 // overdue, on its host and GPU, across hosts (through rank 0's ask in the store); the line comes
 // again as the stall doubles and a last one when steps complete; the episode reaches the hang
 // board. A clean run writes no heartbeat to the store. A member whose socket closes mid-run sends
-// as a host of its own, with one warning, and every later step arrives whole.
+// as a host of its own, with one warning, and every later step arrives whole. A malformed
+// heartbeat is one warning that never echoes its bytes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
 #include "hang_board.h"
 #include "host_identity.h"
+#include "local_channel.h"
 #include "simulated_job.h"
+#include "straggler_probe/wire_io.h"
 
 namespace sp::rank_pipeline::testing {
 namespace {
@@ -120,8 +123,8 @@ TEST(HangWatch, ASilentRankOnAnotherHostIsNamedThenResumed) {
       << first;
   EXPECT_NE(first.find("ranks waiting"), std::string::npos) << first;
   // The bound is max(4 x 60 ms, 500 ms); silence takes 2 s to count; the other host's leader
-  // answers at its next ctl read (within 5 s).
-  EXPECT_LT(std::chrono::steady_clock::now() - frozen, 12s);
+  // answers at its next ctl read (within 5 s): about 8.5 s, more on a loaded machine.
+  EXPECT_LT(std::chrono::steady_clock::now() - frozen, 16s);
   ASSERT_TRUE(h.wait_for_lines(2, 30s));
   EXPECT_EQ(h.said()[1].rfind("straggler_probe hang still suspected step=12", 0), 0u) << h.said()[1];
   h.fakes[static_cast<size_t>(victim)]->alive = true;
@@ -147,11 +150,14 @@ TEST(HangWatch, OnOneHostTheLineNeedsNoStore) {
   h.steps(0, 12);
   ASSERT_TRUE(h.job->wait_for_batches(12, 10s));
   const uint64_t gets_before = h.job->ops(KvOp::kGet, 0, 1);
-  h.fakes[2]->alive = false;
+  // A member (in one process a leader's thread cannot be frozen: its aggregates would go on)
+  const int victim = h.leader_of("node-0") == 2 ? 1 : 2;
+  h.fakes[static_cast<size_t>(victim)]->alive = false;
   const auto frozen = std::chrono::steady_clock::now();
   ASSERT_TRUE(h.wait_for_lines(1, 10s));
-  EXPECT_LT(std::chrono::steady_clock::now() - frozen, 4s);
-  EXPECT_NE(h.said()[0].find("silent=rank:2 host=node-0 gpu=2"), std::string::npos) << h.said()[0];
+  EXPECT_LT(std::chrono::steady_clock::now() - frozen, 8s);  // 2.5 s, on a shared machine
+  const std::string named = "silent=rank:" + std::to_string(victim) + " host=node-0 gpu=" + std::to_string(victim);
+  EXPECT_NE(h.said()[0].find(named), std::string::npos) << h.said()[0];
   std::string error;
   EXPECT_FALSE(h.job->rank(0).store->try_get("test/hb/1", &error));
   // rank 0's gets are its ctl and table reads only (no heartbeat key)
@@ -185,6 +191,60 @@ TEST(HostAggregated, AMemberWhoseSocketClosesSendsAsAHostOfItsOwn) {
   const auto warnings = job.warnings();
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("sends as a host of its own"), std::string::npos) << warnings[0];
+}
+
+// Bytes from another process on the host socket that are not a heartbeat: one warning, saying
+// what was wrong and never the bytes; the connection (its summaries) and the job go on.
+TEST(HostAggregated, AMalformedHeartbeatIsOneWarningNeverEchoed) {
+  TransportOptions o;
+  o.prefix = "test/";
+  o.poll = 1ms;
+  o.max_poll = 10ms;
+  o.connect_timeout = 2s;
+  SimulatedJob job(3, 3, o);
+  job.start_rank(1);
+  job.start_rank(0);
+  std::string error, name;
+  for (int i = 0; i < 200 && name.empty(); ++i) {
+    std::this_thread::sleep_for(10ms);
+    const auto v = job.rank(0).store->try_get("test/host/" + this_host("node-0").key, &error);
+    if (v) name = v->substr(v->find(' ') + 1);
+  }
+  ASSERT_FALSE(name.empty());
+  bool retry = false;
+  auto socket = connect_frame_socket(name, &retry, &error);  // rank 2's place, by hand
+  ASSERT_NE(socket, nullptr) << error;
+  std::string hello;
+  runtime::wire::Writer(&hello).i32(2);
+  socket->queue(FrameType::kHello, hello, SIZE_MAX);
+  Heartbeat evil;
+  evil.has_event = true;
+  evil.kind = SP_OP_FORWARD;
+  evil.name = "\x1b[2JEVIL";
+  for (int i = 0; i < 3; ++i) {
+    socket->queue(FrameType::kHeartbeat, encode_heartbeat_frame(2, evil), SIZE_MAX);
+  }
+  ASSERT_TRUE(socket->flush(&error)) << error;
+  for (int i = 0; i < 200 && job.rank(0).counters->bad_heartbeats + job.rank(1).counters->bad_heartbeats < 3; ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(job.rank(0).counters->bad_heartbeats + job.rank(1).counters->bad_heartbeats, 3u);
+  job.push(0);  // the connection was kept: "rank 2"'s summary still counts
+  std::string summary;
+  runtime::wire::Writer(&summary).i64(0);
+  summary += encoded_summary(2, 3, 0);
+  socket->queue(FrameType::kSummary, summary, SIZE_MAX);
+  ASSERT_TRUE(socket->flush(&error)) << error;
+  ASSERT_TRUE(job.wait_for_batches(1, 10s));
+  EXPECT_TRUE(job.batches()[0].complete) << job.batches()[0].missing;
+  socket->queue(FrameType::kBye, "", SIZE_MAX);
+  socket->flush(&error);
+  job.stop(1s);
+  const auto warnings = job.warnings();
+  ASSERT_EQ(warnings.size(), 1u) << warnings[0];
+  EXPECT_NE(warnings[0].find("a heartbeat was rejected: from rank 2: op name too long or not "
+                             "printable"), std::string::npos) << warnings[0];
+  EXPECT_EQ(warnings[0].find("EVIL"), std::string::npos);
 }
 
 }  // namespace
