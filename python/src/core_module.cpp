@@ -92,9 +92,14 @@ sp::rank_pipeline::FaultInjection parse_fault(const std::string& fault) {
   if (fault == "throw") return sp::rank_pipeline::FaultInjection::kThrow;
   if (fault == "stall") return sp::rank_pipeline::FaultInjection::kStall;
   if (fault == "slow") return sp::rank_pipeline::FaultInjection::kSlow;
-  // "record" is a fault of the Python recording (straggler_probe/_probe.py), not of the analysis.
-  if (fault == "none" || fault == "record" || fault.empty()) return sp::rank_pipeline::FaultInjection::kNone;
-  throw py::value_error("fault_inject must be none, throw, stall, slow or record, not '" + fault + "'");
+  // "record" is a fault of the Python recording (straggler_probe/_probe.py), "socket" and
+  // "delay" of the transport (TransportFault), not of the analysis.
+  if (fault == "none" || fault == "record" || fault == "socket" || fault == "delay" ||
+      fault.empty()) {
+    return sp::rank_pipeline::FaultInjection::kNone;
+  }
+  throw py::value_error("fault_inject must be none, throw, stall, slow, record, socket or delay, "
+                        "not '" + fault + "'");
 }
 
 // store: a capsule from straggler_probe._c10d.wrap_store (C++ store, no GIL in the transport),
@@ -106,7 +111,8 @@ void start_pipeline(py::object store, int rank, int world_size, const std::strin
                     double slowdown_threshold, double significance, double alarm_significance,
                     int window_steps, int summary_interval,
                     const std::string& hostname, int local_rank, int local_world_size,
-                    int device, const std::string& protocol) {
+                    int device, const std::string& protocol, double hang_after_s,
+                    double hang_multiple) {
   sp::rank_pipeline::RankPipelineOptions o;
   o.transport.rank = rank;
   o.transport.world_size = world_size;
@@ -131,6 +137,11 @@ void start_pipeline(py::object store, int rank, int world_size, const std::strin
   o.analysis.window_steps = window_steps;
   o.analysis.summary_interval = summary_interval;
   o.analysis.fault = parse_fault(fault);
+  o.transport.fault = fault == "socket"  ? sp::rank_pipeline::TransportFault::kCloseSocket
+                      : fault == "delay" ? sp::rank_pipeline::TransportFault::kDelay
+                                         : sp::rank_pipeline::TransportFault::kNone;
+  o.transport.hang_after = milliseconds_of(hang_after_s);
+  o.transport.hang_multiple = hang_multiple;
   o.analysis_timeout = milliseconds_of(analysis_timeout_s);
   o.discard = discard;
   o.clock_sync = clock_sync;
@@ -189,6 +200,19 @@ py::dict status_of(const sp::rank_pipeline::RankPipeline& p) {
   out["message"] = p.message();
   for (const auto& [k, v] : p.stats()) out[py::str(k)] = v;
   return out;
+}
+
+// Waits (without the GIL) up to timeout_s for a hang notice newer than `seen`: its episode, or 0
+// (none came, or the pipeline stopped). The board is shared: stop_pipeline may run meanwhile.
+uint64_t wait_hang_notice(uint64_t seen, double timeout_s) {
+  std::shared_ptr<sp::rank_pipeline::HangBoard> board;
+  {
+    std::lock_guard<std::mutex> lock(g_pipeline_mutex);
+    if (g_pipeline) board = g_pipeline->hang_board();
+  }
+  if (!board) return 0;
+  py::gil_scoped_release release;
+  return board->wait_notice(seen, milliseconds_of(timeout_s));
 }
 
 py::dict pipeline_status() {
@@ -275,7 +299,10 @@ PYBIND11_MODULE(_core, m) {
         py::arg("window_steps") = 20, py::arg("summary_interval") = 50,
         py::arg("hostname") = "", py::arg("local_rank") = -1, py::arg("local_world_size") = -1,
         py::arg("device") = -1,
-        py::arg("protocol") = "auto");
+        py::arg("protocol") = "auto", py::arg("hang_after_s") = 10.0,
+        py::arg("hang_multiple") = 20.0);
+  m.def("wait_hang_notice", &wait_hang_notice, py::arg("seen"), py::arg("timeout_s"),
+        "Waits for rank 0's next hang notice after episode `seen`; its episode, or 0.");
   m.def("stop_pipeline", &stop_pipeline, py::arg("drain_s"));
   m.def("pipeline_status", &pipeline_status);
   m.def("request_stop", &request_stop, py::arg("why"),

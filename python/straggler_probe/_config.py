@@ -134,10 +134,21 @@ FIELDS: dict[str, _Field] = {
                             "(never on NCCL). auto: only on a gloo DDP job whose torch has no "
                             "ProcessGroup pre/post hooks (before 2.15), where nothing else sees the "
                             "buckets; on: on every non-NCCL DDP model; off: never."),
-    "fault_inject": _Field(_parse_choice("none", "throw", "stall", "slow", "record"), "none",
+    "hang_after_s": _Field(_parse_float(0.0), 10.0,
+                           "Rank 0 says a hang is suspected once a step has not completed on every "
+                           "rank for max(hang_multiple x the median step, this many seconds), naming "
+                           "the ranks that went silent or are furthest behind (0: off)."),
+    "hang_multiple": _Field(_parse_float(1.0), 20.0,
+                            "The hang bound in typical steps (see hang_after_s)."),
+    "hang_dump": _Field(_parse_bool, False,
+                        "When rank 0 suspects a hang, every rank that can still run writes its "
+                        "Python stacks to out_dir/hang_stacks_rank<R>.txt (faulthandler)."),
+    "fault_inject": _Field(_parse_choice("none", "throw", "stall", "slow", "record", "socket",
+                                         "delay"), "none",
                            "Test hook: make rank 0's analysis throw or stall (the step-aside path), "
                            "or take 500 ms per step (falling behind); record: rank 1's recording "
-                           "fails at step 5."),
+                           "fails at step 5; socket: a member closes its socket to its host's "
+                           "leader at step 5; delay: rank 1's transport stalls 4 s at step 5."),
 }
 
 
@@ -170,6 +181,9 @@ class Config:
     seq_lens: str = "auto"
     cuda_events: str = "auto"
     ddp_comm_hook: str = "auto"
+    hang_after_s: float = 10.0
+    hang_multiple: float = 20.0
+    hang_dump: bool = False
     fault_inject: str = "none"
 
 

@@ -12,6 +12,7 @@ core's bounded queue.
 from __future__ import annotations
 
 import atexit
+import sys
 import threading
 import warnings
 from typing import Any, Callable
@@ -71,12 +72,16 @@ class Probe:
         self.rec.on_no_steps = self._no_steps
         from ._sight import Sight
         self.sight = Sight(self)
+        self._hang_dump: Any = None
         try:
             self._install_hooks()
         except Exception:
             self.close(drain_s=0.0)
             raise
         self._maybe_start_transport()
+        if cfg.hang_dump:  # stacks to out_dir when rank 0 suspects a hang (_hang_dump.py)
+            from ._hang_dump import HangDumper
+            self._hang_dump = HangDumper(self.core, cfg.out_dir, lambda: self.rank)
 
     @property
     def rank(self) -> int:
@@ -310,6 +315,8 @@ class Probe:
         # rank 0: the pipeline writes the whole report once (clock offsets and GPU capture
         # included; rank_pipeline/src/report_sections.h)
         self.core.stop_pipeline(drain_s)
+        if self._hang_dump is not None:
+            self._hang_dump.close()
 
     def stats(self) -> dict[str, Any]:
         out: dict[str, Any] = {"rank": self.rank, "world_size": self.world, "step": self.rec.step,
@@ -336,5 +343,9 @@ def register_exit(probe_getter: Callable[[], Probe | None], drain_s: Callable[[]
     def at_exit() -> None:
         probe = probe_getter()
         if probe is not None:
-            probe.close(drain_s())
+            # The script died of an exception (typically a collective that failed because another
+            # rank died): the other ranks are going too, and waiting for their last summaries
+            # would only hold this exit up (issue 26). The report is still written.
+            crashed = getattr(sys, "last_value", None) is not None
+            probe.close(0.0 if crashed else drain_s())
     atexit.register(at_exit)

@@ -100,5 +100,6 @@ def start(core: Any, cfg: Config, rank: int, world: int, dist: Any, session: int
                         clock_sync=cfg.clock_sync, clock_sync_period_s=cfg.clock_sync_period,
                         slowdown_threshold=cfg.slowdown_threshold, significance=cfg.significance,
                         alarm_significance=cfg.alarm_significance, window_steps=cfg.window_steps,
-                        summary_interval=cfg.summary_interval, **identity())
+                        summary_interval=cfg.summary_interval, hang_after_s=cfg.hang_after_s,
+                        hang_multiple=cfg.hang_multiple, **identity())
     return how
