@@ -19,6 +19,25 @@ inline int64_t unzigzag(uint64_t v) {
   return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1u);
 }
 
+// Text from another process (a stop reason) as it may be printed: printable ASCII kept,
+// backslashes and every other byte as \xNN, cut after `max` bytes of input with "...".
+inline std::string printable(std::string_view bytes, size_t max = 200) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < bytes.size() && i < max; ++i) {
+    const auto c = static_cast<unsigned char>(bytes[i]);
+    if (c >= 0x20 && c <= 0x7e && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 0xFu];
+    }
+  }
+  if (bytes.size() > max) out += "...";
+  return out;
+}
+
 class Writer {
  public:
   explicit Writer(std::string* out) : out_(out) {}
