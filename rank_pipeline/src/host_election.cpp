@@ -6,12 +6,13 @@
 namespace sp::rank_pipeline {
 namespace {
 
-// "<rank> <socket name>" as offered; false when it does not parse.
-bool parse_offer(const std::string& value, int* rank, std::string* socket) {
+// "<rank> <socket name>" as offered; false when it does not parse or names a rank outside
+// the job (another job's key under the same prefix, or bytes no rank wrote).
+bool parse_offer(const std::string& value, int world_size, int* rank, std::string* socket) {
   const size_t space = value.find(' ');
   if (space == std::string::npos || space + 1 >= value.size()) return false;
   const auto r = parse_store_int(value.substr(0, space));
-  if (!r || *r < 0) return false;
+  if (!r || *r < 0 || *r >= world_size) return false;
   *rank = static_cast<int>(*r);
   *socket = value.substr(space + 1);
   return true;
@@ -36,7 +37,7 @@ Election elect_host_leader(const TransportContext& c, TransportWarning* warning)
       e.host_key.clear();
     } else if (*winner != offer) {
       int rank = -1;
-      if (parse_offer(*winner, &rank, &e.leader_socket)) {
+      if (parse_offer(*winner, c.o.world_size, &rank, &e.leader_socket)) {
         e.leader = false;
         e.leader_rank = rank;
         e.listener.reset();
