@@ -116,6 +116,8 @@ Status AnalysisHost::write_report(ReportOptions options) {
   const Status status = impl_->analyzer->write_report(impl_->settings.out_dir, options);
   if (options.final && impl_->print) {
     impl_->print(status.ok ? impl_->report_line() : "straggler_probe report: not written: " + status.message);
+    // The last line: what the run lost and to whom (the ledger, src/ledger.h).
+    if (const std::string lost = impl_->analyzer->lost_text(); !lost.empty()) impl_->print("straggler_probe " + lost);
   }
   return status;
 }

@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "alarms.h"
+#include "ledger.h"
 #include "report_writer.h"
 #include "step_analysis.h"
 #include "straggler_probe/online/step_assembly.h"
@@ -310,12 +311,24 @@ Status OnlineAnalyzer::write_report(const std::string& dir, const ReportOptions&
                                        {"config", config_json(impl_->cfg)},
                                        {"stats", stats_json(impl_->stats)}};
     if (!impl_->ranks.empty()) analysis["ranks"] = rank_table_json(impl_->ranks);
-    const std::string err = write_report_files(dir, impl_->totals, analysis, impl_->steps.timeline(), options);
+    // Hosts to drain (ledger.h), written with the other files, empty when no worker alarm is open.
+    ReportOptions with_hosts = options;
+    with_hosts.files.emplace_back("exclude_hosts.txt", exclude_hosts_text(analysis["alarms"], impl_->ranks));
+    const std::string err = write_report_files(dir, impl_->totals, analysis, impl_->steps.timeline(), with_hosts);
     return err.empty() ? Status{} : Status{false, err};
   } catch (const std::exception& e) {
     return {false, e.what()};
   } catch (...) {
     return {false, "unknown exception while writing the report"};
+  }
+}
+
+std::string OnlineAnalyzer::lost_text() const {
+  if (!impl_) return {};
+  try {
+    return impl_->totals.ledger.text();
+  } catch (...) {
+    return {};
   }
 }
 

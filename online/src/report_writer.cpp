@@ -84,6 +84,7 @@ json aggregates_json(const ReportTotals& t, const std::vector<double>& grid) {
     rows.push_back(std::vector<double>(grid.begin() + p * t.dp_size, grid.begin() + (p + 1) * t.dp_size));
   }
   report["mean_worker_S"] = {{"dp_size", t.dp_size}, {"pp_size", t.pp_size}, {"rows_by_stage", rows}};
+  report["lost"] = t.ledger.to_json();
   return report;
 }
 
@@ -94,6 +95,7 @@ void ReportTotals::add(const StepVerdict& v) {
   last_step = closed ? std::max(last_step, v.step) : v.step;
   ++closed;
   if (!v.analyzed) return;
+  ledger.add(v);
   ++analyzed;
   sum_S += v.S;
   sum_time += v.time_s;

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "straggler_probe/online/analyzer.h"
+#include "ledger.h"
 #include "straggler_probe/online/verdict.h"
 #include "timeline_writer.h"
 
@@ -33,6 +34,7 @@ struct ReportTotals {
   uint64_t worker_steps = 0;         // steps summed in sum_worker_S
   std::vector<int> rank_dp, rank_stage;
   int dp_size = 1, pp_size = 1;
+  Ledger ledger;  // report.json's "lost" (ledger.h)
   void add(const StepVerdict& v);
 };
 

@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 
+#include "ledger.h"
 #include "straggler_probe/whatif/number_text.h"
 
 namespace sp::online {
@@ -71,6 +72,12 @@ std::string format_summary(const std::deque<StepVerdict>& recent, uint64_t skipp
   if (analyzed > 0) out += " mean_S=" + fixed(s_sum / analyzed, 2);
   out += " causes:";
   for (const auto& [c, n] : causes) out += " " + c + "=" + std::to_string(n);
+  Ledger ledger;  // what these steps lost and to whom
+  for (const StepVerdict& v : recent) ledger.add(v);
+  if (ledger.steps() > 0) {
+    out += '\n';
+    out += ledger.text();
+  }
   const WorkerGrid g = mean_worker_grid(recent);
   if (g.steps == 0) return out + "\n";
   out += "\nmean S_w per worker (rows: pipeline stage, columns: dp rank; * = worst)\n";

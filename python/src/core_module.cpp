@@ -112,7 +112,9 @@ void start_pipeline(py::object store, int rank, int world_size, const std::strin
                     int window_steps, int summary_interval,
                     const std::string& hostname, int local_rank, int local_world_size,
                     int device, const std::string& protocol, double hang_after_s,
-                    double hang_multiple) {
+                    double hang_multiple, int metrics_port, const std::string& metrics_addr,
+                    const std::string& metrics_file, const std::string& control_token,
+                    const std::string& job, const std::string& config_json) {
   sp::rank_pipeline::RankPipelineOptions o;
   o.transport.rank = rank;
   o.transport.world_size = world_size;
@@ -146,6 +148,13 @@ void start_pipeline(py::object store, int rank, int world_size, const std::strin
   o.discard = discard;
   o.clock_sync = clock_sync;
   o.clock_sync_period = milliseconds_of(clock_sync_period_s);
+  o.metrics.port = metrics_port;
+  o.metrics.addr = metrics_addr;
+  o.metrics.textfile = metrics_file;
+  o.metrics.token = control_token;
+  o.metrics.job = job;
+  o.config = nlohmann::ordered_json::parse(config_json, nullptr, /*allow_exceptions=*/false);
+  if (o.config.is_discarded()) o.config = nlohmann::ordered_json::object();
 
   sp_kv_store* kv = nullptr;
   if (PyCapsule_CheckExact(store.ptr())) {
@@ -300,7 +309,9 @@ PYBIND11_MODULE(_core, m) {
         py::arg("hostname") = "", py::arg("local_rank") = -1, py::arg("local_world_size") = -1,
         py::arg("device") = -1,
         py::arg("protocol") = "auto", py::arg("hang_after_s") = 10.0,
-        py::arg("hang_multiple") = 20.0);
+        py::arg("hang_multiple") = 20.0, py::arg("metrics_port") = 0,
+        py::arg("metrics_addr") = "127.0.0.1", py::arg("metrics_file") = "",
+        py::arg("control_token") = "", py::arg("job") = "", py::arg("config_json") = "{}");
   m.def("wait_hang_notice", &wait_hang_notice, py::arg("seen"), py::arg("timeout_s"),
         "Waits for rank 0's next hang notice after episode `seen`; its episode, or 0.");
   m.def("stop_pipeline", &stop_pipeline, py::arg("drain_s"));

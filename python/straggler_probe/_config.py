@@ -143,6 +143,19 @@ FIELDS: dict[str, _Field] = {
     "hang_dump": _Field(_parse_bool, False,
                         "When rank 0 suspects a hang, every rank that can still run writes its "
                         "Python stacks to out_dir/hang_stacks_rank<R>.txt (faulthandler)."),
+    "metrics_port": _Field(_parse_int(0), 0,
+                           "Rank 0 serves Prometheus metrics on this TCP port (/metrics, also "
+                           "/status and POST /control), from a thread of its own (0: no server)."),
+    "metrics_addr": _Field(_parse_str, "127.0.0.1",
+                           "The address the metrics server listens on (loopback unless told "
+                           "otherwise; 0.0.0.0: every interface)."),
+    "metrics_file": _Field(_parse_str, None,
+                           "Rank 0 also writes the metrics to this file (node_exporter's textfile "
+                           "collector: name it *.prom in its directory), replaced whole about once a second."),
+    "control_token": _Field(_parse_str, None,
+                            "POST /control (pause/resume the analysis, write the report now) is "
+                            "obeyed only from requests carrying Authorization: Bearer <this>; "
+                            "unset: every control request is refused (403)."),
     "fault_inject": _Field(_parse_choice("none", "throw", "stall", "slow", "record", "socket",
                                          "delay"), "none",
                            "Test hook: make rank 0's analysis throw or stall (the step-aside path), "
@@ -184,6 +197,10 @@ class Config:
     hang_after_s: float = 10.0
     hang_multiple: float = 20.0
     hang_dump: bool = False
+    metrics_port: int = 0
+    metrics_addr: str = "127.0.0.1"
+    metrics_file: str | None = None
+    control_token: str | None = None
     fault_inject: str = "none"
 
 

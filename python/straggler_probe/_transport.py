@@ -18,6 +18,8 @@ without append / compare_set), host the host-aggregated one (default auto).
 """
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import warnings
 from typing import Any
@@ -101,5 +103,21 @@ def start(core: Any, cfg: Config, rank: int, world: int, dist: Any, session: int
                         slowdown_threshold=cfg.slowdown_threshold, significance=cfg.significance,
                         alarm_significance=cfg.alarm_significance, window_steps=cfg.window_steps,
                         summary_interval=cfg.summary_interval, hang_after_s=cfg.hang_after_s,
-                        hang_multiple=cfg.hang_multiple, **identity())
+                        hang_multiple=cfg.hang_multiple, **identity(), **metrics_settings(cfg))
     return how
+
+
+def job_id(environ: Any = None) -> str:
+    """The launcher's job id, the `job` label of rank 0's metrics: Slurm's, else torchrun's."""
+    environ = os.environ if environ is None else environ
+    return environ.get("SLURM_JOB_ID") or environ.get("TORCHELASTIC_RUN_ID") or ""
+
+
+def metrics_settings(cfg: Config) -> dict:
+    """Rank 0's metrics server, /status and /control (the C++ server in rank_pipeline/src/http:
+    its thread never takes the GIL). /status shows the settings, never the control token."""
+    shown = {k: v for k, v in dataclasses.asdict(cfg).items() if k != "control_token"}
+    shown["control"] = "on" if cfg.control_token else "off"
+    return dict(metrics_port=cfg.metrics_port, metrics_addr=cfg.metrics_addr,
+                metrics_file=cfg.metrics_file or "", control_token=cfg.control_token or "",
+                job=job_id(), config_json=json.dumps(shown, default=str))

@@ -53,6 +53,8 @@ struct AnalysisWorker::Impl {
   // last cost of a write without the timeline (to tell the timeline's own cost).
   Steady::time_point next_partial_report{}, next_partial_timeline{};
   Steady::duration report_cost{0};
+  // /control: analysis paused since step paused_first (-1: not paused), through paused_last.
+  int64_t paused_first = -1, paused_last = -1;
   LoopThread thread;
 
   void run() {
@@ -83,10 +85,10 @@ struct AnalysisWorker::Impl {
           continue;
         }
         if (dropped_first >= 0) {
-          host->skip_steps(dropped_first, dropped_last, "behind",
+          publish(host->skip_steps(dropped_first, dropped_last, "behind",
                            "rank-0 analysis fell behind: " +
                                std::to_string(dropped_last - dropped_first + 1) +
-                               " whole steps skipped");
+                               " whole steps skipped"));
         }
         const int64_t t0 = now_ns();
         busy_since.store(t0);
@@ -150,7 +152,9 @@ struct AnalysisWorker::Impl {
       online::RankTable table;
       for (const RankInfo& r : *batch.rank_table) table.push_back({r.host, r.local_rank, r.device});
       host->set_rank_table(std::move(table));
+      if (o.board) o.board->set_rank_table(*batch.rank_table);
     }
+    if (apply_control(batch.step)) return;  // paused
     if (o.fault == FaultInjection::kSlow) {
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
     } else if (o.fault != FaultInjection::kNone &&
@@ -161,21 +165,21 @@ struct AnalysisWorker::Impl {
     // counted in report.json), the others analysed.
     if (!batch.complete) {
       counters->steps_incomplete++;
-      host->skip_steps(batch.step, batch.step, "incomplete",
-                      batch.why_incomplete.empty() ? "no summary from rank(s) " + batch.missing
-                                                   : batch.why_incomplete);
+      publish(host->skip_steps(batch.step, batch.step, "incomplete",
+                               batch.why_incomplete.empty() ? "no summary from rank(s) " + batch.missing
+                                                            : batch.why_incomplete));
       return;
     }
     std::vector<runtime::StepSummary> summaries(batch.by_rank.size());
     for (size_t r = 0; r < batch.by_rank.size(); ++r) {
       std::string error;
       if (!runtime::decode_summary(batch.by_rank[r], &summaries[r], &error)) {
-        host->skip_steps(batch.step, batch.step, "malformed",
-                         "summary of rank " + std::to_string(r) + " is malformed: " + error);
+        publish(host->skip_steps(batch.step, batch.step, "malformed",
+                                 "summary of rank " + std::to_string(r) + " is malformed: " + error));
         return;
       }
     }
-    host->analyze_step(batch.step, std::move(summaries));
+    publish(host->analyze_step(batch.step, std::move(summaries)));
     counters->steps_analyzed++;
   }
 
@@ -214,7 +218,47 @@ struct AnalysisWorker::Impl {
     note_max(counters->report_us_max, us);
   }
 
+  void publish(const std::vector<online::StepVerdict>& verdicts) {
+    if (o.board) o.board->add_verdicts(verdicts);
+  }
+
+  // What /control asked (http/control.h), taken at this step boundary and said once. True: the
+  // analysis is paused, this step is not analysed (the paused range is reported on resume).
+  bool apply_control(int64_t step) {
+    if (!o.control) return false;
+    const http::ControlChange change = o.control->take();
+    const std::string at = " at step " + std::to_string(step) + " (POST /control)";
+    if (change.paused && *change.paused != (paused_first >= 0)) {
+      if (*change.paused) {
+        paused_first = step;
+        print("straggler_probe control: analysis paused" + at);
+      } else {
+        end_pause();
+        print("straggler_probe control: analysis resumed" + at);
+      }
+    }
+    if (change.write_report) {
+      next_partial_report = Steady::time_point{};  // the next write is not held to the interval
+      print("straggler_probe control: report written" + at);
+    }
+    if (!change.empty() && o.board) {
+      o.board->set_control_view(paused_first >= 0, host->settings().significance,
+                                host->settings().alarm_significance);
+    }
+    if (paused_first < 0) return false;
+    paused_last = step;
+    return true;
+  }
+
+  void end_pause() {
+    if (paused_first >= 0 && paused_last >= paused_first) {
+      publish(host->skip_steps(paused_first, paused_last, "paused", "analysis paused by /control"));
+    }
+    paused_first = paused_last = -1;
+  }
+
   void close() {
+    end_pause();
     host->finish();
     if (!o.out_dir.empty()) (void)host->write_report(report_options(true));
   }

@@ -19,6 +19,8 @@
 #include <mutex>
 #include <string>
 
+#include "http/control.h"
+#include "http/metrics_board.h"
 #include "loop_thread.h"
 #include "straggler_probe/online/analyzer.h"
 #include "transport.h"
@@ -42,6 +44,10 @@ struct AnalysisOptions {
   int summary_interval = 50;
   FaultInjection fault = FaultInjection::kNone;
   int fault_after_steps = 3;  // the fault hits once this many steps were analysed
+  // Rank 0's metrics server (http/): the verdicts go to its board; /control's changes are taken
+  // at each step boundary. Null: no server.
+  std::shared_ptr<http::MetricsBoard> board;
+  std::shared_ptr<http::ControlState> control;
 };
 
 struct AnalysisCounters {

@@ -30,6 +30,13 @@ RankPipeline::RankPipeline(RankPipelineOptions options, sp_kv_store* store)
         warn);
     return;
   }
+  if (options_.metrics.enabled()) {
+    options_.analysis.board = std::make_shared<http::MetricsBoard>(
+        options_.metrics.job, options_.transport.world_size, options_.config);
+    options_.analysis.board->set_control_view(false, options_.analysis.significance,
+                                              options_.analysis.alarm_significance);
+    options_.analysis.control = std::make_shared<http::ControlState>();
+  }
   worker_ = std::make_shared<AnalysisWorker>(
       options_.analysis, print_line, [this](const std::string& why) { fail(why); },
       [this](bool final) { return report_sections(final); });
@@ -52,9 +59,30 @@ RankPipeline::RankPipeline(RankPipelineOptions options, sp_kv_store* store)
       warn, stop_, [this](const std::string& why) {
         fail("the probe stopped on another rank (" + why + ")");
       });
+  start_metrics();
 }
 
-RankPipeline::~RankPipeline() = default;
+// After the analysis thread exists: the board it fills is what the server shows.
+void RankPipeline::start_metrics() {
+  if (!options_.analysis.board) return;
+  metrics_ = http::MetricsService::start(
+      options_.metrics, options_.analysis.board, options_.analysis.control,
+      [this] {
+        http::ProbeHealth h;
+        const RankPipelineState s = state_.load();
+        h.state = s == RankPipelineState::kRunning  ? "running"
+                  : s == RankPipelineState::kStopped ? "stopped"
+                                                     : "stepped-aside";
+        h.message = message();
+        h.stats = stats();
+        return h;
+      },
+      [](const std::string& line) { warn_line(line); });
+}
+
+RankPipeline::~RankPipeline() {
+  if (metrics_) metrics_->stop();  // its thread reads this object
+}
 
 void RankPipeline::start_clock_sync() {
   if (!options_.clock_sync || options_.transport.world_size < 2) return;
@@ -158,6 +186,8 @@ void RankPipeline::stop(std::chrono::milliseconds drain) {
     }
   }
   if (state_.load() == RankPipelineState::kRunning) state_.store(RankPipelineState::kStopped);
+  // Last: a scrape during the drain still answers, and the textfile gets the final numbers.
+  if (metrics_) metrics_->stop();
 }
 
 std::string RankPipeline::message() const {

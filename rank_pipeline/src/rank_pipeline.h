@@ -13,6 +13,7 @@
 #include "analysis_worker.h"
 #include "clock_sync.h"
 #include "hang_board.h"
+#include "http/metrics_service.h"
 #include "kv_store.h"
 #include "straggler_probe/online/analysis_host.h"
 #include "transport.h"
@@ -26,6 +27,9 @@ struct RankPipelineOptions {
   bool discard = false;  // transport=none: no store, no analysis; summaries are dropped
   bool clock_sync = true;  // estimate every rank's clock offset to rank 0 (world_size > 1)
   std::chrono::milliseconds clock_sync_period{60000};
+  // Rank 0's metrics server, /status and /control, and the textfile (http/; off by default).
+  http::MetricsOptions metrics;
+  nlohmann::ordered_json config;  // the user's settings, for /status
 };
 
 enum class RankPipelineState { kRunning, kStopped, kSteppedAside, kStoppedRemotely };
@@ -58,6 +62,7 @@ class RankPipeline {
   void store_lost(const std::string& why);
   void start_clock_sync();
   void note_batch();
+  void start_metrics();
   online::ReportOptions report_sections(bool final) const;
 
   RankPipelineOptions options_;
@@ -68,6 +73,7 @@ class RankPipeline {
   std::shared_ptr<AnalysisWorker> worker_;
   std::unique_ptr<TransportThread> transport_;
   std::unique_ptr<ClockSync> clock_;
+  std::unique_ptr<http::MetricsService> metrics_;
   // Rank 0: time between whole steps reaching the analysis (a moving average), for the clock
   // uncertainty warning.
   std::atomic<int64_t> last_batch_ns_{0}, step_ns_{0};

@@ -139,14 +139,21 @@ TEST_F(AnalyzeDir, NamesAPlantedSlowRankAsALiveRankZeroWouldAndWritesTheReport) 
   // The closing summary and the report line; the files of the live path, under DIR/report.
   EXPECT_NE(r.out.find("straggler_probe summary steps="), std::string::npos) << r.out;
   const auto all = lines_of(r.out);
-  EXPECT_EQ(all.back(), "straggler_probe report: d/report/report.json d/report/timeline.json d/report/heatmap.svg "
-                        "d/report/straggler_probe_steps.jsonl");
+  ASSERT_GE(all.size(), 2u);
+  EXPECT_EQ(all[all.size() - 2], "straggler_probe report: d/report/report.json d/report/timeline.json d/report/heatmap.svg "
+                                 "d/report/straggler_probe_steps.jsonl");
+  // The last line: the ledger (what the run lost, the slow rank's share; no rank table: no host).
+  EXPECT_EQ(all.back().rfind("straggler_probe lost ", 0), 0u) << all.back();
+  EXPECT_NE(all.back().find(" worker on rank 2"), std::string::npos) << all.back();
   const fs::path out = root_ / "d" / "report";
   const auto report = nlohmann::json::parse(slurp(out / "report.json"));
   EXPECT_EQ(report.at("steps_analyzed").get<int>(), 29);
   EXPECT_NE(report.at("worst").dump().find("rank:2"), std::string::npos) << report.dump();
   EXPECT_TRUE(nlohmann::json::parse(slurp(out / "timeline.json")).contains("traceEvents"));
   EXPECT_NE(slurp(out / "heatmap.svg").find("<svg"), std::string::npos);
+  EXPECT_GT(report.at("lost").at("lost_gpu_seconds").get<double>(), 0.0);
+  EXPECT_EQ(report.at("lost").at("top_ranks").at(0).at("rank").get<int>(), 2);
+  EXPECT_EQ(slurp(out / "exclude_hosts.txt"), "");  // the alarm's rank has no known host
   // The slow rank's alarm (issue 10): one line, one JSONL record, one report entry.
   EXPECT_NE(r.out.find("straggler_probe alarm raised: rank:2 cause=worker"), std::string::npos) << r.out;
   ASSERT_EQ(report.at("alarms").size(), 1u) << report.dump();

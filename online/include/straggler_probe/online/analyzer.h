@@ -92,6 +92,9 @@ class OnlineAnalyzer {
 
   // The periodic text summary with the dp-rank x stage heatmap of S_w over recent steps.
   std::string summary_text() const;
+  // The ledger over the run (src/ledger.h): "lost 3.2% of GPU time (...): 2.1% worker on node-17
+  // gpu 3 (rank 5), ..."; "" before any analysed step.
+  std::string lost_text() const;
   // report.json, timeline.json (Perfetto, real vs ideal of the last steps), heatmap.svg and
   // options.files, each replaced whole (a temporary file renamed), so never half-written.
   Status write_report(const std::string& dir, const ReportOptions& options = {}) const;

@@ -80,6 +80,9 @@ struct StepVerdict {
   std::string worst_host;     // the worst rank's host, when worst is a rank and the host is known
   int worst_device = -1;      // ... and its GPU (-1: none or not known)
   double worst_S = 1.0;       // S_w of the worst rank, or the stage score for a stage
+  // Seconds of this step that fixing the named culprit (`worst`) alone would give back: its
+  // what-if share (src/ledger.h), 0 when none is named. The ledger charges it to the culprit.
+  double fix_gain_s = 0.0;
   std::string top_op;         // op type with the largest S_t
   std::string evidence;       // one line: the numbers behind the cause
 

@@ -1,0 +1,118 @@
+#include "metrics_board.h"
+
+#include <algorithm>
+#include <set>
+
+namespace sp::rank_pipeline::http {
+
+MetricsBoard::MetricsBoard(std::string job, int gpus, nlohmann::ordered_json config)
+    : job_(std::move(job)), gpus_(std::max(1, gpus)), config_(std::move(config)) {}
+
+void MetricsBoard::set_rank_table(const std::vector<RankInfo>& table) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ranks_ = table;
+  ++generation_;
+}
+
+void MetricsBoard::add_verdicts(const std::vector<online::StepVerdict>& verdicts) {
+  if (verdicts.empty()) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const online::StepVerdict& v : verdicts) add_one(v);
+  ++generation_;
+}
+
+void MetricsBoard::add_one(const online::StepVerdict& v) {
+  recent_.push_back(v);
+  recent_.back().rank_dp.clear();  // per-rank vectors: not shown, not kept
+  recent_.back().rank_stage.clear();
+  recent_.back().worker_S.clear();
+  while (recent_.size() > kRecentVerdicts) recent_.pop_front();
+  if (!v.analyzed) {
+    ++steps_skipped_;
+    return;
+  }
+  ++steps_analyzed_;
+  have_last_ = true;
+  last_ = recent_.back();
+  const std::string cause(online::cause_name(v.cause));
+  ++steps_by_cause_[cause];
+  gpu_seconds_ += v.time_s * gpus_;
+  const double lost = std::max(0.0, v.time_s - v.ideal_s) * gpus_;
+  lost_gpu_seconds_ += lost;
+  lost_by_cause_[cause] += lost;
+  const int rank = online::target_index(v.worst, "rank:");
+  if (rank >= 0) {
+    LostEntry& e = lost_by_rank_[rank];
+    e.gpu_s += lost;
+    e.host = v.worst_host.empty() ? host_of(rank) : v.worst_host;
+    e.gpu = v.worst_device >= 0 ? v.worst_device : gpu_of(rank);
+    lost_by_host_[e.host.empty() ? "unknown" : e.host] += lost;
+  } else {
+    lost_by_host_["unattributed"] += lost;
+  }
+  for (const online::AlarmEvent& a : v.alarms) note_alarm(a);
+}
+
+void MetricsBoard::note_alarm(const online::AlarmEvent& a) {
+  const std::string key = a.target + " " + std::string(online::cause_name(a.cause));
+  if (a.raised) {
+    open_alarms_[key] = a;
+  } else {
+    open_alarms_.erase(key);
+  }
+}
+
+void MetricsBoard::set_control_view(bool paused, double significance, double alarm_significance) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  paused_ = paused;
+  significance_ = significance;
+  alarm_significance_ = alarm_significance;
+  ++generation_;
+}
+
+std::pair<double, double> MetricsBoard::significance() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return {significance_, alarm_significance_};
+}
+
+uint64_t MetricsBoard::generation() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return generation_;
+}
+
+std::string MetricsBoard::host_of(int rank) const {
+  if (rank < 0 || static_cast<size_t>(rank) >= ranks_.size()) return {};
+  return ranks_[static_cast<size_t>(rank)].host;
+}
+
+int MetricsBoard::gpu_of(int rank) const {
+  if (rank < 0 || static_cast<size_t>(rank) >= ranks_.size()) return -1;
+  return ranks_[static_cast<size_t>(rank)].device;
+}
+
+std::vector<std::string> MetricsBoard::hosts_to_drain() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return hosts_to_drain_locked();
+}
+
+// A worker alarm names a rank; its host is what a scheduler excludes.
+std::vector<std::string> MetricsBoard::hosts_to_drain_locked() const {
+  std::set<std::string> hosts;
+  for (const auto& [key, a] : open_alarms_) {
+    if (a.cause != online::Cause::kWorker) continue;
+    const std::string host = host_of(online::target_index(a.target, "rank:"));
+    if (!host.empty()) hosts.insert(host);
+  }
+  return {hosts.begin(), hosts.end()};
+}
+
+Labels MetricsBoard::labels(Labels extra) const {
+  if (job_.empty()) return extra;
+  Labels out;
+  out.reserve(extra.size() + 1);
+  out.emplace_back("job", job_);
+  for (auto& label : extra) out.push_back(std::move(label));
+  return out;
+}
+
+}  // namespace sp::rank_pipeline::http
