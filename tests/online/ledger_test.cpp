@@ -134,6 +134,8 @@ void expect_slow_rank_measured(SyntheticJob j, int rank, double factor, const st
     }
   }
   ASSERT_GT(measured, 0);
+  ::testing::Test::RecordProperty("ledger_over_measured", std::to_string(ledger / measured));
+  ::testing::Test::RecordProperty("named_over_measured", std::to_string(named / measured));
   EXPECT_NEAR(ledger / measured, 1.0, 0.01) << "ledger " << ledger << " measured " << measured;
   EXPECT_NEAR(named / measured, 1.0, 0.01) << "named " << named << " measured " << measured;
   // The whole run in report.json: the slow rank on top, its host the one to drain.
