@@ -8,7 +8,6 @@
 
 #include "cause_rules.h"
 #include "ledger.h"
-#include "ledger.h"
 #include "step_model_builder.h"
 #include "straggler_probe/whatif/number_text.h"
 #include "straggler_probe/whatif/op_graph.h"
@@ -100,7 +99,6 @@ StepAnalysis::Outcome StepAnalysis::analyze(int64_t step,
                                   "x the level they sustained";
         }
       }
-      out.verdict.fix_gain_s = named_fix_gain_s(metrics_, out.verdict);  // after the noise model's naming
       out.verdict.fix_gain_s = named_fix_gain_s(metrics_, out.verdict);  // after the noise model's naming
       remember_worst(rules_worst);
       window_.remember(ideals);

@@ -2,8 +2,6 @@
 
 #include "ledger.h"
 
-#include "ledger.h"
-
 namespace sp::online {
 
 // Numbers go in as they are: JSON has no NaN or infinity, and dump() writes those as null.
@@ -30,7 +28,6 @@ nlohmann::ordered_json verdict_to_json(const StepVerdict& v) {
   j["worst_S"] = v.worst_S;
   j["top_op"] = v.top_op;
   j["evidence"] = v.evidence;
-  j["lost"] = step_loss_json(step_loss(v));  // the ledger's entry (ledger.h)
   j["lost"] = step_loss_json(step_loss(v));  // the ledger's entry (ledger.h)
   if (v.null_ready) {
     j["S_null"] = v.S_null;

@@ -83,9 +83,6 @@ struct StepVerdict {
   // Seconds of this step that fixing the named culprit (`worst`) alone would give back: its
   // what-if share (src/ledger.h), 0 when none is named. The ledger charges it to the culprit.
   double fix_gain_s = 0.0;
-  // Seconds of this step that fixing the named culprit (`worst`) alone would give back: its
-  // what-if share (src/ledger.h), 0 when none is named. The ledger charges it to the culprit.
-  double fix_gain_s = 0.0;
   std::string top_op;         // op type with the largest S_t
   std::string evidence;       // one line: the numbers behind the cause
 
