@@ -225,6 +225,7 @@ struct AnalysisWorker::Impl {
   // What /control asked (http/control.h), taken at this step boundary and said once. True: the
   // analysis is paused, this step is not analysed (the paused range is reported on resume).
   bool apply_control(int64_t step) {
+    if (o.board) o.board->note_step_seen(step);
     if (!o.control) return false;
     const http::ControlChange change = o.control->take();
     const std::string at = " at step " + std::to_string(step) + " (POST /control)";

@@ -48,7 +48,7 @@ TEST(HttpRequest, RefusesMalformedRequestsWithA4xxThatNeverEchoesThem) {
       {"GET metrics HTTP/1.1\r\n\r\n", 400},
       {"GET http://x/metrics HTTP/1.1\r\n\r\n", 400},
       {"G(T /metrics HTTP/1.1\r\n\r\n", 400},
-      {"GET /metrics HTTP/2.0\r\n\r\n", 505},
+      {"GET /metrics HTTP/2.0\r\n\r\n", 400},
       {"GET /metrics FTP/1.0\r\n\r\n", 400},
       {"GET /m HTTP/1.1\r\nNoColon\r\n\r\n", 400},
       {"GET /m HTTP/1.1\r\nBad Name: v\r\n\r\n", 400},
@@ -58,7 +58,7 @@ TEST(HttpRequest, RefusesMalformedRequestsWithA4xxThatNeverEchoesThem) {
       {"POST /control HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nx", 400},
       {"POST /control HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n", 400},
       {"POST /control HTTP/1.1\r\nContent-Length: 5000\r\n\r\n", 413},
-      {"POST /control HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", 501},
+      {"POST /control HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", 411},
       {"GET /" + std::string(9000, 'a') + " HTTP/1.1\r\n\r\n", 431},
       {"GET /" + std::string(9000, 'a'), 431},
   };

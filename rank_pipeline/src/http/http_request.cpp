@@ -61,7 +61,7 @@ bool parse_request_line(std::string_view line, Request* out, ParseResult* refuse
     return false;
   }
   if (version != "HTTP/1.1" && version != "HTTP/1.0") {
-    *refused = refuse(version.rfind("HTTP/", 0) == 0 ? 505 : 400, "unsupported HTTP version");
+    *refused = refuse(400, "unsupported HTTP version: HTTP/1.1 or HTTP/1.0");
     return false;
   }
   if (target.empty() || target.front() != '/' || !is_field_text(target) ||
@@ -107,7 +107,7 @@ bool body_length(const Request& r, const RequestLimits& limits, size_t* length,
   *length = 0;
   for (const auto& [name, value] : r.headers) {
     if (name == "transfer-encoding") {
-      *refused = refuse(501, "Transfer-Encoding is not supported; send Content-Length");
+      *refused = refuse(411, "Transfer-Encoding is not supported; send Content-Length");
       return false;
     }
     if (name != "content-length") continue;

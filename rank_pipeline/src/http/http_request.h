@@ -39,8 +39,8 @@ struct ParseResult {
 
 // Parses the request at the start of `bytes`. Refuses: a head over max_head (431), a body over
 // max_body (413), a malformed request line or header (400), a version other than HTTP/1.0 or 1.1
-// (505), Transfer-Encoding (501: only Content-Length bodies are taken), a malformed or repeated
-// Content-Length (400), a target that is not an origin path (400).
+// (400), Transfer-Encoding (411: only Content-Length bodies are taken), a malformed or repeated
+// Content-Length (400), a target that is not an origin path (400). Every refusal is a 4xx.
 ParseResult parse_request(std::string_view bytes, const RequestLimits& limits = {});
 
 }  // namespace sp::rank_pipeline::http

@@ -25,6 +25,7 @@ const char* status_text(int status) {
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 408: return "Request Timeout";
+    case 411: return "Length Required";
     case 413: return "Content Too Large";
     case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
@@ -86,6 +87,23 @@ int open_listener(const ServerOptions& o, int* port, std::string* error) {
   return fd;
 }
 
+// Closing with unread bytes in the socket makes the kernel send a reset, which can destroy the
+// reply before the client reads it (a refused oversized request is answered before it is all
+// read). So: end our side, then read and drop what the client still sends, up to 64 KiB or
+// 200 ms, and close.
+void linger_close(int fd) {
+  ::shutdown(fd, SHUT_WR);
+  const auto deadline = Clock::now() + std::chrono::milliseconds(200);
+  char sink[4096];
+  size_t dropped = 0;
+  while (dropped < 65536 && wait_fd(fd, POLLIN, deadline)) {
+    const ssize_t n = ::recv(fd, sink, sizeof(sink), 0);
+    if (n <= 0) break;
+    dropped += static_cast<size_t>(n);
+  }
+  ::close(fd);
+}
+
 }  // namespace
 
 std::string serialize_response(const Response& r) {
@@ -140,7 +158,7 @@ void HttpServer::run() {
     const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) continue;
     serve_one(fd);
-    ::close(fd);
+    linger_close(fd);
   }
   try {
     if (tick_) tick_();  // the textfile's last state
@@ -161,7 +179,13 @@ void HttpServer::serve_one(int fd) {
       return write_all(fd, serialize_response(error_response(408, "request not received in time")), deadline);
     }
     const ssize_t n = ::recv(fd, chunk, sizeof(chunk), 0);
-    if (n == 0) return;  // closed before a whole request: nobody to answer
+    if (n == 0) {  // the client finished sending before a whole request
+      if (buffer.empty()) return;  // nothing was asked
+      refused_++;
+      return write_all(fd, serialize_response(error_response(400, "request incomplete: the "
+                                                                  "connection ended before its end")),
+                       deadline);
+    }
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) continue;
       return;

@@ -62,6 +62,11 @@ void MetricsBoard::note_alarm(const online::AlarmEvent& a) {
   }
 }
 
+void MetricsBoard::note_step_seen(int64_t step) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  last_step_seen_ = std::max(last_step_seen_, step);
+}
+
 void MetricsBoard::set_control_view(bool paused, double significance, double alarm_significance) {
   std::lock_guard<std::mutex> lock(mutex_);
   paused_ = paused;

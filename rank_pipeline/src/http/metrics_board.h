@@ -48,6 +48,9 @@ class MetricsBoard {
   void set_rank_table(const std::vector<RankInfo>& table);
   // Verdicts of analysed and skipped steps, in step order.
   void add_verdicts(const std::vector<online::StepVerdict>& verdicts);
+  // The step the analysis thread took last, analysed or not (/status: while paused it shows how
+  // far the job got).
+  void note_step_seen(int64_t step);
   // Control state shown by /status and /metrics (control.h changes it).
   void set_control_view(bool paused, double significance, double alarm_significance);
   std::pair<double, double> significance() const;  // step, alarm: the levels in force
@@ -89,6 +92,7 @@ class MetricsBoard {
   std::map<std::string, double> lost_by_cause_, lost_by_host_;
   std::map<int, LostEntry> lost_by_rank_;
   std::map<std::string, online::AlarmEvent> open_alarms_;  // key: target + " " + cause
+  int64_t last_step_seen_ = -1;
   bool paused_ = false;
   double significance_ = 0, alarm_significance_ = 0;
 };

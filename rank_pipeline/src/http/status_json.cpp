@@ -54,6 +54,7 @@ nlohmann::ordered_json MetricsBoard::status(const ProbeHealth& health) const {
   nlohmann::ordered_json j;
   j["job"] = job_;
   j["last_step"] = have_last_ ? nlohmann::ordered_json(last_.step) : nlohmann::ordered_json();
+  j["last_step_seen"] = last_step_seen_;
   j["steps_analyzed"] = steps_analyzed_;
   j["steps_skipped"] = steps_skipped_;
   j["paused"] = paused_;
