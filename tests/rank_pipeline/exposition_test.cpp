@@ -67,6 +67,7 @@ TEST(MetricsBoard, SumsTheLedgerByCauseHostAndRankAndNamesHostsToDrain) {
   board.set_rank_table({{0, 0, 0, -1, "node-a"}, {1, 1, 0, 3, "node-b"}, {2, 1, 1, -1, "node-b"},
                         {3, 3, 0, -1, "node-c"}});
   online::StepVerdict slow = analysed(10, 1.5, 1.0, online::Cause::kWorker, "rank:1");
+  slow.fix_gain_s = 0.4;  // fixing rank 1 alone gives back 0.4 s of the 0.5 s lost
   online::AlarmEvent alarm;
   alarm.target = "rank:1";
   alarm.cause = online::Cause::kWorker;
@@ -79,7 +80,10 @@ TEST(MetricsBoard, SumsTheLedgerByCauseHostAndRankAndNamesHostsToDrain) {
   EXPECT_NE(text.find("straggler_probe_steps_total{job=\"job-7\",cause=\"worker\"} 1\n"), std::string::npos);
   EXPECT_NE(text.find("straggler_probe_lost_gpu_seconds_total{job=\"job-7\",cause=\"worker\"} 2\n"),
             std::string::npos);  // (1.5 - 1.0) x 4 GPUs; the faster-than-ideal step loses 0
-  EXPECT_NE(text.find("straggler_probe_host_lost_gpu_seconds_total{job=\"job-7\",host=\"node-b\"} 2\n"),
+  EXPECT_NE(text.find("straggler_probe_host_lost_gpu_seconds_total{job=\"job-7\",host=\"node-b\"} 1.6\n"),
+            std::string::npos);  // its what-if share, as the ledger charges it
+  EXPECT_NE(text.find("straggler_probe_fixable_gpu_seconds_total{job=\"job-7\"} 1.6\n"), std::string::npos);
+  EXPECT_NE(text.find("straggler_probe_lost_gpu_seconds_total{job=\"job-7\",cause=\"unattributed\"} 0\n"),
             std::string::npos);
   EXPECT_NE(text.find("straggler_probe_alarm_open{job=\"job-7\",cause=\"worker\",rank=\"1\",host=\"node-b\",gpu=\"3\"} 1\n"),
             std::string::npos);

@@ -1,6 +1,7 @@
 #include "metrics_board.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 namespace sp::rank_pipeline::http {
@@ -36,21 +37,36 @@ void MetricsBoard::add_one(const online::StepVerdict& v) {
   last_ = recent_.back();
   const std::string cause(online::cause_name(v.cause));
   ++steps_by_cause_[cause];
-  gpu_seconds_ += v.time_s * gpus_;
-  const double lost = std::max(0.0, v.time_s - v.ideal_s) * gpus_;
+  add_loss(v);
+  for (const online::AlarmEvent& a : v.alarms) note_alarm(a);
+}
+
+// The ledger's charging rules (online/src/ledger.h): the whole loss to the step's cause
+// ("unattributed" when none was named), and to the named rank, its host and stage only what
+// fixing it alone would give back (its what-if share, fix_gain_s).
+void MetricsBoard::add_loss(const online::StepVerdict& v) {
+  auto finite = [](double x) { return std::isfinite(x) ? x : 0.0; };
+  const int gpus = v.rank_dp.empty() ? gpus_ : static_cast<int>(v.rank_dp.size());
+  const double lost = std::max(0.0, finite(v.time_s - v.ideal_s)) * gpus;
+  gpu_seconds_ += std::max(0.0, finite(v.time_s)) * gpus;
   lost_gpu_seconds_ += lost;
-  lost_by_cause_[cause] += lost;
+  lost_by_cause_[v.cause == online::Cause::kNone ? "unattributed" : std::string(online::cause_name(v.cause))] += lost;
+  if (v.cause == online::Cause::kNone || v.worst.empty()) return;
+  const double gain = std::min(lost, std::max(0.0, finite(v.fix_gain_s)) * gpus);
+  fixable_gpu_seconds_ += gain;
   const int rank = online::target_index(v.worst, "rank:");
+  int stage = online::target_index(v.worst, "stage:");
+  std::string host = v.worst.rfind("host:", 0) == 0 ? v.worst.substr(5) : std::string();
   if (rank >= 0) {
     LostEntry& e = lost_by_rank_[rank];
-    e.gpu_s += lost;
+    e.gpu_s += gain;
     e.host = v.worst_host.empty() ? host_of(rank) : v.worst_host;
     e.gpu = v.worst_device >= 0 ? v.worst_device : gpu_of(rank);
-    lost_by_host_[e.host.empty() ? "unknown" : e.host] += lost;
-  } else {
-    lost_by_host_["unattributed"] += lost;
+    host = e.host;
+    if (static_cast<size_t>(rank) < v.rank_stage.size()) stage = v.rank_stage[static_cast<size_t>(rank)];
   }
-  for (const online::AlarmEvent& a : v.alarms) note_alarm(a);
+  if (!host.empty()) lost_by_host_[host] += gain;
+  if (stage >= 0) lost_by_stage_[stage] += gain;
 }
 
 void MetricsBoard::note_alarm(const online::AlarmEvent& a) {

@@ -3,9 +3,10 @@
 // when a scrape or /status comes. Bounded: the last kRecentVerdicts verdicts, one entry per
 // cause, host, rank and open alarm (a job has as many of those as ranks, at most).
 //
-// GPU-seconds lost follow the ledger's definition (issue 25): per analysed step
-// max(0, time - ideal) x the job's GPUs (its ranks), under the step's cause and, when the verdict
-// names a rank, under that rank and its host ("unattributed" otherwise).
+// GPU-seconds lost follow the ledger (online/src/ledger.h, whose totals report.json's "lost"
+// has): per analysed step max(0, time - ideal) x the job's GPUs (its ranks), whole under the
+// step's cause ("unattributed" when none was named); the named rank, its host and its stage are
+// charged what fixing it alone would give back (the verdict's fix_gain_s x GPUs).
 #pragma once
 
 #include <cstdint>
@@ -66,6 +67,7 @@ class MetricsBoard {
 
  private:
   void add_one(const online::StepVerdict& v);
+  void add_loss(const online::StepVerdict& v);
   void note_alarm(const online::AlarmEvent& a);
   std::string host_of(int rank) const;
   int gpu_of(int rank) const;
@@ -88,8 +90,9 @@ class MetricsBoard {
   online::StepVerdict last_;  // the last analysed step
   uint64_t steps_analyzed_ = 0, steps_skipped_ = 0;
   std::map<std::string, uint64_t> steps_by_cause_;
-  double gpu_seconds_ = 0, lost_gpu_seconds_ = 0;
+  double gpu_seconds_ = 0, lost_gpu_seconds_ = 0, fixable_gpu_seconds_ = 0;
   std::map<std::string, double> lost_by_cause_, lost_by_host_;
+  std::map<int, double> lost_by_stage_;
   std::map<int, LostEntry> lost_by_rank_;
   std::map<std::string, online::AlarmEvent> open_alarms_;  // key: target + " " + cause
   int64_t last_step_seen_ = -1;

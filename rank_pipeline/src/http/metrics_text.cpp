@@ -65,13 +65,20 @@ void MetricsBoard::write_ledger_families(Exposition* e) const {
             "GPU-seconds of the analysed steps (time x the job's GPUs).");
   e->sample(labels({}), gpu_seconds_);
   e->family("straggler_probe_lost_gpu_seconds_total", MetricType::kCounter,
-            "GPU-seconds lost to stragglers ((time - ideal) x GPUs) by the step's cause.");
+            "GPU-seconds lost to stragglers ((time - ideal) x GPUs) by the step's cause "
+            "(unattributed: none named).");
   for (const auto& [cause, s] : lost_by_cause_) e->sample(labels({{"cause", cause}}), s);
+  e->family("straggler_probe_fixable_gpu_seconds_total", MetricType::kCounter,
+            "GPU-seconds that fixing each step's named culprit alone would have given back.");
+  e->sample(labels({}), fixable_gpu_seconds_);
   e->family("straggler_probe_host_lost_gpu_seconds_total", MetricType::kCounter,
-            "GPU-seconds lost by the host of the rank each step named (unattributed: none named).");
+            "GPU-seconds fixing the named ranks of this host would have given back.");
   for (const auto& [host, s] : lost_by_host_) e->sample(labels({{"host", host}}), s);
+  e->family("straggler_probe_stage_lost_gpu_seconds_total", MetricType::kCounter,
+            "GPU-seconds fixing the named stage (or the named ranks of it) would have given back.");
+  for (const auto& [stage, s] : lost_by_stage_) e->sample(labels({{"stage", std::to_string(stage)}}), s);
   e->family("straggler_probe_rank_lost_gpu_seconds_total", MetricType::kCounter,
-            "GPU-seconds lost on the steps that named this rank.");
+            "GPU-seconds fixing this rank would have given back, over the steps that named it.");
   for (const auto& [rank, entry] : lost_by_rank_) {
     e->sample(labels({{"rank", std::to_string(rank)}, {"host", entry.host},
                       {"gpu", std::to_string(entry.gpu)}}),

@@ -36,6 +36,9 @@ nlohmann::ordered_json MetricsBoard::ledger_json() const {
   j["lost_share"] = gpu_seconds_ > 0 ? lost_gpu_seconds_ / gpu_seconds_ : 0.0;
   j["by_cause"] = lost_by_cause_;
   j["by_host"] = lost_by_host_;
+  nlohmann::ordered_json stages = nlohmann::ordered_json::object();
+  for (const auto& [stage, s] : lost_by_stage_) stages[std::to_string(stage)] = s;
+  j["by_stage"] = std::move(stages);
   std::vector<std::pair<int, LostEntry>> ranks(lost_by_rank_.begin(), lost_by_rank_.end());
   std::sort(ranks.begin(), ranks.end(),
             [](const auto& a, const auto& b) { return a.second.gpu_s > b.second.gpu_s; });
@@ -46,6 +49,7 @@ nlohmann::ordered_json MetricsBoard::ledger_json() const {
                    {"share", gpu_seconds_ > 0 ? e.gpu_s / gpu_seconds_ : 0.0}});
   }
   j["top_ranks"] = std::move(top);
+  j["fixable_gpu_seconds"] = fixable_gpu_seconds_;
   return j;
 }
 
