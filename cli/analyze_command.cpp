@@ -15,6 +15,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "analyze_html.h"
 #include "analyze_outputs.h"
 #include "exit_codes.h"
 #include "output_dir.h"
@@ -137,10 +138,11 @@ int run_analyze(const AnalyzeArgs& args) {
                  args.threshold);
   }
   write_heatmap(out_dir / "heatmap.svg", r);
+  write_report_html(out_dir / "report.html", analyze_html_page(r));
   timeline.get();
 
   std::fputs(format_summary(summary_input(r, ms, mw)).c_str(), stdout);
-  std::printf("  outputs           %s/{result.json, ms.json,%s timeline.json, heatmap.svg}\n", args.out.c_str(),
+  std::printf("  outputs           %s/{result.json, ms.json,%s timeline.json, heatmap.svg, report.html}\n", args.out.c_str(),
               mw ? " mw.json," : "");
   return kExitOk;
 }

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "straggler_probe/online/html_report.h"
 #include "straggler_probe/whatif/report_heatmap.h"
 
 namespace sp::online {
@@ -94,6 +95,7 @@ void ReportTotals::add(const StepVerdict& v) {
   first_step = closed ? std::min(first_step, v.step) : v.step;
   last_step = closed ? std::max(last_step, v.step) : v.step;
   ++closed;
+  history.add(v);
   if (!v.analyzed) return;
   ledger.add(v);
   ++analyzed;
@@ -211,6 +213,7 @@ std::string write_report_files(const std::string& dir, const ReportTotals& t, co
     err = write_file_atomically((base / "timeline.json").string(), timeline_json_text(timeline, run));
   }
   if (err.empty()) err = write_file_atomically((base / "heatmap.svg").string(), heatmap_svg(t, grid, options.final));
+  if (err.empty()) err = write_file_atomically((base / "report.html").string(), html_report_page(report, t.history.to_json()));
   if (err.empty()) err = write_file_atomically((base / "report.json").string(), report.dump(2) + "\n");
   return err;
 }

@@ -18,6 +18,7 @@
 #include "ledger.h"
 #include "straggler_probe/online/verdict.h"
 #include "timeline_writer.h"
+#include "straggler_probe/online/html_report.h"
 
 namespace sp::online {
 
@@ -30,6 +31,7 @@ struct ReportTotals {
   std::map<std::string, uint64_t> causes;
   std::map<std::string, uint64_t> worst;
   std::map<std::string, uint64_t> worst_hosts;  // the host of a worst rank, when known
+  html_report::StepHistory history;  // report.html's series over time, bounded
   std::vector<double> sum_worker_S;  // per rank
   uint64_t worker_steps = 0;         // steps summed in sum_worker_S
   std::vector<int> rank_dp, rank_stage;
