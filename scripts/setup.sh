@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # prometheus: tests/python/test_metrics.py scrapes the demo with a server of its own (own port and data).
-DEB_PACKAGES=(cmake ninja-build g++ zlib1g-dev libdeflate-dev libspdlog-dev libgtest-dev nlohmann-json3-dev libcli11-dev libbenchmark-dev prometheus)
+# chromium: tests/python/test_html_report.py opens report.html in it, headless.
+DEB_PACKAGES=(cmake ninja-build g++ zlib1g-dev libdeflate-dev libspdlog-dev libgtest-dev nlohmann-json3-dev libcli11-dev libbenchmark-dev prometheus chromium)
 missing=()
 for p in "${DEB_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
