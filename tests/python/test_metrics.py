@@ -317,3 +317,32 @@ def test_fuzzed_requests_get_a_4xx_each_and_the_job_goes_on(demo: Demo):
     wait_for("the analysis going on", lambda: demo.status()["last_step_seen"] >= before["last_step_seen"] + 3, 60, demo)
     code, text = demo.request("GET", "/metrics")
     assert code == 200 and "straggler_probe_step_slowdown" in text
+
+
+TAKEN_PORT_SCRIPT = """
+import socket, sys, torch, straggler_probe as sp
+taken = socket.socket()
+taken.bind(("127.0.0.1", 0))
+taken.listen(1)
+assert sp.init(out_dir=sys.argv[1], warmup_steps=1, metrics_port=taken.getsockname()[1])
+model = torch.nn.Linear(8, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+for _ in range(6):
+    model(torch.randn(4, 8)).sum().backward()
+    opt.step()
+    opt.zero_grad()
+steps = sp.stats()["step"]
+sp.shutdown()
+print("trained", steps)
+"""
+
+
+def test_a_port_already_taken_is_one_warning_and_the_job_goes_on(tmp_path: Path):
+    env = dict(os.environ, PYTHONPATH=harness.package_path() or "", OMP_NUM_THREADS="1")
+    proc = subprocess.run([sys.executable, "-c", TAKEN_PORT_SCRIPT, str(tmp_path)],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "trained 6" in proc.stdout
+    warnings = [l for l in proc.stderr.splitlines() if "metrics server is off" in l]
+    assert len(warnings) == 1 and "cannot listen on 127.0.0.1:" in warnings[0], proc.stderr
+    assert (tmp_path / "report.json").exists()
