@@ -16,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include "analyze_html.h"
+#include "analyze_ledger.h"
 #include "analyze_outputs.h"
 #include "exit_codes.h"
 #include "output_dir.h"
@@ -138,12 +139,15 @@ int run_analyze(const AnalyzeArgs& args) {
                  args.threshold);
   }
   write_heatmap(out_dir / "heatmap.svg", r);
+  const nlohmann::ordered_json lost = offline_ledger_json(r, ms, mw);  // the ledger (analyze_ledger.h)
+  write_json_file({{"lost", lost}}, (out_dir / "lost.json").string(), 2);
   write_report_html(out_dir / "report.html", analyze_html_page(r));
   timeline.get();
 
   std::fputs(format_summary(summary_input(r, ms, mw)).c_str(), stdout);
   std::printf("  outputs           %s/{result.json, ms.json,%s timeline.json, heatmap.svg, report.html}\n", args.out.c_str(),
               mw ? " mw.json," : "");
+  std::printf("straggler_probe %s (%s/lost.json)\n", offline_ledger_line(lost).c_str(), args.out.c_str());
   return kExitOk;
 }
 

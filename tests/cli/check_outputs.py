@@ -7,7 +7,10 @@ Standard library only (CTest runs it with any python3). Checks:
 - timeline.json is a Chrome trace object: one real and one ideal process per traced rank,
   named and sorted, five stream threads each, and one "X" event per analysed row and
   timeline (real + ideal), with ts/dur in microseconds;
-- heatmap.svg is well-formed XML with one cell per (dp rank, stage) worker.
+- heatmap.svg is well-formed XML with one cell per (dp rank, stage) worker;
+- lost.json (the ledger, issue 25): (traced - ideal step time) x GPUs summed over the analysed
+  steps of result.json within 1%, its sums consistent, what it charges at most the loss, and the
+  last line printed `straggler_probe lost X% of GPU time ...` with that share.
 
 usage: check_outputs.py CLI DATA_DIR OUT_DIR [--steps TOKENS...] [--expect-verdict TEXT]
 """
@@ -124,7 +127,25 @@ def main():
           "heatmap cells do not cover every worker once")
     title = "".join(svg.find("{http://www.w3.org/2000/svg}text").itertext())
     check(meta["trial_name"] in title and "S = " in title, f"heatmap title: {title}")
+    check_ledger(a.out, result, summary)
     print("OK")
+
+
+def check_ledger(out, result, summary):
+    lost = json.load(open(f"{out}/lost.json"))["lost"]
+    gpus = result["job_meta"]["world_size"]
+    base = result["step_t_base"]
+    ideal = result["step_t_noblk"]
+    expected = sum(max(0.0, base[s] - ideal[s]) * gpus for s in base)
+    check(lost["gpus"] == gpus and lost["analyzed_steps"] == len(base), f"ledger: {lost}")
+    check(abs(lost["lost_gpu_seconds"] - expected) <= 0.01 * expected, f"ledger {lost['lost_gpu_seconds']} vs {expected}")
+    check(abs(sum(lost["by_cause"].values()) - lost["lost_gpu_seconds"]) <= 1e-9 * expected, "by_cause does not sum")
+    check(0 <= lost["fixable_gpu_seconds"] <= lost["lost_gpu_seconds"] + 1e-9, "fixable above the loss")
+    for key in ("by_host", "by_stage", "top_ranks", "lost_share", "gpu_seconds"):
+        check(key in lost, f"ledger lacks {key}")
+    last = summary.strip().splitlines()[-1]
+    check(last.startswith("straggler_probe lost "), f"last line: {last}")
+    check(f"lost {100 * lost['lost_share']:.1f}% of GPU time" in last, f"last line: {last}")
 
 
 if __name__ == "__main__":
