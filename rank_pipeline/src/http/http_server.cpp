@@ -129,13 +129,14 @@ std::unique_ptr<HttpServer> HttpServer::start(const ServerOptions& options, Hand
   return s;
 }
 
-HttpServer::~HttpServer() { stop(); }
+HttpServer::~HttpServer() { (void)stop(); }
 
-void HttpServer::stop() {
-  if (stopping_.exchange(true)) return;
-  (void)thread_.join_for(o_.io_timeout + std::chrono::milliseconds(1000));
-  if (listen_fd_ >= 0) ::close(listen_fd_);
-  listen_fd_ = -1;
+bool HttpServer::stop() {
+  if (stopping_.exchange(true)) return joined_;
+  joined_ = thread_.join_for(o_.io_timeout + std::chrono::milliseconds(1000));
+  if (joined_ && listen_fd_ >= 0) ::close(listen_fd_);
+  if (joined_) listen_fd_ = -1;
+  return joined_;
 }
 
 void HttpServer::run() {

@@ -38,7 +38,9 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  void stop();  // joins (bounded: every wait in the loop is)
+  // Joins (bounded: every wait in the loop is). false: the thread is still running (stuck in a
+  // tick's file write); the owner must then never destroy this object.
+  bool stop();
   int port() const { return port_; }
   uint64_t requests() const { return requests_.load(); }
   uint64_t refused() const { return refused_.load(); }
@@ -54,6 +56,7 @@ class HttpServer {
   int listen_fd_ = -1;
   int port_ = 0;
   std::atomic<bool> stopping_{false};
+  bool joined_ = false;
   std::atomic<uint64_t> requests_{0}, refused_{0};
   LoopThread thread_;
 };

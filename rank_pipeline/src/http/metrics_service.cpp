@@ -56,7 +56,8 @@ std::unique_ptr<MetricsService> MetricsService::start(const MetricsOptions& opti
 MetricsService::~MetricsService() { stop(); }
 
 void MetricsService::stop() {
-  if (server_) server_->stop();
+  // A server thread stuck in the textfile's write keeps using it: leaked, never destroyed.
+  if (server_ && !server_->stop()) (void)server_.release();
 }
 
 Response MetricsService::route(const Request& request) const {
