@@ -48,6 +48,7 @@ struct OnlineAnalyzer::Impl {
   uint64_t since_summary = 0;
   ReportTotals totals;
   std::ofstream jsonl;
+  nlohmann::ordered_json jsonl_layout;  // the layout record last written (verdict_json.h)
   RankTable ranks;
 
   void note_error(const std::string& e) { stats.last_error = e; }
@@ -212,6 +213,10 @@ void OnlineAnalyzer::Impl::emit(std::vector<StepVerdict>* out, StepVerdict v, bo
       for (const AlarmEvent& e : v.alarms) cfg.log_sink(format_alarm_line(e));
     }
     if (jsonl.is_open()) {
+      if (v.analyzed && layout_changed(jsonl_layout, v)) {
+        jsonl_layout = layout_to_json(v);
+        jsonl << jsonl_layout.dump() << '\n';
+      }
       jsonl << verdict_to_json(v).dump() << '\n';
       for (const AlarmEvent& e : v.alarms) jsonl << alarm_event_json(e).dump() << '\n';
       jsonl.flush();

@@ -2,7 +2,63 @@
 
 #include "ledger.h"
 
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <numeric>
+
 namespace sp::online {
+namespace {
+
+// `values` under `key` when small; else `key`_top ([index, value] of the kTopRanks largest,
+// largest first) and `key`_median, so the record's size does not grow with the job.
+void put_rank_vector(nlohmann::ordered_json& j, const std::string& key,
+                     const std::vector<double>& values) {
+  if (values.size() <= kWholeRankVectorMax) {
+    j[key] = values;
+    return;
+  }
+  std::vector<size_t> order(values.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  const size_t top = std::min(kTopRanks, order.size());
+  // NaN (a rank without a score) sorts last: it is not a large score.
+  auto larger = [&values](size_t a, size_t b) {
+    const double x = values[a], y = values[b];
+    if (std::isnan(y)) return !std::isnan(x);
+    return x > y;
+  };
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(top), order.end(),
+                    larger);
+  auto pairs = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < top; ++i) pairs.push_back({order[i], values[order[i]]});
+  j[key + "_top"] = std::move(pairs);
+  std::vector<double> sorted;  // the median of the ranks that have a score
+  std::copy_if(values.begin(), values.end(), std::back_inserter(sorted),
+               [](double x) { return !std::isnan(x); });
+  if (sorted.empty()) return;
+  const auto mid = sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2);
+  std::nth_element(sorted.begin(), mid, sorted.end());
+  j[key + "_median"] = *mid;
+}
+
+}  // namespace
+
+nlohmann::ordered_json layout_to_json(const StepVerdict& v) {
+  nlohmann::ordered_json j;
+  j["event"] = "layout";
+  j["world"] = v.rank_dp.size();
+  j["dp_size"] = v.dp_size;
+  j["pp_size"] = v.pp_size;
+  j["rank_dp"] = v.rank_dp;
+  j["rank_stage"] = v.rank_stage;
+  return j;
+}
+
+bool layout_changed(const nlohmann::ordered_json& last, const StepVerdict& v) {
+  if (last.is_null()) return true;
+  return last.at("dp_size") != v.dp_size || last.at("pp_size") != v.pp_size ||
+         last.at("rank_dp") != v.rank_dp || last.at("rank_stage") != v.rank_stage;
+}
 
 // Numbers go in as they are: JSON has no NaN or infinity, and dump() writes those as null.
 nlohmann::ordered_json verdict_to_json(const StepVerdict& v) {
@@ -48,10 +104,8 @@ nlohmann::ordered_json verdict_to_json(const StepVerdict& v) {
   j["top_workers"] = v.top_workers;
   j["seq_corr"] = v.seq_corr;
   j["fb_corr"] = v.fb_corr;
-  j["rank_dp"] = v.rank_dp;
-  j["rank_stage"] = v.rank_stage;
-  j["worker_S"] = v.worker_S;
-  j["dp_S"] = v.dp_S;
+  put_rank_vector(j, "worker_S", v.worker_S);
+  put_rank_vector(j, "dp_S", v.dp_S);
   j["stage_S"] = v.stage_S;
   auto ops = nlohmann::ordered_json::object();
   for (const auto& [type, s] : v.op_S) ops[type] = s;

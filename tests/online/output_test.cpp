@@ -75,6 +75,36 @@ TEST(OnlineOutput, JsonlRecordWritesNonFiniteNumbersAsNull) {
   EXPECT_EQ(j.at("time_s").get<double>(), 0.0);
 }
 
+// A big job's step record carries its largest per-rank scores, not all of them: its size does
+// not grow with the job (the layout is a record of its own).
+TEST(OnlineOutput, JsonlStepRecordOfABigJobKeepsTheLargestScores) {
+  StepVerdict v;
+  v.analyzed = true;
+  v.rank_dp.assign(4096, 0);
+  v.rank_stage.assign(4096, 0);
+  v.worker_S.assign(4096, 1.0);
+  v.worker_S[77] = 1.5;
+  v.worker_S[3000] = 1.2;
+  v.worker_S[5] = std::numeric_limits<double>::quiet_NaN();
+  v.dp_S = {1.1, 1.0};
+  const auto j = nlohmann::json::parse(verdict_to_json(v).dump());
+  EXPECT_FALSE(j.contains("worker_S"));
+  EXPECT_FALSE(j.contains("rank_dp"));
+  ASSERT_EQ(j.at("worker_S_top").size(), kTopRanks);
+  EXPECT_EQ(j.at("worker_S_top")[0].dump(), "[77,1.5]");
+  EXPECT_EQ(j.at("worker_S_top")[1].dump(), "[3000,1.2]");
+  for (const auto& pair : j.at("worker_S_top")) EXPECT_FALSE(pair[1].is_null()) << pair;
+  EXPECT_EQ(j.at("worker_S_median").get<double>(), 1.0);
+  EXPECT_EQ(j.at("dp_S").dump(), "[1.1,1.0]");
+  EXPECT_LT(j.dump().size(), 2000u);
+  const auto layout = layout_to_json(v);
+  EXPECT_EQ(layout.at("world"), 4096);
+  EXPECT_FALSE(layout_changed(layout, v));
+  v.rank_stage[4095] = 1;
+  EXPECT_TRUE(layout_changed(layout, v));
+  EXPECT_TRUE(layout_changed(nlohmann::ordered_json(), v));
+}
+
 TEST(OnlineOutput, LinesSummaryJsonlAndReport) {
   testing::SyntheticJob job;
   job.dp = 2;
@@ -126,9 +156,16 @@ TEST(OnlineOutput, LinesSummaryJsonlAndReport) {
 
   std::ifstream jsonl(std::filesystem::path(dir) / "straggler_probe_steps.jsonl");
   std::string row;
-  int rows = 0, alarm_rows = 0;
+  int rows = 0, alarm_rows = 0, layout_rows = 0;
   while (std::getline(jsonl, row)) {
     const auto j = nlohmann::json::parse(row);
+    if (j.at("event") == "layout") {  // once, before the first step: the layout never changed
+      EXPECT_EQ(rows, 0);
+      EXPECT_EQ(j.at("rank_stage").dump(), "[0,0,1,1]");
+      EXPECT_EQ(j.at("rank_dp").dump(), "[0,1,0,1]");
+      ++layout_rows;
+      continue;
+    }
     if (j.at("event") == "alarm") {
       ++alarm_rows;
       EXPECT_EQ(j.at("state"), "raised");
@@ -153,6 +190,7 @@ TEST(OnlineOutput, LinesSummaryJsonlAndReport) {
   }
   EXPECT_EQ(rows, 12);
   EXPECT_EQ(alarm_rows, 1);
+  EXPECT_EQ(layout_rows, 1);
 
   const std::string report_dir = dir + "/report";
   const Status st = a.write_report(report_dir);
