@@ -179,11 +179,15 @@ function barList(fig, rows, whole, unit) {
 }
 
 // rows x cols values (values[col][row], null: nothing known) on a canvas, white at `lo`, dark
-// red at the largest value. Returns the cells drawn.
+// red from the 98th percentile of the cells up: one step of a shared machine's hiccup (every rank
+// 3x slow at once) would otherwise wash a steady straggler's colour out. Returns the cells drawn.
 function heatmap(fig, values, rowLabels, colLabels, lo) {
   const cols = values.length, rows = rowLabels.length;
-  let hi = lo;
-  values.forEach((c) => (c || []).forEach((v) => { if (isNum(v) && v > hi) hi = v; }));
+  const finite = [];
+  values.forEach((c) => (c || []).forEach((v) => { if (isNum(v)) finite.push(v); }));
+  finite.sort((a, b) => a - b);
+  const hi = Math.max(lo, finite.length ? finite[Math.floor(0.98 * (finite.length - 1))] : lo);
+  const top = finite.length ? finite[finite.length - 1] : lo;
   const cw = Math.max(2, Math.min(24, Math.floor(760 / Math.max(cols, 1))));
   const rh = Math.max(2, Math.min(20, Math.floor(480 / Math.max(rows, 1))));
   const L = rh >= 10 ? 180 : 60, T = 6, B = 30;
@@ -224,7 +228,8 @@ function heatmap(fig, values, rowLabels, colLabels, lo) {
     canvas.title = isNum(v) ? `${rowLabels[r]}, steps ${colLabels[c]}: S_w ${fmt(v)}` : "";
   });
   fig.appendChild(canvas);
-  fig.appendChild(legend([{ label: `S_w ${fmt(lo)}`, color: shade(lo) }, { label: `S_w ${fmt(hi)}`, color: shade(hi) }]));
+  fig.appendChild(legend([{ label: `S_w ${fmt(lo)}`, color: shade(lo) },
+                          { label: top > hi ? `S_w ${fmt(hi)} and above (largest ${fmt(top)})` : `S_w ${fmt(hi)}`, color: shade(hi) }]));
   return cells;
 }
 
