@@ -81,8 +81,8 @@ struct AnalysisHost::Impl {
 
   std::string report_line() const {
     const std::string& d = settings.out_dir;
-    return "straggler_probe report: " + d + "/report.json " + d + "/timeline.json " + d +
-           "/heatmap.svg " + d + "/" + analyzer->config().jsonl_name;
+    return "straggler_probe report: " + d + "/report.json " + d + "/report.html " + d +
+           "/timeline.json " + d + "/heatmap.svg " + d + "/" + analyzer->config().jsonl_name;
   }
 };
 

@@ -140,7 +140,8 @@ TEST_F(AnalyzeDir, NamesAPlantedSlowRankAsALiveRankZeroWouldAndWritesTheReport) 
   EXPECT_NE(r.out.find("straggler_probe summary steps="), std::string::npos) << r.out;
   const auto all = lines_of(r.out);
   ASSERT_GE(all.size(), 2u);
-  EXPECT_EQ(all[all.size() - 2], "straggler_probe report: d/report/report.json d/report/timeline.json d/report/heatmap.svg "
+  EXPECT_EQ(all[all.size() - 2], "straggler_probe report: d/report/report.json d/report/report.html d/report/timeline.json "
+                                 "d/report/heatmap.svg "
                                  "d/report/straggler_probe_steps.jsonl");
   // The last line: the ledger (what the run lost, the slow rank's share; no rank table: no host).
   EXPECT_EQ(all.back().rfind("straggler_probe lost ", 0), 0u) << all.back();
@@ -151,6 +152,7 @@ TEST_F(AnalyzeDir, NamesAPlantedSlowRankAsALiveRankZeroWouldAndWritesTheReport) 
   EXPECT_NE(report.at("worst").dump().find("rank:2"), std::string::npos) << report.dump();
   EXPECT_TRUE(nlohmann::json::parse(slurp(out / "timeline.json")).contains("traceEvents"));
   EXPECT_NE(slurp(out / "heatmap.svg").find("<svg"), std::string::npos);
+  EXPECT_NE(slurp(out / "report.html").find("id=\"sp-data\""), std::string::npos);  // drawn: tests/python/test_html_report.py
   EXPECT_GT(report.at("lost").at("lost_gpu_seconds").get<double>(), 0.0);
   EXPECT_EQ(report.at("lost").at("top_ranks").at(0).at("rank").get<int>(), 2);
   EXPECT_EQ(slurp(out / "exclude_hosts.txt"), "");  // the alarm's rank has no known host
