@@ -3,10 +3,15 @@
 // ranks, without losing a step or hiding a straggler. The page itself is drawn by a real headless
 // Chromium in tests/python/test_html_report.py.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
+#include "report_writer.h"
 #include "straggler_probe/online/html_report.h"
 
 namespace sp::online {
@@ -62,6 +67,9 @@ StepVerdict step(int64_t n, double S, size_t world, int slow_rank) {
   v.ideal_s = 2.0;
   v.cause = slow_rank >= 0 ? Cause::kWorker : Cause::kNone;
   v.worker_S.assign(world, 1.0);
+  v.dp_size = static_cast<int>(world);  // one stage: rank r is dp rank r
+  v.rank_stage.assign(world, 0);
+  for (size_t r = 0; r < world; ++r) v.rank_dp.push_back(static_cast<int>(r));
   if (slow_rank >= 0) v.worker_S[static_cast<size_t>(slow_rank)] = S;
   return v;
 }
@@ -126,6 +134,49 @@ TEST(HtmlReport, SkippedStepsCountAsClosedWithoutValues) {
   EXPECT_EQ(j["columns"]["first"][0], 7);
   EXPECT_EQ(j["columns"]["analyzed"][0], 0);
   EXPECT_TRUE(j["columns"]["S"][0].is_null());
+}
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream f(p);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// The data a written report.html carries.
+json embedded(const std::filesystem::path& page) {
+  const std::string text = slurp(page);
+  const std::string open = "<script type=\"application/json\" id=\"sp-data\">";
+  const size_t at = text.find(open);
+  if (at == std::string::npos) return json();
+  const size_t from = at + open.size();
+  return json::parse(text.substr(from, text.find("</script>", from) - from));
+}
+
+TEST(HtmlReport, WrittenByTheReportWriterPartialWhileTheJobRunsThenFinal) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("sp_html_report_test_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  ReportTotals totals;
+  for (int64_t n = 0; n < 5; ++n) totals.add(step(n, 1.3, 4, 2));
+  ReportOptions options;
+  options.final = false;
+  ASSERT_EQ(write_report_files(dir.string(), totals, json::object(), {}, options), "");
+  json data = embedded(dir / "report.html");
+  EXPECT_EQ(data["report"]["run"]["complete"], false);
+  EXPECT_EQ(data["report"]["run"], json::parse(slurp(dir / "report.json"))["run"]);  // the same steps
+  EXPECT_EQ(data["history"]["columns"]["first"].size(), 5u);
+  for (int64_t n = 5; n < 8; ++n) totals.add(step(n, 1.3, 4, 2));
+  options.final = true;
+  ASSERT_EQ(write_report_files(dir.string(), totals, json::object(), {}, options), "");
+  data = embedded(dir / "report.html");
+  EXPECT_EQ(data["report"]["run"]["complete"], true);
+  EXPECT_EQ(data["report"]["run"]["last_step"], 7);
+  EXPECT_EQ(data["history"]["heatmap"]["values"][7][2], 1.3);
+  for (const auto& e : fs::directory_iterator(dir)) {  // written through a temporary file and a rename
+    EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path();
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace
