@@ -75,6 +75,13 @@ void RankPipeline::start_metrics() {
                                                      : "stepped-aside";
         h.message = message();
         h.stats = stats();
+        // Rank 0's own recording: what its rings and summary queue dropped.
+        sp_stats rs{};
+        if (runtime().get_stats != nullptr && runtime().get_stats(&rs) == SP_OK) {
+          h.stats["runtime_events_recorded"] = static_cast<double>(rs.events_recorded);
+          h.stats["runtime_events_dropped"] = static_cast<double>(rs.events_dropped);
+          h.stats["runtime_steps_skipped"] = static_cast<double>(rs.steps_skipped);
+        }
         return h;
       },
       [](const std::string& line) { warn_line(line); });

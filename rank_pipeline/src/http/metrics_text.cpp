@@ -118,6 +118,12 @@ void MetricsBoard::write_probe_families(Exposition* e, const ProbeHealth& health
             "Whole steps the probe dropped: rank 0's analysis behind, or given up incomplete.");
   e->sample(labels({{"reason", "analysis-behind"}}), stat(health, "steps_skipped_behind"));
   e->sample(labels({{"reason", "incomplete"}}), stat(health, "steps_incomplete"));
+  e->family("straggler_probe_events_dropped_total", MetricType::kCounter,
+            "Events rank 0's recording dropped (its per-thread rings full).");
+  e->sample(labels({{"rank", "0"}}), stat(health, "runtime_events_dropped"));
+  e->family("straggler_probe_summaries_skipped_total", MetricType::kCounter,
+            "Whole steps rank 0's runtime queue skipped (its transport fell behind).");
+  e->sample(labels({{"rank", "0"}}), stat(health, "runtime_steps_skipped"));
   e->family("straggler_probe_summaries_late_total", MetricType::kCounter,
             "Summaries that reached rank 0 after their step was given up.");
   e->sample(labels({}), stat(health, "summaries_late"));
