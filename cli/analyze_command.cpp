@@ -141,7 +141,7 @@ int run_analyze(const AnalyzeArgs& args) {
   write_heatmap(out_dir / "heatmap.svg", r);
   const nlohmann::ordered_json lost = offline_ledger_json(r, ms, mw);  // the ledger (analyze_ledger.h)
   write_json_file({{"lost", lost}}, (out_dir / "lost.json").string(), 2);
-  write_report_html(out_dir / "report.html", analyze_html_page(r));
+  write_report_html(out_dir / "report.html", analyze_html_page(r, lost));
   timeline.get();
 
   std::fputs(format_summary(summary_input(r, ms, mw)).c_str(), stdout);
