@@ -133,6 +133,10 @@ TEST(Control, ComparesTokensWholeAndRefusesWithoutOne) {
   EXPECT_EQ(handle_control(r, "tok", &state, {1e-3, 1e-5}).status, 400);
   r.body = "not json";
   EXPECT_EQ(handle_control(r, "tok", &state, {1e-3, 1e-5}).status, 400);
+  r.body = std::string(4000, '[');  // as deep as a body may be: refused, no deep recursion
+  EXPECT_EQ(handle_control(r, "tok", &state, {1e-3, 1e-5}).status, 400);
+  r.body = std::string(2000, '[') + std::string(2000, ']');
+  EXPECT_EQ(handle_control(r, "tok", &state, {1e-3, 1e-5}).status, 400);
   EXPECT_TRUE(state.take().empty());
 }
 
