@@ -178,16 +178,20 @@ function barList(fig, rows, whole, unit) {
   return rows.length;
 }
 
+function median(xs) {
+  const v = xs.filter(isNum).sort((a, b) => a - b);
+  return v.length ? v[Math.floor((v.length - 1) / 2)] : NaN;
+}
+
 // rows x cols values (values[col][row], null: nothing known) on a canvas, white at `lo`, dark
-// red from the 98th percentile of the cells up: one step of a shared machine's hiccup (every rank
-// 3x slow at once) would otherwise wash a steady straggler's colour out. Returns the cells drawn.
-function heatmap(fig, values, rowLabels, colLabels, lo) {
+// red from the slowest row's median up: a steady straggler gets the full colour, while a step
+// where the whole (shared) machine stalled saturates instead of washing it out. Full colour needs
+// at least lo + minSpan, so that a clean run's jitter stays pale. Returns the cells drawn.
+function heatmap(fig, values, rowLabels, colLabels, lo, minSpan) {
   const cols = values.length, rows = rowLabels.length;
-  const finite = [];
-  values.forEach((c) => (c || []).forEach((v) => { if (isNum(v)) finite.push(v); }));
-  finite.sort((a, b) => a - b);
-  const hi = Math.max(lo, finite.length ? finite[Math.floor(0.98 * (finite.length - 1))] : lo);
-  const top = finite.length ? finite[finite.length - 1] : lo;
+  let hi = lo + minSpan, top = lo;
+  for (let r = 0; r < rows; ++r) hi = Math.max(hi, median(values.map((c) => c && c[r])) || lo);
+  values.forEach((c) => (c || []).forEach((v) => { if (isNum(v) && v > top) top = v; }));
   const cw = Math.max(2, Math.min(24, Math.floor(760 / Math.max(cols, 1))));
   const rh = Math.max(2, Math.min(20, Math.floor(480 / Math.max(rows, 1))));
   const L = rh >= 10 ? 180 : 60, T = 6, B = 30;
@@ -217,7 +221,8 @@ function heatmap(fig, values, rowLabels, colLabels, lo) {
     if (r % labelEvery === 0) g.fillText(label, L - 4, T + r * rh + Math.min(rh, 12) - 1, L - 8);
   });
   g.textAlign = "center";
-  const colEvery = Math.max(1, Math.ceil(40 / cw));
+  const widest = Math.max(1, ...colLabels.map((l) => String(l).length));
+  const colEvery = Math.max(1, Math.ceil((widest * 7 + 10) / cw));
   colLabels.forEach((label, c) => {
     if (c % colEvery === 0) g.fillText(String(label), L + (c + 0.5) * cw, T + rows * rh + 14);
   });
