@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 from pathlib import Path
 
@@ -60,11 +61,11 @@ def test_live_run_report_html_draws_every_plot(straggler_run, tmp_path):
     # The heatmap has every rank over the steps, not only the mean, and names the slow one's host.
     heat = data["history"]["heatmap"]
     assert heat["rows"] == 4 and len(heat["values"]) >= report["steps_analyzed"] // 2
-    slow = [col[2] for col in heat["values"] if col]
-    others = [v for col in heat["values"] if col for r, v in enumerate(col) if r != 2]
-    assert sum(slow) / len(slow) > max(others) - 0.05, (slow, others)
+    # Medians over the steps: a step where the shared machine stalls every rank is not the point.
+    rows = [statistics.median(col[r] for col in heat["values"] if col) for r in range(4)]
+    assert rows[2] > max(rows[:2] + rows[3:]) + 0.1, rows  # rank 2 computes 1.3x slower
     host = next(r["host"] for r in report["ranks"] if r["rank"] == 2)
-    assert f"rank:2" in result["text"] and host in result["text"]
+    assert "rank:2" in result["text"] and host in result["text"]
 
 
 def test_analyze_dir_report_html_draws_every_plot(tmp_path):
