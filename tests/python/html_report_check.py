@@ -29,8 +29,9 @@ def chromium() -> str:
 
 def run_chromium(args: list[str], timeout: float = 90.0) -> subprocess.CompletedProcess:
     with tempfile.TemporaryDirectory(prefix="sp-chromium-") as profile:
-        # --no-sandbox: the tests may run as root (CI containers), where Chromium's sandbox refuses.
-        cmd = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+        # --no-sandbox: the tests may run as root (CI containers), where Chromium's sandbox refuses;
+        # --disable-dev-shm-usage: containers' /dev/shm is often too small for it.
+        cmd = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
                f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", *args]
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
