@@ -159,15 +159,24 @@ TEST_F(AnalyzeDir, NamesAPlantedSlowRankAsALiveRankZeroWouldAndWritesTheReport) 
   // The slow rank's alarm (issue 10): one line, one JSONL record, one report entry.
   EXPECT_NE(r.out.find("straggler_probe alarm raised: rank:2 cause=worker"), std::string::npos) << r.out;
   ASSERT_EQ(report.at("alarms").size(), 1u) << report.dump();
+  // 29 steps, the alarm and the layout (one record before the first step: it never changed).
   const auto jsonl = lines_of(slurp(out / "straggler_probe_steps.jsonl"));
-  ASSERT_EQ(jsonl.size(), 30u);
-  int step_records = 0;
+  ASSERT_EQ(jsonl.size(), 31u);
+  int step_records = 0, layout_records = 0;
   for (const auto& line : jsonl) {
     const auto j = nlohmann::json::parse(line);
+    if (j.at("event") == "layout") {
+      ++layout_records;
+      continue;
+    }
     step_records += j.at("event") == "step";
     EXPECT_NE(j.at("step").get<int64_t>(), gap_step);
+    if (j.at("event") == "step") {
+      EXPECT_TRUE(j.contains("lost")) << line;  // the ledger's entry
+    }
   }
   EXPECT_EQ(step_records, 29);
+  EXPECT_EQ(layout_records, 1);
 }
 
 TEST_F(AnalyzeDir, ThresholdAndWindowAreTheLiveSettings) {
@@ -237,7 +246,7 @@ TEST_F(AnalyzeDir, StepsQuietAndOutSelectWhatIsAnalysedAndARerunReplacesTheJsonl
     EXPECT_EQ(r.err, "");
     EXPECT_TRUE(step_lines(r.out).empty()) << r.out;
     EXPECT_NE(r.out.find("straggler_probe summary steps=" + range + " analyzed=10 "), std::string::npos) << r.out;
-    EXPECT_EQ(lines_of(slurp(root_ / "o" / "straggler_probe_steps.jsonl")).size(), 10u);
+    EXPECT_EQ(lines_of(slurp(root_ / "o" / "straggler_probe_steps.jsonl")).size(), 11u);  // 10 steps, the layout
   }
   EXPECT_FALSE(fs::exists(root_ / "d" / "report"));
 }
