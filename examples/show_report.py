@@ -30,6 +30,18 @@ def main(out: Path) -> int:
     worst = sorted(r.get("worst", {}).items(), key=lambda kv: -kv[1])
     if worst:
         print("named most often: " + ", ".join(f"{w} ({k} steps)" for w, k in worst[:3]))
+    lost = r.get("lost")  # the ledger (online/README.md, "The ledger")
+    if lost and lost.get("gpu_seconds"):
+        whole = lost["gpu_seconds"]
+        print(f"lost {100 * lost['lost_share']:.1f}% of GPU time ({lost['lost_gpu_seconds'] / 3600:.2f} of "
+              f"{whole / 3600:.2f} GPU-h); fixing the named culprits gives back "
+              f"{100 * lost['fixable_gpu_seconds'] / whole:.1f}%")
+        for t in lost.get("top_ranks", [])[:3]:
+            where = f" on {t['host']}" + (f" gpu {t['gpu']}" if t.get("gpu") is not None else "") if t.get("host") else ""
+            print(f"  rank {t['rank']}{where}: {100 * t['share']:.1f}%")
+    drain = out / "exclude_hosts.txt"
+    if drain.exists() and drain.read_text().strip():
+        print("hosts to drain (open worker alarms): " + " ".join(drain.read_text().split()))
     grid = r.get("mean_worker_S", {})
     for stage, row in enumerate(grid.get("rows_by_stage", [])):
         cells = " ".join(f"dp{d}={s:.2f}" for d, s in enumerate(row))
