@@ -124,7 +124,9 @@ json Ledger::to_json() const {
   j["gpu_seconds"] = gpu_seconds_;
   j["lost_gpu_seconds"] = lost_;
   j["lost_share"] = gpu_seconds_ > 0 ? lost_ / gpu_seconds_ : 0.0;
-  j["by_cause"] = json(by_cause_);
+  std::map<std::string, double> causes = by_cause_;
+  causes.try_emplace("unattributed", 0.0);  // a stable key for readers
+  j["by_cause"] = json(causes);
   j["by_host"] = json(by_host_);
   j["by_stage"] = json(by_stage_);
   std::vector<std::pair<int, const RankLoss*>> ranks;
