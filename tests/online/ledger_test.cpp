@@ -211,6 +211,43 @@ TEST(OnlineLedger, StepEntryOfAStageAndOfNoCulprit) {
                       R"("stage":null,"fix_gain_gpu_s":0.0})");
 }
 
+// The closing line: the loss, then the culprits largest first with their place, then what
+// fixing them gives back; the report's sums of the same steps.
+TEST(OnlineLedger, LineNamesEachCulpritWithItsPlace) {
+  auto verdict = [](Cause cause, const std::string& worst, double time, double fix) {
+    StepVerdict v;
+    v.analyzed = true;
+    v.time_s = time;
+    v.ideal_s = 1.0;
+    v.rank_dp = {0, 1, 0, 1};
+    v.rank_stage = {0, 0, 1, 1};
+    v.cause = cause;
+    v.worst = worst;
+    v.fix_gain_s = fix;
+    if (worst == "rank:3") {
+      v.worst_host = "node-17";
+      v.worst_device = 3;
+    }
+    return v;
+  };
+  Ledger l;
+  EXPECT_EQ(l.text(), "");
+  l.add(verdict(Cause::kWorker, "rank:3", 1.5, 0.4));         // 2 of 6 GPU-s lost, 1.6 charged
+  l.add(verdict(Cause::kStageImbalance, "stage:1", 1.25, 0.2));  // 1 of 5, 0.8 charged
+  l.add(verdict(Cause::kNone, "", 1.25, 0.0));                // 1 of 5, unattributed
+  l.add(verdict(Cause::kGc, "rank:0", 1.0, 0.0));             // nothing lost
+  EXPECT_EQ(l.text(), "lost 20.0% of GPU time (0.00 of 0.01 GPU-h, 4 steps, 4 GPUs): 8.0% worker on node-17 gpu 3 "
+                      "(rank 3), 4.0% stage-imbalance on stage 1; fixing them gives back 12.0%");
+  const auto j = l.to_json();
+  EXPECT_EQ(j.at("by_cause").dump(), R"({"gc":0.0,"stage-imbalance":1.0,"unattributed":1.0,"worker":2.0})")
+      << "cause none is unattributed";
+  EXPECT_EQ(j.at("by_host").dump(), R"({"node-17":1.6})");
+  EXPECT_EQ(j.at("by_stage").dump(), R"({"0":0.0,"1":2.4000000000000004})");
+  EXPECT_EQ(j.at("top_ranks").size(), 2u);
+  EXPECT_EQ(j.at("top_ranks")[0].at("rank"), 3);
+  EXPECT_NEAR(j.at("fixable_gpu_seconds").get<double>(), 2.4, 1e-12);
+}
+
 TEST(OnlineLedger, ExcludeHostsAreOpenWorkerAlarmsOnly) {
   const auto alarms = nlohmann::ordered_json::parse(R"([
     {"target": "rank:1", "cause": "worker", "cleared_step": null},
