@@ -28,6 +28,8 @@ OnlineConfig config_of(const AnalysisSettings& s, LineSink print) {
   c.ideal.window_steps = s.window_steps;
   c.summary_interval = s.summary_interval;
   c.cpu_budget = s.cpu_budget;
+  c.hang_after_s = s.hang_after_s;
+  c.hang_multiple = s.hang_multiple;
   if (s.print_steps) c.log_sink = std::move(print);
   return c;
 }

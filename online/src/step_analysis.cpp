@@ -7,7 +7,9 @@
 #include <optional>
 
 #include "cause_rules.h"
+#include "hang_rule.h"
 #include "ledger.h"
+#include "robust_stats.h"
 #include "step_model_builder.h"
 #include "straggler_probe/whatif/number_text.h"
 #include "straggler_probe/whatif/op_graph.h"
@@ -88,27 +90,21 @@ StepAnalysis::Outcome StepAnalysis::analyze(int64_t step,
       const Ideals ideals = window_.ideals(*model);
       slowdown_.compute(*model, ideals, cfg_.thresholds.worker_top_fraction, cfg_.timeline_steps > 0, &metrics_);
       out.verdict = verdict(step, *model);
-      const SeqEvidence seq = seq_.evidence();
-      classify_step(*model, seq, &out.verdict);
-      const int rules_worst = named_rank(out.verdict);
-      if (cfg_.noise.enabled) {
-        const CommEvidence comm = comm_evidence(*model, ideals, out.verdict);
-        noise_.judge(*model, seq, comm.p, metrics_.dp_fix_gain, &slowdown_, &out.verdict);
-        if (out.verdict.cause == Cause::kComm && comm.ratio > 1) {
-          out.verdict.evidence += "; " + out.verdict.top_op + " transfers " + whatif::fixed(comm.ratio, 1) +
-                                  "x the level they sustained";
-        }
-      }
+      const HangFinding hang = find_hang(*model, hang_bound(), typical_step_s());
+      const int rules_worst = hang.hang ? name_hang(hang, &out.verdict) : judge(*model, ideals, &out.verdict);
       out.verdict.fix_gain_s = named_fix_gain_s(metrics_, out.verdict);  // after the noise model's naming
-      remember_worst(rules_worst);
-      window_.remember(ideals);
+      if (hang.hang) {
+        forget_step();  // a stop is no part of the job's jitter nor of a link's level
+      } else {
+        remember_worst(rules_worst);
+        window_.remember(ideals);
+        remember_step_time(model->time_s);
+      }
       if (cfg_.timeline_steps > 0) record_timeline(step, *model);
       ++stats->steps_analyzed;
       if (cfg_.noise.enabled && noise_.owes_draws()) owing_model_.emplace(std::move(*model));  // settle()
     } catch (const whatif::GraphError& e) {
-      window_.pop_back();
-      seq_.pop_back();
-      if (cfg_.noise.enabled) noise_.pop_back();
+      forget_step();
       error = e.what();
       model.reset();
     }
@@ -122,6 +118,60 @@ StepAnalysis::Outcome StepAnalysis::analyze(int64_t step,
   stats->analysis_cpu_s += cpu;
   stats->analysis_cpu_max_s = std::max(stats->analysis_cpu_max_s, cpu);
   return out;
+}
+
+// The cause rules, then the noise model's tests of their cause. Returns the rules' rank.
+int StepAnalysis::judge(const StepModel& model, const Ideals& ideals, StepVerdict* v) {
+  const SeqEvidence seq = seq_.evidence();
+  classify_step(model, seq, v);
+  const int rules_worst = named_rank(*v);
+  if (cfg_.noise.enabled) {
+    const CommEvidence comm = comm_evidence(model, ideals, *v);
+    noise_.judge(model, seq, comm.p, metrics_.dp_fix_gain, &slowdown_, v);
+    if (v->cause == Cause::kComm && comm.ratio > 1) {
+      v->evidence += "; " + v->top_op + " transfers " + whatif::fixed(comm.ratio, 1) + "x the level they sustained";
+    }
+  }
+  return rules_worst;
+}
+
+// A hang step (hang_rule.h): its verdict. The bound decided it, not the noise model (no p: a
+// stop is no draw of the job's jitter, and the null is not drawn from it either). Returns the
+// rank it names (-1: none), which no window remembers.
+int StepAnalysis::name_hang(const HangFinding& hang, StepVerdict* v) const {
+  v->cause = Cause::kHang;
+  v->worst = hang.rank >= 0 ? "rank:" + std::to_string(hang.rank) : std::string();
+  v->worst_S = hang.rank >= 0 && static_cast<size_t>(hang.rank) < v->worker_S.size()
+                   ? v->worker_S[static_cast<size_t>(hang.rank)]
+                   : v->S;
+  v->top_op = hang.top_op;
+  v->evidence = hang.evidence;
+  return hang.rank;
+}
+
+// The step's samples out of the ideal, sequence and noise windows it was pushed into.
+void StepAnalysis::forget_step() {
+  window_.pop_back();
+  seq_.pop_back();
+  if (cfg_.noise.enabled) noise_.pop_back();
+}
+
+// Recent analysed steps' times (hang steps left out), for the hang bound.
+void StepAnalysis::remember_step_time(double seconds) {
+  step_times_.push_back(seconds);
+  while (static_cast<int>(step_times_.size()) > std::max(1, cfg_.ideal.window_steps)) step_times_.pop_front();
+}
+
+double StepAnalysis::typical_step_s() const {
+  std::vector<double> times(step_times_.begin(), step_times_.end());
+  return median_inplace(&times);
+}
+
+// The hang watch's bound (rank_pipeline/src/hang_watch.h): max(multiple x the typical step,
+// hang_after_s); 0 (off) when hang_after_s is.
+double StepAnalysis::hang_bound() const {
+  if (!(cfg_.hang_after_s > 0)) return 0.0;
+  return std::max(cfg_.hang_after_s, cfg_.hang_multiple * typical_step_s());
 }
 
 void StepAnalysis::settle(OnlineStats* stats) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cpu_budget.h"
+#include "hang_rule.h"
 #include "ideal_window.h"
 #include "noise_verdict.h"
 #include "report_writer.h"
@@ -47,6 +48,12 @@ class StepAnalysis {
 
  private:
   StepVerdict verdict(int64_t step, const StepModel& model) const;
+  int judge(const StepModel& model, const Ideals& ideals, StepVerdict* v);
+  int name_hang(const HangFinding& hang, StepVerdict* v) const;
+  void forget_step();
+  void remember_step_time(double seconds);
+  double typical_step_s() const;
+  double hang_bound() const;
   void classify_step(const StepModel& model, const SeqEvidence& seq, StepVerdict* v);
   static int named_rank(const StepVerdict& v);
   void remember_worst(int rank);
@@ -58,6 +65,7 @@ class StepAnalysis {
   SlowdownAnalysis slowdown_;  // keeps its buffers from step to step
   SlowdownMetrics metrics_;
   NoiseVerdict noise_;
+  std::deque<double> step_times_;   // recent analysed steps' times, hang steps left out
   std::deque<int> worst_history_;  // per analysed step: the named rank, or -1 when none
   std::deque<TimelineStep> timeline_;
   CpuBudget budget_;

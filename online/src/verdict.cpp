@@ -16,6 +16,7 @@ std::string_view cause_name(Cause c) {
     case Cause::kGc: return "gc";
     case Cause::kComm: return "comm";
     case Cause::kHostDelay: return "host-delay";
+    case Cause::kHang: return "hang";
   }
   return "none";
 }

@@ -144,6 +144,8 @@ void start_pipeline(py::object store, int rank, int world_size, const std::strin
                                          : sp::rank_pipeline::TransportFault::kNone;
   o.transport.hang_after = milliseconds_of(hang_after_s);
   o.transport.hang_multiple = hang_multiple;
+  o.analysis.hang_after_s = hang_after_s;  // the step's verdict holds the step to the same bound
+  o.analysis.hang_multiple = hang_multiple;
   o.analysis_timeout = milliseconds_of(analysis_timeout_s);
   o.discard = discard;
   o.clock_sync = clock_sync;

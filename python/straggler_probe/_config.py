@@ -137,7 +137,8 @@ FIELDS: dict[str, _Field] = {
     "hang_after_s": _Field(_parse_float(0.0), 10.0,
                            "Rank 0 says a hang is suspected once a step has not completed on every "
                            "rank for max(hang_multiple x the median step, this many seconds), naming "
-                           "the ranks that went silent or are furthest behind (0: off)."),
+                           "the ranks that went silent or are furthest behind; the step that took longer "
+                           "than this bound is cause=hang, naming the rank that stopped (0: off)."),
     "hang_multiple": _Field(_parse_float(1.0), 20.0,
                             "The hang bound in typical steps (see hang_after_s)."),
     "hang_dump": _Field(_parse_bool, False,

@@ -13,7 +13,7 @@ JSONL_NAME = "straggler_probe_steps.jsonl"  # online/include/straggler_probe/onl
 
 # Causes as numbers, for loggers that take scalars only (TensorBoard); docs/PYTHON.md lists them.
 CAUSE_CODES = {"none": 0, "worker": 1, "stage-imbalance": 2, "seq-imbalance": 3, "gc": 4,
-               "comm": 5, "host-delay": 6}
+               "comm": 5, "host-delay": 6, "hang": 7}
 
 
 class VerdictReader:

@@ -127,6 +127,8 @@ struct AnalysisWorker::Impl {
     settings.alarm_significance = o.alarm_significance;
     settings.window_steps = o.window_steps;
     settings.summary_interval = o.summary_interval;
+    settings.hang_after_s = o.hang_after_s;
+    settings.hang_multiple = o.hang_multiple;
     host = std::make_unique<online::AnalysisHost>(
         std::move(settings),
         [this](const std::string& line) {

@@ -42,6 +42,8 @@ struct AnalysisOptions {
   double alarm_significance = 1e-5;  // NoiseConfig::alarm_alpha
   int window_steps = 20;
   int summary_interval = 50;
+  double hang_after_s = 10.0;        // OnlineConfig::hang_after_s / hang_multiple: the hang watch's
+  double hang_multiple = 20.0;       // bound, for the hang cause (online/src/hang_rule.h)
   FaultInjection fault = FaultInjection::kNone;
   int fault_after_steps = 3;  // the fault hits once this many steps were analysed
   // Rank 0's metrics server (http/): the verdicts go to its board; /control's changes are taken

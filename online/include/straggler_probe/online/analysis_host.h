@@ -36,6 +36,8 @@ struct AnalysisSettings {
   // Share of one core the analysis may use (OnlineConfig::cpu_budget; 0 = no budget): the live
   // thread shares rank 0's CPU with training, analyze-dir has the machine to itself.
   double cpu_budget = 0;
+  double hang_after_s = 10.0;     // OnlineConfig::hang_after_s / hang_multiple: the hang bound
+  double hang_multiple = 20.0;
 };
 
 using LineSink = std::function<void(const std::string&)>;

@@ -80,6 +80,12 @@ struct OnlineConfig {
   // take more of the training's CPU than that, even at thousands of ranks.
   double cpu_budget = 0;
   double cpu_budget_burst_s = 10;
+  // The hang cause (src/hang_rule.h): a step longer than max(hang_multiple x the median recent
+  // step, hang_after_s) stopped rather than slowed; its verdict names the rank that stopped, and
+  // nothing is learned from it. The live probe passes its hang watch's settings, so that the
+  // verdict and the hang line mean the same; hang_after_s 0: off.
+  double hang_after_s = 10.0;
+  double hang_multiple = 20.0;
   // Output. Empty output_dir: no files. summary_interval 0: no periodic summary.
   std::string output_dir;
   std::string jsonl_name = "straggler_probe_steps.jsonl";

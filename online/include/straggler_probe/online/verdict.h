@@ -17,6 +17,7 @@ enum class Cause : uint8_t {
   kGc,              // garbage-collection pauses
   kComm,            // communication transfer time
   kHostDelay,       // CPU side: launch delays, data-loader waits
+  kHang,            // the step took longer than the hang bound: a rank stopped (src/hang_rule.h)
 };
 
 std::string_view cause_name(Cause c);
