@@ -51,9 +51,11 @@ def at_step(spec: dict, rank: int, step: int) -> None:
     with open(os.path.join(spec["out"], f"victim{rank}.json"), "w") as f:
         json.dump({"rank": rank, "fault": fault, "t": time.time()}, f)
     if fault == "freeze":
-        # whoever wakes us must not be frozen with us: its own session
+        # whoever wakes us must not be frozen with us: its own session; and no preloaded probe
+        # (a preloaded recorder would open this rank's files again)
+        env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
         subprocess.Popen(["sh", "-c", f"sleep {spec['freeze_s']}; kill -CONT {os.getpid()}"],
-                         start_new_session=True)
+                         start_new_session=True, env=env)
         os.kill(os.getpid(), signal.SIGSTOP)
     elif fault == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
