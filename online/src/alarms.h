@@ -48,6 +48,11 @@ struct AlarmRecord {
 class AlarmTracker {
  public:
   explicit AlarmTracker(const NoiseConfig& config) : cfg_(config) {}
+  // The levels changed while the job runs (POST /control): the next step's tests use them.
+  void set_levels(double alpha, double alarm_alpha) {
+    cfg_.alpha = alpha;
+    cfg_.alarm_alpha = alarm_alpha;
+  }
 
   struct StepInput {
     int64_t step = 0;

@@ -130,6 +130,12 @@ const OnlineAnalyzer& AnalysisHost::analyzer() const { return *impl_->analyzer; 
 
 const AnalysisSettings& AnalysisHost::settings() const { return impl_->settings; }
 
+void AnalysisHost::set_significance(double significance, double alarm_significance) {
+  impl_->settings.significance = significance;
+  impl_->settings.alarm_significance = alarm_significance;
+  impl_->analyzer->set_significance(significance, alarm_significance);
+}
+
 void print_line(const std::string& line) { write_line(stdout, line); }
 
 void warn_line(const std::string& line) { write_line(stderr, line); }

@@ -346,6 +346,12 @@ OnlineStats OnlineAnalyzer::stats() const {
   return impl_->stats;
 }
 
+void OnlineAnalyzer::set_significance(double alpha, double alarm_alpha) {
+  impl_->cfg.noise.alpha = alpha;
+  impl_->cfg.noise.alarm_alpha = alarm_alpha;
+  impl_->steps.set_levels(alpha, alarm_alpha);
+}
+
 const OnlineConfig& OnlineAnalyzer::config() const {
   static const OnlineConfig kEmpty;
   return impl_ ? impl_->cfg : kEmpty;

@@ -53,6 +53,13 @@ std::string p_value_text(double p);
 class NoiseVerdict {
  public:
   NoiseVerdict(const NoiseConfig& config, int window_steps);
+  // The levels changed while the job runs (POST /control): the next step's tests and alarms
+  // use them. The window tests' clip (window_clip) keeps the level the job started with.
+  void set_levels(double alpha, double alarm_alpha) {
+    cfg_.alpha = alpha;
+    cfg_.alarm_alpha = alarm_alpha;
+    alarms_.set_levels(alpha, alarm_alpha);
+  }
 
   // A unit's p (its tests Bonferroni corrected) and the test that gave it.
   struct UnitEvidence {

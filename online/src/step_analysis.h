@@ -45,6 +45,7 @@ class StepAnalysis {
   const std::deque<TimelineStep>& timeline() const { return timeline_; }
   // report.json's "alarms" (always a list).
   nlohmann::ordered_json alarms_json() const { return noise_.alarms_json(); }
+  void set_levels(double alpha, double alarm_alpha) { noise_.set_levels(alpha, alarm_alpha); }
 
  private:
   StepVerdict verdict(int64_t step, const StepModel& model) const;

@@ -154,7 +154,8 @@ FIELDS: dict[str, _Field] = {
                            "Rank 0 also writes the metrics to this file (node_exporter's textfile "
                            "collector: name it *.prom in its directory), replaced whole about once a second."),
     "control_token": _Field(_parse_str, None,
-                            "POST /control (pause/resume the analysis, write the report now) is "
+                            "POST /control (pause/resume the analysis, change the significance levels, "
+                            "write the report now) is "
                             "obeyed only from requests carrying Authorization: Bearer <this>; "
                             "unset: every control request is refused (403)."),
     "fault_inject": _Field(_parse_choice("none", "throw", "stall", "slow", "record", "socket",

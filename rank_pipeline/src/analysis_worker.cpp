@@ -3,6 +3,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -239,6 +240,13 @@ struct AnalysisWorker::Impl {
         end_pause();
         print("straggler_probe control: analysis resumed" + at);
       }
+    }
+    if (change.significance) {
+      host->set_significance(change.significance->first, change.significance->second);
+      char levels[96];
+      std::snprintf(levels, sizeof(levels), "significance=%g alarm_significance=%g",
+                    change.significance->first, change.significance->second);
+      print(std::string("straggler_probe control: ") + levels + at);
     }
     if (change.write_report) {
       next_partial_report = Steady::time_point{};  // the next write is not held to the interval

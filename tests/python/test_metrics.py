@@ -209,18 +209,27 @@ def test_control_without_the_token_changes_nothing_and_says_why(demo: Demo):
     assert "straggler_probe control:" not in demo.log()
 
 
-def test_significance_changes_are_refused_until_the_analysis_can_take_them(demo: Demo):
-    code, reply = demo.control({"action": "significance", "significance": 1e-4})
-    assert code == 501 and "STRAGGLER_PROBE_SIGNIFICANCE" in reply["error"], reply
-    assert demo.status()["significance"] == pytest.approx(1e-3)
-
-
-def test_write_the_report_now(demo: Demo):
-    report = demo.out / "report" / "report.json"
+def test_a_changed_significance_is_taken_at_the_next_step_and_the_report_written_now(demo: Demo):
+    seen = demo.status()["last_step_seen"]
+    code, reply = demo.control({"action": "significance", "significance": 1e-4,
+                                "alarm_significance": 1e-6})
+    assert code == 202, reply
+    line = wait_for("the significance line", lambda: re.search(
+        r"control: significance=0.0001 alarm_significance=1e-06 at step (\d+)", demo.log()), 60, demo)
+    assert int(line.group(1)) <= seen + 2
+    status = demo.status()
+    assert status["significance"] == pytest.approx(1e-4)
+    assert status["alarm_significance"] == pytest.approx(1e-6)
+    # The analysis itself runs at the new level: the report written now says so.
     code, _ = demo.control({"action": "report"})
     assert code == 202
     wait_for("the report line", lambda: "control: report written" in demo.log(), 60, demo)
-    assert json.loads(report.read_text())["run"]["complete"] is False
+    report = json.loads((demo.out / "report" / "report.json").read_text())
+    assert report["run"]["complete"] is False
+    assert report["config"]["alpha"] == pytest.approx(1e-4)
+    assert report["config"]["alarm_alpha"] == pytest.approx(1e-6)
+    code, reply = demo.control({"action": "significance", "significance": 1.5})
+    assert code == 400 and "between 0 and 1" in reply["error"]
 
 
 def test_pause_and_resume_take_effect_within_two_steps(demo: Demo):

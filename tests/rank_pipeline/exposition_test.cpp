@@ -131,6 +131,12 @@ TEST(Control, ComparesTokensWholeAndRefusesWithoutOne) {
   EXPECT_TRUE(*c.paused);
   r.body = "{\"action\":\"significance\",\"significance\":2}";
   EXPECT_EQ(handle_control(r, "tok", &state, {1e-3, 1e-5}).status, 400);
+  r.body = "{\"action\":\"significance\",\"alarm_significance\":1e-6}";  // the other kept
+  EXPECT_EQ(handle_control(r, "tok", &state, {1e-3, 1e-5}).status, 202);
+  const ControlChange levels = state.take();
+  ASSERT_TRUE(levels.significance);
+  EXPECT_DOUBLE_EQ(levels.significance->first, 1e-3);
+  EXPECT_DOUBLE_EQ(levels.significance->second, 1e-6);
   r.body = "not json";
   EXPECT_EQ(handle_control(r, "tok", &state, {1e-3, 1e-5}).status, 400);
   r.body = std::string(4000, '[');  // as deep as a body may be: refused, no deep recursion

@@ -106,11 +106,6 @@ Response handle_control(const Request& request, const std::string& token, Contro
   Response refused;
   const std::optional<ControlChange> change = parse_change(request.body, current, &refused);
   if (!change) return refused;
-  if (change->significance) {
-    // The analyzer's levels are fixed at start (online/ has no setter yet): refused, not faked.
-    return error_response(501, "changing the significance levels while the job runs is not "
-                               "supported yet; set STRAGGLER_PROBE_SIGNIFICANCE at start");
-  }
   state->ask(*change);
   Response ok;
   ok.status = 202;

@@ -68,6 +68,8 @@ class AnalysisHost {
   void set_rank_table(RankTable table);
 
   const OnlineAnalyzer& analyzer() const;
+  // New significance levels from the next step on (OnlineAnalyzer::set_significance).
+  void set_significance(double significance, double alarm_significance);
   const AnalysisSettings& settings() const;
 
  private:

@@ -101,6 +101,9 @@ class OnlineAnalyzer {
 
   OnlineStats stats() const;
   const OnlineConfig& config() const;
+  // New significance levels (NoiseConfig::alpha, alarm_alpha) from the next step on, while the
+  // job runs (rank 0's POST /control); the report's config shows them.
+  void set_significance(double alpha, double alarm_alpha);
 
  private:
   struct Impl;
