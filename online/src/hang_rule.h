@@ -14,8 +14,8 @@
 //   ops on several, names no one).
 // - A rank that stopped inside a collective after every member had entered it leaves no trace
 //   of its own: every member's transfer is as long as the stall and ends together. The step is
-//   still a hang (named with no rank: the events cannot tell which), and the hang watch's line
-//   (silence: the frozen rank's heartbeat stopped) names the rank.
+//   still a hang; the events cannot tell which rank, the heartbeats can: live, StepAnalysis names
+//   the one silent rank of the hang watch's latest episode (OnlineConfig::silent_ranks).
 //
 // StepAnalysis keeps a hang step out of everything it learns (the ideal, sequence and noise
 // windows, the transfer reference, the noise model's observed scores and calibration, the alarm

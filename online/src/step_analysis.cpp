@@ -138,15 +138,26 @@ int StepAnalysis::judge(const StepModel& model, const Ideals& ideals, StepVerdic
 // A hang step (hang_rule.h): its verdict. The bound decided it, not the noise model (no p: a
 // stop is no draw of the job's jitter, and the null is not drawn from it either). Returns the
 // rank it names (-1: none), which no window remembers.
-int StepAnalysis::name_hang(const HangFinding& hang, StepVerdict* v) const {
+int StepAnalysis::name_hang(const HangFinding& hang, StepVerdict* v) {
   v->cause = Cause::kHang;
-  v->worst = hang.rank >= 0 ? "rank:" + std::to_string(hang.rank) : std::string();
-  v->worst_S = hang.rank >= 0 && static_cast<size_t>(hang.rank) < v->worker_S.size()
-                   ? v->worker_S[static_cast<size_t>(hang.rank)]
-                   : v->S;
+  int rank = hang.rank;
   v->top_op = hang.top_op;
   v->evidence = hang.evidence;
-  return hang.rank;
+  // The heartbeats corroborate where the events cannot tell: one rank went silent in an episode
+  // no earlier hang step took. A step over the bound is what opens an episode (the same bound),
+  // and it is over by the time the step is analysed, so each hang step takes the latest one.
+  const OnlineConfig::SilentRanks silent = cfg_.silent_ranks ? cfg_.silent_ranks() : OnlineConfig::SilentRanks{};
+  if (silent.episode > hang_episode_used_) {
+    hang_episode_used_ = silent.episode;
+    if (rank < 0 && silent.ranks.size() == 1 && silent.ranks[0] >= 0 &&
+        static_cast<size_t>(silent.ranks[0]) < v->worker_S.size()) {
+      rank = silent.ranks[0];
+      v->evidence += "; the hang watch found rank " + std::to_string(rank) + " silent (its heartbeat stopped)";
+    }
+  }
+  v->worst = rank >= 0 ? "rank:" + std::to_string(rank) : std::string();
+  v->worst_S = rank >= 0 && static_cast<size_t>(rank) < v->worker_S.size() ? v->worker_S[static_cast<size_t>(rank)] : v->S;
+  return rank;
 }
 
 // The step's samples out of the ideal, sequence and noise windows it was pushed into.

@@ -50,7 +50,7 @@ class StepAnalysis {
  private:
   StepVerdict verdict(int64_t step, const StepModel& model) const;
   int judge(const StepModel& model, const Ideals& ideals, StepVerdict* v);
-  int name_hang(const HangFinding& hang, StepVerdict* v) const;
+  int name_hang(const HangFinding& hang, StepVerdict* v);
   void forget_step();
   void remember_step_time(double seconds);
   double typical_step_s() const;
@@ -66,6 +66,7 @@ class StepAnalysis {
   SlowdownAnalysis slowdown_;  // keeps its buffers from step to step
   SlowdownMetrics metrics_;
   NoiseVerdict noise_;
+  uint64_t hang_episode_used_ = 0;  // the hang watch's last episode a hang step took
   std::deque<double> step_times_;   // recent analysed steps' times, hang steps left out
   std::deque<int> worst_history_;  // per analysed step: the named rank, or -1 when none
   std::deque<TimelineStep> timeline_;

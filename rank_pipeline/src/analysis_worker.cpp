@@ -130,6 +130,12 @@ struct AnalysisWorker::Impl {
     settings.summary_interval = o.summary_interval;
     settings.hang_after_s = o.hang_after_s;
     settings.hang_multiple = o.hang_multiple;
+    if (o.hang_board) {
+      settings.silent_ranks = [board = o.hang_board] {
+        auto [episode, ranks] = board->latest_silent();
+        return online::OnlineConfig::SilentRanks{episode, std::move(ranks)};
+      };
+    }
     host = std::make_unique<online::AnalysisHost>(
         std::move(settings),
         [this](const std::string& line) {

@@ -19,6 +19,7 @@
 #include <mutex>
 #include <string>
 
+#include "hang_board.h"
 #include "http/control.h"
 #include "http/metrics_board.h"
 #include "loop_thread.h"
@@ -44,6 +45,7 @@ struct AnalysisOptions {
   int summary_interval = 50;
   double hang_after_s = 10.0;        // OnlineConfig::hang_after_s / hang_multiple: the hang watch's
   double hang_multiple = 20.0;       // bound, for the hang cause (online/src/hang_rule.h)
+  std::shared_ptr<HangBoard> hang_board;  // rank 0's hang episodes: the silent rank of a hang step
   FaultInjection fault = FaultInjection::kNone;
   int fault_after_steps = 3;  // the fault hits once this many steps were analysed
   // Rank 0's metrics server (http/): the verdicts go to its board; /control's changes are taken

@@ -28,6 +28,21 @@ void HangBoard::set_settings(double after_s, double multiple) {
   multiple_ = multiple;
 }
 
+std::pair<uint64_t, std::vector<int>> HangBoard::latest_silent() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (episodes_.empty()) return {0, {}};
+  const HangEpisode& e = episodes_.back();
+  std::vector<int> ranks;
+  if (e.named.is_array()) {
+    for (const auto& j : e.named) {
+      if (j.is_object() && j.value("as", "") == "silent" && j.contains("rank") && j["rank"].is_number_integer()) {
+        ranks.push_back(j["rank"].get<int>());
+      }
+    }
+  }
+  return {e.id, ranks};
+}
+
 uint64_t HangBoard::episodes() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return total_;

@@ -12,6 +12,7 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -41,6 +42,9 @@ class HangBoard {
   nlohmann::ordered_json section() const;
   void set_settings(double after_s, double multiple);
   uint64_t episodes() const;
+  // The latest episode's id and the ranks its first line named silent (the step's verdict takes
+  // them where its events cannot tell which rank stopped: online/src/hang_rule.h); {0, {}}: none.
+  std::pair<uint64_t, std::vector<int>> latest_silent() const;
 
   // Called when an episode is recorded (rank 0 rewrites its report then, so that a job killed
   // during the hang keeps it). Set before the transport starts.

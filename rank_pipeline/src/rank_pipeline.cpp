@@ -13,6 +13,7 @@ RankPipeline::RankPipeline(RankPipelineOptions options, sp_kv_store* store)
       store_(std::make_shared<KvClient>(store != nullptr ? store : make_local_kv_store())) {
   auto warn = [](const std::string& line) { warn_line(line); };
   options_.transport.hang_board = hang_board_;
+  options_.analysis.hang_board = hang_board_;
   store_->set_on_lost([this](const std::string& why) { store_lost(why); });
   if (options_.discard) {
     transport_ = start_discarder(counters_);

@@ -98,6 +98,41 @@ TEST(OnlineHang, AStopInsideTheAllReduceIsAHangTheEventsCannotPinOnARank) {
   expect_clean_after(frozen, twin);
 }
 
+TEST(OnlineHang, TheHangWatchsSilentRankNamesAStopTheEventsCannotPin) {
+  // Live, rank 0's hang watch says which rank's heartbeat stopped (its latest episode); each
+  // episode is taken by one hang step, and a rank the events name is not overridden.
+  OnlineConfig cfg;
+  OnlineConfig::SilentRanks watch{1, {3}};
+  cfg.silent_ranks = [&watch] { return watch; };
+  const auto inside = testing::analyze_run(run_synthetic(job_of(SP_OP_COLLECTIVE, 0), static_cast<int>(kFreezeStep) + 3), cfg);
+  EXPECT_EQ(at(inside, kFreezeStep).cause, Cause::kHang);
+  EXPECT_EQ(at(inside, kFreezeStep).worst, "rank:3");
+  EXPECT_NE(at(inside, kFreezeStep).evidence.find("the hang watch found rank 3 silent"), std::string::npos);
+  watch = {1, {2}};  // an episode already taken: not this stop's
+  cfg.silent_ranks = [&watch] { return watch; };
+  cfg.world_size = 4;
+  OnlineAnalyzer taken_once(cfg);  // the same analyzer sees two stops, one episode
+  SyntheticJob twice = job_of(0, 0);
+  twice.duration_hook = [](const testing::DurationSite& s, double d) {
+    const bool frozen = s.kind == SP_OP_COLLECTIVE && (s.step == 10 || s.step == 20) && s.rank == 0 && s.index == 0;
+    return frozen ? d + kFreezeS : d;
+  };
+  std::vector<StepVerdict> out;
+  for (const auto& step : run_synthetic(twice, 22).steps) {
+    for (const auto& summary : step) {
+      for (StepVerdict& v : taken_once.add(summary)) out.push_back(std::move(v));
+    }
+  }
+  for (StepVerdict& v : taken_once.finish()) out.push_back(std::move(v));
+  ASSERT_GE(out.size(), 21u);
+  EXPECT_EQ(at(out, 10).worst, "rank:2");
+  EXPECT_EQ(at(out, 20).cause, Cause::kHang);
+  EXPECT_EQ(at(out, 20).worst, "");
+  watch = {2, {0}};  // the events name rank 2: the watch does not override them
+  const auto forward = testing::analyze_run(run_synthetic(job_of(SP_OP_FORWARD, 2), static_cast<int>(kFreezeStep) + 3), cfg);
+  EXPECT_EQ(at(forward, kFreezeStep).worst, "rank:2");
+}
+
 TEST(OnlineHang, APipelineRankFrozenIsNamedNotTheStagesThatWaitedForIt) {
   SyntheticJob job = job_of(SP_OP_FORWARD, 1, 1);  // stage 0's dp rank 1, micro-batch 1
   job.dp = 2;

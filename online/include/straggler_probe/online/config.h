@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace sp::online {
 
@@ -86,6 +87,15 @@ struct OnlineConfig {
   // verdict and the hang line mean the same; hang_after_s 0: off.
   double hang_after_s = 10.0;
   double hang_multiple = 20.0;
+  // The live hang watch's latest episode (rank_pipeline's HangBoard): its id and the ranks whose
+  // heartbeat stopped. A hang the step's events cannot pin on a rank (a stop inside a collective)
+  // names the one silent rank of an episode no earlier hang step took. Unset (analyze-dir): no
+  // heartbeats, the step names no rank.
+  struct SilentRanks {
+    uint64_t episode = 0;  // 0: none yet
+    std::vector<int> ranks;
+  };
+  std::function<SilentRanks()> silent_ranks;
   // Output. Empty output_dir: no files. summary_interval 0: no periodic summary.
   std::string output_dir;
   std::string jsonl_name = "straggler_probe_steps.jsonl";
