@@ -3,7 +3,9 @@ fault tests (test_hang.py, test_faults_around.py). Spec keys besides workload.py
 
   fault_at      the step at which the fault happens
   fault         "freeze" (the victim stops itself with SIGSTOP; a helper sends SIGCONT after
-                freeze_s), "kill" (the victim ends itself with SIGKILL), "store" (rank 0 asks
+                freeze_s), "freeze_in_collective" (the victim starts an all-reduce and freezes as
+                above while it is in flight, the others enter it 0.5 s later and wait in it), "kill" (the victim
+                ends itself with SIGKILL), "store" (rank 0 asks
                 the separate store process of test_faults_around.py to end itself)
   victim        a rank, or "leader": the rank that leads its host in the probe's transport
   rank0_late    seconds rank 0 waits before straggler_probe.init() (the others start their
@@ -46,17 +48,28 @@ def at_step(spec: dict, rank: int, step: int) -> None:
                 store = store.underlying_store
             store.set("fault_job/end_store", "1")
         return
+    work = None
+    if fault == "freeze_in_collective":
+        # the victim starts it and stops; the others enter it after (a small all-reduce entered by
+        # all at once would be over before the victim's SIGSTOP) and wait in it for the victim
+        if not is_victim(spec, rank):
+            time.sleep(0.5)
+        work = dist.all_reduce(torch.ones(1), async_op=True)
     if not is_victim(spec, rank):
+        if work is not None:
+            work.wait()
         return
     with open(os.path.join(spec["out"], f"victim{rank}.json"), "w") as f:
         json.dump({"rank": rank, "fault": fault, "t": time.time()}, f)
-    if fault == "freeze":
+    if fault in ("freeze", "freeze_in_collective"):
         # whoever wakes us must not be frozen with us: its own session; and no preloaded probe
         # (a preloaded recorder would open this rank's files again)
         env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
         subprocess.Popen(["sh", "-c", f"sleep {spec['freeze_s']}; kill -CONT {os.getpid()}"],
                          start_new_session=True, env=env)
         os.kill(os.getpid(), signal.SIGSTOP)
+        if work is not None:
+            work.wait()
     elif fault == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
 

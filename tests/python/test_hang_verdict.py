@@ -83,3 +83,20 @@ def test_a_frozen_host_leader_is_named_by_its_step_too(tmp_path):
     result = run(tmp_path, "leader", rank0_late=2.0)
     victim = check(result)
     assert victim != 0 and result.ranks[victim]["stats"]["pipeline"]["host_members"] == 4
+
+
+def test_a_rank_frozen_inside_an_all_reduce_is_named_by_its_silence(tmp_path):
+    # Every rank enters an all-reduce, rank 2 stops while it is in flight: every member's transfer
+    # is the stop and all end together, so the step's events cannot tell which rank stopped; the
+    # hang watch's heartbeats can, and the step's verdict takes its silent rank.
+    spec = dict(SPEC, steps=FAULT_AT + 4, fault="freeze_in_collective", fault_at=FAULT_AT, freeze_s=FREEZE_S,
+                victim=2)
+    result = harness.run_job(spec, tmp_path, script=harness.HERE / "fault_job.py")
+    assert result.returncodes == [0, 0, 0, 0], result.explain()
+    suspected = [l for l in result.lines if l.startswith("straggler_probe hang suspected")]
+    assert len(suspected) == 1 and " silent=rank:2 " in suspected[0], "\n".join(result.lines[-20:])
+    hangs = [s for s in result.steps if s.get("event") == "step" and s.get("cause") == "hang"]
+    assert len(hangs) == 1, [(s.get("step"), s.get("cause"), s.get("worst")) for s in result.steps]
+    assert hangs[0]["worst"] == "rank:2", hangs[0]
+    assert "after all 4 members had entered it" in hangs[0]["evidence"], hangs[0]["evidence"]
+    assert "the hang watch found rank 2 silent" in hangs[0]["evidence"], hangs[0]["evidence"]
