@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # All the tests: the C++ GoogleTest suites through CTest, then the Python suites (pytest, incl.
-# the 4-process training jobs). Exits non-zero if anything fails, including pytest finding no
+# the 4-process training jobs), then CI's share of the sanitizer runs (scripts/sanitizers.sh: the
+# fuzzers and the runtime/pipeline suites under ASan + UBSan, their threads under TSan; set
+# SP_SKIP_SANITIZERS=1 to leave them out of a local run). Exits non-zero if anything fails, including pytest finding no
 # tests at all (its exit code 5 counts as a failure).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +30,9 @@ fi
 if [ "$rc" -ne 0 ]; then
   [ "$rc" -eq 5 ] && echo "test.sh: pytest collected no tests" >&2
   status=1
+fi
+if [ "${SP_SKIP_SANITIZERS:-0}" != 1 ]; then
+  ./scripts/sanitizers.sh || status=1
 fi
 [ "$status" -eq 0 ] && echo "test.sh: all tests passed" || echo "test.sh: FAILED" >&2
 exit "$status"

@@ -30,9 +30,10 @@ uint64_t LaunchMarkers::issue(uint64_t external_id, uint64_t begin_seq, bool is_
   const uint64_t seq = next_seq_.fetch_add(1, std::memory_order_relaxed);
   Entry& e = ring_[seq & (kRingSize - 1)];
   e.seq.store(0, std::memory_order_relaxed);  // torn while rewritten: a reader sees no match
-  std::atomic_thread_fence(std::memory_order_release);
-  e.external_id.store(external_id, std::memory_order_relaxed);
-  e.begin_seq.store(is_begin ? seq : begin_seq, std::memory_order_relaxed);
+  // Release stores rather than a fence keep seq = 0 before them; ThreadSanitizer models these,
+  // not fences (on x86 both are plain stores).
+  e.external_id.store(external_id, std::memory_order_release);
+  e.begin_seq.store(is_begin ? seq : begin_seq, std::memory_order_release);
   e.seq.store(seq, std::memory_order_release);
 
   int mode = kCuCaptureModeRelaxed;
@@ -106,9 +107,9 @@ bool LaunchMarkers::lookup(uint32_t value, Marker* out) {
     lost_.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
-  out->external_id = e.external_id.load(std::memory_order_relaxed);
-  out->begin_seq = e.begin_seq.load(std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_acquire);
+  // Acquire loads: the re-check of seq below cannot move before them (no fence: see issue()).
+  out->external_id = e.external_id.load(std::memory_order_acquire);
+  out->begin_seq = e.begin_seq.load(std::memory_order_acquire);
   if (e.seq.load(std::memory_order_relaxed) != seq) {  // rewritten while read
     lost_.fetch_add(1, std::memory_order_relaxed);
     return false;
