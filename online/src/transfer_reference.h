@@ -5,16 +5,16 @@
 // which follows a link that turns slow for good within half a window. In a data-parallel job
 // every member's all-reduce is slow together (they end together), so nothing in the step says
 // that the link is at fault: only the job's own past does. So each key remembers the lowest
-// window median it has had (its demonstrated level, with that median's standard error), and a
-// step whose own transfer level is above it beyond the job's step-to-step dispersion of that
-// level (the window's robust sd of the per-step levels, taken at the upper end of its band
-// while the window has few steps, and the reference's error), at the noise model's level alpha
-// over every key (Sidak), is replayed with the demonstrated level:
-// the link is then what makes the step slower than its ideal, and S says by how much.
-// A step whose level is within that dispersion keeps the window median, so that a job whose
-// transfers merely vary (a shared network, an oversubscribed CPU) is not called slow. A window
-// of one step (the job's first) says nothing of that dispersion: it is neither a reference nor
-// tested against one.
+// window median it has had (its demonstrated level, with that median's standard error). A step
+// is replayed with that level when both the window's median (the link has stayed slow) and the
+// step's own level (the step paid for it) are above it beyond the job's step-to-step dispersion
+// of the level (the window's robust sd of the per-step levels, taken at the upper end of its
+// band while the window has few steps, and the reference's error), at the noise model's level
+// alpha over every key (Sidak): the link is then what makes the step slower than its ideal, and
+// S says by how much. Otherwise the step keeps the window median, so that a job whose transfers
+// merely vary or burst (a shared network, an oversubscribed CPU) is not called slow; a one-step
+// burst is the window median's to judge. A window of one step (the job's first) says nothing of
+// that dispersion: it is neither a reference nor tested against one.
 #pragma once
 
 #include <map>
@@ -34,7 +34,7 @@ class TransferReference {
     double median = 0;
     std::vector<double> levels;
     bool now = false;
-    double p = 1;          // ideal()'s test: P(this level | the sustained one), Sidak over the keys
+    double p = 1;          // ideal()'s test: P(window median and this level | the sustained one), Sidak over the keys
     double sustained = 0;  // the sustained level it was tested against (0: not tested)
   };
   // The key's ideal transfer time this step (and w->p). `keys`: the transfer keys tested.
