@@ -4,9 +4,11 @@
 #   scripts/sanitizers.sh            CI's share (scripts/test.sh runs it):
 #       asan  ASan + UBSan: the fuzzers of every decoder that reads another process's bytes
 #             (fuzz_tests, 10,000+ cases each), the runtime (rings, queue, codec, C ABI) and
-#             rank_pipeline (wire formats, transport, hang watch, clock sync)
+#             rank_pipeline (wire formats, transport, hang watch, clock sync, the HTTP server's
+#             request parser)
 #       tsan  ThreadSanitizer: the runtime's rings, queue and consumer thread, and
-#             rank_pipeline's transport threads (host leader, members, analysis worker)
+#             rank_pipeline's transport threads (host leader, members, analysis worker) and the
+#             metrics/status server's thread
 #   scripts/sanitizers.sh --all      every C++ suite under ASan + UBSan, then the TSan share
 #   scripts/sanitizers.sh asan|tsan  one of the two (with --all: every suite for asan)
 #
@@ -49,7 +51,7 @@ report() {  # dir rc
 }
 
 run_asan() {
-  local dir=build-asan targets=(fuzz_tests runtime_tests rank_pipeline_tests)
+  local dir=build-asan targets=(fuzz_tests runtime_tests rank_pipeline_tests rank_pipeline_http_tests)
   local filter='^(fuzz_|runtime_|rank_pipeline_)'
   if ((all)); then targets=(all); filter='.'; fi
   echo "sanitizers: ASan + UBSan: building ${targets[*]}"
@@ -72,8 +74,9 @@ run_tsan() {
   # The threads: the runtime's SPSC rings, the summary queue and its consumer thread, the C ABI
   # used from several threads; rank_pipeline's transport, host leader and members, hang watch.
   local filter='^(runtime_|rank_pipeline_)'
-  echo "sanitizers: ThreadSanitizer: building runtime_tests rank_pipeline_tests"
-  configure "$dir" "thread" && build "$dir" runtime_tests rank_pipeline_tests \
+  local targets=(runtime_tests rank_pipeline_tests rank_pipeline_http_tests)
+  echo "sanitizers: ThreadSanitizer: building ${targets[*]}"
+  configure "$dir" "thread" && build "$dir" "${targets[@]}" \
     || { echo "sanitizers: the TSan build failed" >&2; return 1; }
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
     ctest --test-dir "$dir" --output-on-failure -j"$jobs" -R "$filter" -O "$dir/ctest.log" >/dev/null
