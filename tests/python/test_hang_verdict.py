@@ -2,9 +2,9 @@
 gloo, DDP; workload.py with short steps) with one rank frozen 20 s by SIGSTOP/SIGCONT at the start
 of a step (fault_job.py), under the default hang bound (max(20 x the typical step, 10 s)). Rank 0
 prints a hang line naming the rank within 10 s of the bound, the step's verdict is `cause=hang`
-naming it (online/src/hang_rule.h: from the step's own events), and the 200 clean steps after it
-do not name it more than the significance level allows; the same when the frozen rank leads its
-host."""
+naming it (online/src/hang_rule.h: from the step's own events), and on the 200 clean steps after
+it nobody is named more often than the significance level allows; the same when the frozen
+rank leads its host."""
 from __future__ import annotations
 
 import json
@@ -60,17 +60,15 @@ def check(result: harness.JobResult) -> int:
     assert FREEZE_S - 1 <= hang["time_s"] <= FREEZE_S + 5, hang
     line = [l for l in result.lines if l.startswith(f"straggler_probe step={hang['step']} ")]
     assert len(line) == 1 and f"cause=hang worst=rank:{victim} " in line[0], line
-    # The clean steps after it carry no trace of it: nothing learned from the stop names the
-    # frozen rank on more of them than the level allows. (Any rank named, whatever the cause, is
-    # not asserted here: on a shared 2-core machine a clean twin of this job, no freeze, names
-    # 0.5-3% of its steps, mostly comm from the gloo all-reduce's scatter under load, and that is
-    # no effect of the freeze. tests/online/hang_test.cpp asserts the total on synthetic jobs.)
+    # The clean steps after it carry no trace of it: no rank, whatever the cause, is named on more
+    # of them than the level allows (the transfer reference no longer reads the gloo all-reduce's
+    # scatter under load as a slow link; before that a clean twin of this job named 0.5-3%), and
+    # the frozen rank not again.
     after = [s for s in steps if s["step"] > hang["step"]]
     assert len(after) >= AFTER - 2, len(after)  # a step or two may be skipped, none analysed twice
     named = [(s["step"], s["cause"], s.get("worst"), s.get("p")) for s in after if s["cause"] != "none"]
     print(f"named after the freeze: {len(named)} of {len(after)}: {named}")
-    frozen_named = [n for n in named if n[2] == f"rank:{victim}"]
-    assert len(frozen_named) <= allowed_named(len(after), ALPHA), named
+    assert len(named) <= allowed_named(len(after), ALPHA), named
     return victim
 
 
