@@ -74,6 +74,8 @@ int main(int argc, char** argv) {
   app.add_option("--report-every", report_every, "rewrite the report every this many steps");
   app.add_option("--sample-every", sample_every, "sample the resident memory every this many steps");
   app.add_option("--out", out, "output directory (JSONL and report/)");
+  int timeline_ranks = 0;
+  app.add_option("--timeline-ranks", timeline_ranks, "OnlineConfig::timeline_ranks (0: the byte budget's)");
   CLI11_PARSE(app, argc, argv);
   if (ranks % pp != 0) {
     std::fprintf(stderr, "--ranks %d is not a multiple of --pp %d\n", ranks, pp);
@@ -93,6 +95,7 @@ int main(int argc, char** argv) {
   sp::online::OnlineConfig cfg;
   cfg.world_size = ranks;
   cfg.output_dir = out;
+  cfg.timeline_ranks = timeline_ranks;
   cfg.log_sink = [](const std::string&) {};
   sp::online::OnlineAnalyzer analyzer(cfg);
   const std::filesystem::path jsonl = std::filesystem::path(out) / cfg.jsonl_name;

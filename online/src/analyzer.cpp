@@ -319,7 +319,8 @@ Status OnlineAnalyzer::write_report(const std::string& dir, const ReportOptions&
     // Hosts to drain (ledger.h), written with the other files, empty when no worker alarm is open.
     ReportOptions with_hosts = options;
     with_hosts.files.emplace_back("exclude_hosts.txt", exclude_hosts_text(analysis["alarms"], impl_->ranks));
-    const std::string err = write_report_files(dir, impl_->totals, analysis, impl_->steps.timeline(), with_hosts);
+    const std::string err = write_report_files(dir, impl_->totals, analysis, impl_->steps.timeline(), with_hosts,
+                                               TimelineRankLimit{impl_->cfg.timeline_ranks});
     return err.empty() ? Status{} : Status{false, err};
   } catch (const std::exception& e) {
     return {false, e.what()};

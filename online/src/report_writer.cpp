@@ -128,6 +128,7 @@ json config_json(const OnlineConfig& c) {
           {"noise_model", c.noise.enabled},
           {"alpha", c.noise.alpha},
           {"alarm_alpha", c.noise.alarm_alpha},
+          {"timeline_ranks", c.timeline_ranks},
           {"alarm_short_steps", c.noise.alarm_short_steps},
           {"alarm_long_steps", c.noise.alarm_long_steps},
           {"calibration_steps", c.noise.calibration_steps},
@@ -188,7 +189,7 @@ std::string write_file_atomically(const std::string& path, const std::string& co
 
 std::string write_report_files(const std::string& dir, const ReportTotals& t, const json& analysis,
                                const std::deque<TimelineStep>& timeline,
-                               const ReportOptions& options) {
+                               const ReportOptions& options, const TimelineRankLimit& timeline_limit) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return "cannot create " + dir + ": " + ec.message();
@@ -210,7 +211,7 @@ std::string write_report_files(const std::string& dir, const ReportTotals& t, co
   }
   std::string err;
   if (options.write_timeline) {
-    err = write_file_atomically((base / "timeline.json").string(), timeline_json_text(timeline, run));
+    err = write_file_atomically((base / "timeline.json").string(), timeline_json_text(timeline, run, timeline_limit));
   }
   if (err.empty()) err = write_file_atomically((base / "heatmap.svg").string(), heatmap_svg(t, grid, options.final));
   if (err.empty()) err = write_file_atomically((base / "report.html").string(), html_report_page(report, t.history.to_json()));

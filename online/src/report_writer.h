@@ -49,7 +49,7 @@ nlohmann::ordered_json stats_json(const OnlineStats& s);
 std::string write_report_files(const std::string& dir, const ReportTotals& totals,
                                const nlohmann::ordered_json& analysis,
                                const std::deque<TimelineStep>& timeline,
-                               const ReportOptions& options);
+                               const ReportOptions& options, const TimelineRankLimit& timeline_limit = {});
 
 // Writes `content` to `path` through a temporary file in the same directory and a rename.
 std::string write_file_atomically(const std::string& path, const std::string& content);

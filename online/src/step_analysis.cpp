@@ -100,7 +100,7 @@ StepAnalysis::Outcome StepAnalysis::analyze(int64_t step,
         window_.remember(ideals);
         remember_step_time(model->time_s);
       }
-      if (cfg_.timeline_steps > 0) record_timeline(step, *model);
+      if (cfg_.timeline_steps > 0) record_timeline(step, *model, out.verdict);
       ++stats->steps_analyzed;
       if (cfg_.noise.enabled && noise_.owes_draws()) owing_model_.emplace(std::move(*model));  // settle()
     } catch (const whatif::GraphError& e) {
@@ -266,10 +266,13 @@ void StepAnalysis::classify_step(const StepModel& model, const SeqEvidence& seq,
   v->evidence = c.evidence;
 }
 
-void StepAnalysis::record_timeline(int64_t step, const StepModel& model) {
+void StepAnalysis::record_timeline(int64_t step, const StepModel& model, const StepVerdict& v) {
   const SlowdownMetrics& w = metrics_;
   TimelineStep ts;
   ts.step = step;
+  ts.named_rank = named_rank(v);
+  ts.named_stage = v.cause != Cause::kNone ? target_index(v.worst, "stage:") : -1;
+  ts.rank_score = v.worker_S;
   ts.rank_dp = model.rank_dp;
   ts.rank_stage = model.rank_stage;
   ts.type_names = model.type_names;

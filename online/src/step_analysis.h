@@ -58,7 +58,7 @@ class StepAnalysis {
   void classify_step(const StepModel& model, const SeqEvidence& seq, StepVerdict* v);
   static int named_rank(const StepVerdict& v);
   void remember_worst(int rank);
-  void record_timeline(int64_t step, const StepModel& model);
+  void record_timeline(int64_t step, const StepModel& model, const StepVerdict& v);
 
   const OnlineConfig& cfg_;
   IdealWindow window_;

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "timeline_ranks.h"
+
 namespace sp::online {
 
 struct TimelineOp {
@@ -26,10 +28,18 @@ struct TimelineStep {
   std::vector<int> rank_dp, rank_stage;
   std::vector<std::string> type_names;
   std::vector<TimelineOp> ops;
+  // For choosing the ranks drawn when not all fit (timeline_ranks.h): the rank or stage the
+  // step's verdict named (-1: none) and each rank's S_w.
+  int named_rank = -1, named_stage = -1;
+  std::vector<double> rank_score;
 };
 
 // One process per rank and per real / ideal, threads "host / compute" and "communication"; the
-// steps end to end. `run` goes under otherData.straggler_probe_run (final or partial).
-std::string timeline_json_text(const std::deque<TimelineStep>& steps, const nlohmann::ordered_json& run);
+// steps end to end. `run` goes under otherData.straggler_probe_run (final or partial). The ranks
+// drawn: within `limit` (timeline_ranks.h); when some are left out, otherData.
+// straggler_probe_timeline and a global instant event at the start say how many and how to
+// draw them all.
+std::string timeline_json_text(const std::deque<TimelineStep>& steps, const nlohmann::ordered_json& run,
+                               const TimelineRankLimit& limit = {});
 
 }  // namespace sp::online

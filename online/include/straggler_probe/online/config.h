@@ -101,6 +101,10 @@ struct OnlineConfig {
   std::string jsonl_name = "straggler_probe_steps.jsonl";
   int summary_interval = 50;
   int timeline_steps = 3;          // last steps kept for the report's real-vs-ideal timeline
+  // The ranks timeline.json draws: 0, every rank while the file stays within 16 MiB, beyond that
+  // rank 0, the named ranks, each stage's slowest and the slowest / fastest by score up to it
+  // (src/timeline_ranks.h); N > 0: at most N ranks, chosen the same way (the job's size: all).
+  int timeline_ranks = 0;
   // Where log lines and summaries go. Unset: nothing is printed (the caller prints verdicts).
   std::function<void(const std::string&)> log_sink;
 };
