@@ -30,6 +30,7 @@ OnlineConfig config_of(const AnalysisSettings& s, LineSink print) {
   c.cpu_budget = s.cpu_budget;
   c.hang_after_s = s.hang_after_s;
   c.hang_multiple = s.hang_multiple;
+  c.timeline_ranks = s.timeline_ranks;
   c.silent_ranks = s.silent_ranks;
   if (s.print_steps) c.log_sink = std::move(print);
   return c;

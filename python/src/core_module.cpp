@@ -114,7 +114,7 @@ void start_pipeline(py::object store, int rank, int world_size, const std::strin
                     int device, const std::string& protocol, double hang_after_s,
                     double hang_multiple, int metrics_port, const std::string& metrics_addr,
                     const std::string& metrics_file, const std::string& control_token,
-                    const std::string& job, const std::string& config_json) {
+                    const std::string& job, const std::string& config_json, int timeline_ranks) {
   sp::rank_pipeline::RankPipelineOptions o;
   o.transport.rank = rank;
   o.transport.world_size = world_size;
@@ -146,6 +146,7 @@ void start_pipeline(py::object store, int rank, int world_size, const std::strin
   o.transport.hang_multiple = hang_multiple;
   o.analysis.hang_after_s = hang_after_s;  // the step's verdict holds the step to the same bound
   o.analysis.hang_multiple = hang_multiple;
+  o.analysis.timeline_ranks = timeline_ranks;
   o.analysis_timeout = milliseconds_of(analysis_timeout_s);
   o.discard = discard;
   o.clock_sync = clock_sync;
@@ -313,7 +314,8 @@ PYBIND11_MODULE(_core, m) {
         py::arg("protocol") = "auto", py::arg("hang_after_s") = 10.0,
         py::arg("hang_multiple") = 20.0, py::arg("metrics_port") = 0,
         py::arg("metrics_addr") = "127.0.0.1", py::arg("metrics_file") = "",
-        py::arg("control_token") = "", py::arg("job") = "", py::arg("config_json") = "{}");
+        py::arg("control_token") = "", py::arg("job") = "", py::arg("config_json") = "{}",
+        py::arg("timeline_ranks") = 0);
   m.def("wait_hang_notice", &wait_hang_notice, py::arg("seen"), py::arg("timeout_s"),
         "Waits for rank 0's next hang notice after episode `seen`; its episode, or 0.");
   m.def("stop_pipeline", &stop_pipeline, py::arg("drain_s"));

@@ -144,6 +144,11 @@ FIELDS: dict[str, _Field] = {
     "hang_dump": _Field(_parse_bool, False,
                         "When rank 0 suspects a hang, every rank that can still run writes its "
                         "Python stacks to out_dir/hang_stacks_rank<R>.txt (faulthandler)."),
+    "timeline_ranks": _Field(_parse_int(1), None,
+                             "The ranks drawn in the report's timeline.json (default: every rank while "
+                             "the file stays within 16 MiB; beyond that rank 0, the named ranks, each "
+                             "stage's slowest and the slowest / fastest by score, up to it). N: at most "
+                             "N ranks, chosen the same way (the job's size draws every rank)."),
     "metrics_port": _Field(_parse_int(0), 0,
                            "Rank 0 serves Prometheus metrics on this TCP port (/metrics, also "
                            "/status and POST /control), from a thread of its own (0: no server)."),
@@ -199,6 +204,7 @@ class Config:
     hang_after_s: float = 10.0
     hang_multiple: float = 20.0
     hang_dump: bool = False
+    timeline_ranks: int | None = None
     metrics_port: int = 0
     metrics_addr: str = "127.0.0.1"
     metrics_file: str | None = None

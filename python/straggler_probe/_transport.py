@@ -103,7 +103,8 @@ def start(core: Any, cfg: Config, rank: int, world: int, dist: Any, session: int
                         slowdown_threshold=cfg.slowdown_threshold, significance=cfg.significance,
                         alarm_significance=cfg.alarm_significance, window_steps=cfg.window_steps,
                         summary_interval=cfg.summary_interval, hang_after_s=cfg.hang_after_s,
-                        hang_multiple=cfg.hang_multiple, **identity(), **metrics_settings(cfg))
+                        hang_multiple=cfg.hang_multiple, timeline_ranks=cfg.timeline_ranks or 0,
+                        **identity(), **metrics_settings(cfg))
     return how
 
 

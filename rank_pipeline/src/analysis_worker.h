@@ -45,6 +45,7 @@ struct AnalysisOptions {
   int summary_interval = 50;
   double hang_after_s = 10.0;        // OnlineConfig::hang_after_s / hang_multiple: the hang watch's
   double hang_multiple = 20.0;       // bound, for the hang cause (online/src/hang_rule.h)
+  int timeline_ranks = 0;            // OnlineConfig::timeline_ranks (0: a 16 MiB file's worth)
   std::shared_ptr<HangBoard> hang_board;  // rank 0's hang episodes: the silent rank of a hang step
   FaultInjection fault = FaultInjection::kNone;
   int fault_after_steps = 3;  // the fault hits once this many steps were analysed

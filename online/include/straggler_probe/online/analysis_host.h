@@ -38,6 +38,7 @@ struct AnalysisSettings {
   double cpu_budget = 0;
   double hang_after_s = 10.0;     // OnlineConfig::hang_after_s / hang_multiple: the hang bound
   double hang_multiple = 20.0;
+  int timeline_ranks = 0;         // OnlineConfig::timeline_ranks: timeline.json's ranks (0: by bytes)
   std::function<OnlineConfig::SilentRanks()> silent_ranks;  // OnlineConfig::silent_ranks
 };
 
