@@ -56,6 +56,10 @@ struct AnalysisWorker::Impl {
   Steady::duration report_cost{0};
   // /control: analysis paused since step paused_first (-1: not paused), through paused_last.
   int64_t paused_first = -1, paused_last = -1;
+  // Steps some rank recorded while paused (its summary has no events) outside the analysis's own
+  // pause: the ranks take /control's pause a step or two after rank 0's analysis does.
+  int64_t recording_paused_first = -1, recording_paused_last = -1;
+  std::string recording_paused_ranks;  // of the first such step
   LoopThread thread;
 
   void run() {
@@ -130,6 +134,7 @@ struct AnalysisWorker::Impl {
     settings.summary_interval = o.summary_interval;
     settings.hang_after_s = o.hang_after_s;
     settings.hang_multiple = o.hang_multiple;
+    settings.timeline_ranks = o.timeline_ranks;
     if (o.hang_board) {
       settings.silent_ranks = [board = o.hang_board] {
         auto [episode, ranks] = board->latest_silent();
@@ -163,7 +168,10 @@ struct AnalysisWorker::Impl {
       host->set_rank_table(std::move(table));
       if (o.board) o.board->set_rank_table(*batch.rank_table);
     }
-    if (apply_control(batch.step)) return;  // paused
+    if (apply_control(batch.step)) {  // paused
+      end_recording_pause();  // the ranks' own paused steps before it, a range of their own
+      return;
+    }
     if (o.fault == FaultInjection::kSlow) {
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
     } else if (o.fault != FaultInjection::kNone &&
@@ -188,6 +196,8 @@ struct AnalysisWorker::Impl {
         return;
       }
     }
+    if (skip_if_recording_paused(batch.step, summaries)) return;
+    end_recording_pause();
     publish(host->analyze_step(batch.step, std::move(summaries)));
     counters->steps_analyzed++;
   }
@@ -267,6 +277,30 @@ struct AnalysisWorker::Impl {
     return true;
   }
 
+  bool skip_if_recording_paused(int64_t step, const std::vector<runtime::StepSummary>& summaries) {
+    std::string ranks;
+    for (size_t r = 0; r < summaries.size(); ++r) {
+      if (runtime::recorded_while_paused(summaries[r])) {
+        if (!ranks.empty()) ranks += ',';
+        ranks += std::to_string(r);
+      }
+    }
+    if (ranks.empty()) return false;
+    if (recording_paused_first < 0) {
+      recording_paused_first = step;
+      recording_paused_ranks = ranks;
+    }
+    recording_paused_last = step;
+    return true;
+  }
+
+  void end_recording_pause() {
+    if (recording_paused_first < 0) return;
+    publish(host->skip_steps(recording_paused_first, recording_paused_last, "paused",
+                             "recording paused by /control on rank(s) " + recording_paused_ranks));
+    recording_paused_first = recording_paused_last = -1;
+  }
+
   void end_pause() {
     if (paused_first >= 0 && paused_last >= paused_first) {
       publish(host->skip_steps(paused_first, paused_last, "paused", "analysis paused by /control"));
@@ -275,6 +309,7 @@ struct AnalysisWorker::Impl {
   }
 
   void close() {
+    end_recording_pause();
     end_pause();
     host->finish();
     if (!o.out_dir.empty()) (void)host->write_report(report_options(true));

@@ -117,6 +117,12 @@ bool HostLeader::read_member(Member& m) {
     } else if (f.type == FrameType::kHang && m.rank == 0) {
       uint64_t episode = 0;
       if (r.u64(&episode)) relay_hang(episode);
+    } else if (f.type == FrameType::kRecording && m.rank == 0) {
+      if (const auto notice = host::parse_recording_frame(f.payload)) {
+        relay_recording(*notice);
+      } else {
+        c_.counters->bad_recording_frames++;
+      }
     } else {
       drop_member(m, "a frame only a leader sends");
     }
@@ -177,7 +183,10 @@ void HostLeader::refresh_expected(Clock::time_point now) {
 
 void HostLeader::read_control(Clock::time_point now) {
   const bool held = holding_;
-  const int every = std::max(1, c_.o.max_lag / 2);
+  // Every max_lag/2 posts keeps the back-pressure (posts up to ack + max_lag); at most every 2
+  // posts brings /control's pause to this host within two steps of rank 0 writing it (the
+  // host's ranks take it at their next step mark): half a get per step at most.
+  const int every = std::clamp(c_.o.max_lag / 2, 1, 2);
   const auto interval = !ack_ ? kControlBeforeAck : held ? kControlWhileHeld : kControlWhenIdle;
   const bool due = now - last_control_read_ >= interval ||
                    (ack_ && !held && posts_since_control_ >= every);
@@ -195,6 +204,7 @@ void HostLeader::read_control(Clock::time_point now) {
   const host::Control control = host::parse_control(*value);
   if (control.stop) remote_stop_ = *control.stop;
   if (control.ask) answer_ask(*control.ask);
+  if (control.recording) relay_recording(*control.recording);
   if (!control.ack) return;
   if (held) {  // the time held so far counts now, so that a long hold shows while it lasts
     c_.counters->held_back_ms += static_cast<uint64_t>(

@@ -48,6 +48,7 @@ class HostLeader final : public HostRole {
   bool leads() const override { return true; }
   std::optional<TimedHostBeats> host_beats(Clock::time_point now) const override;
   void announce_hang(uint64_t episode) override;
+  void announce_recording(const RecordingNotice& notice) override;
 
  private:
   struct Member {
@@ -67,6 +68,7 @@ class HostLeader final : public HostRole {
   void send_beats(Clock::time_point now);
   void answer_ask(const host::HangAsk& ask);
   void relay_hang(uint64_t episode);
+  void relay_recording(const RecordingNotice& notice);  // from ctl or rank 0: applied, passed on
   struct Slot {
     std::vector<std::pair<int, std::string>> summaries;
     Clock::time_point first_seen;

@@ -117,4 +117,18 @@ void HostLeader::relay_hang(uint64_t episode) {
 
 void HostLeader::announce_hang(uint64_t episode) { relay_hang(episode); }
 
+void HostLeader::announce_recording(const RecordingNotice& notice) {
+  const std::string payload = host::recording_frame(notice);
+  for (size_t i = 1; i < members_.size(); ++i) {
+    Member& m = members_[i];
+    if (m.socket && !m.done && m.rank != 0) m.socket->queue(FrameType::kRecording, payload, SIZE_MAX);
+  }
+}
+
+void HostLeader::relay_recording(const RecordingNotice& notice) {
+  if (!c_.recording || !c_.recording->take(notice)) return;
+  c_.counters->recording_notices++;
+  announce_recording(notice);
+}
+
 }  // namespace sp::rank_pipeline

@@ -94,6 +94,14 @@ void HostMember::take_frame(const Frame& f) {
   }
   uint64_t episode = 0;
   if (f.type == FrameType::kHang && r.u64(&episode)) c_.link->notice(episode);
+  if (f.type == FrameType::kRecording) {
+    const auto notice = host::parse_recording_frame(f.payload);
+    if (!notice) {
+      c_.counters->bad_recording_frames++;
+    } else if (c_.recording && c_.recording->take(*notice)) {
+      c_.counters->recording_notices++;
+    }
+  }
   if (f.type == FrameType::kHostBeats) {
     std::vector<HostBeats> beats;
     std::string error;
@@ -140,6 +148,10 @@ void HostMember::announce_hang(uint64_t episode) {
   std::string payload;
   runtime::wire::Writer(&payload).u64(episode);
   socket_->queue(FrameType::kHang, payload, SIZE_MAX);
+}
+
+void HostMember::announce_recording(const RecordingNotice& notice) {
+  if (socket_) socket_->queue(FrameType::kRecording, host::recording_frame(notice), SIZE_MAX);
 }
 
 // STRAGGLER_PROBE_FAULT_INJECT=socket: the highest rank that does not lead closes its socket to

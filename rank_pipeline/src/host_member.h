@@ -40,6 +40,7 @@ class HostMember final : public HostRole {
   std::string why_alone() const override { return why_alone_; }
   std::optional<TimedHostBeats> host_beats(Clock::time_point now) const override;
   void announce_hang(uint64_t episode) override;
+  void announce_recording(const RecordingNotice& notice) override;
 
  private:
   void connect(Clock::time_point now);

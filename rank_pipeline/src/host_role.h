@@ -11,6 +11,7 @@
 
 #include "hang_view.h"
 #include "summary_source.h"
+#include "transport.h"
 
 namespace sp::rank_pipeline {
 
@@ -49,6 +50,8 @@ class HostRole {
   virtual std::optional<TimedHostBeats> host_beats(Clock::time_point) const { return std::nullopt; }
   // Rank 0 suspects hang `episode`: tell this host's ranks (they dump their stacks if asked to).
   virtual void announce_hang(uint64_t) {}
+  // Rank 0 (/control): recording pauses or resumes on this host's ranks (rank 0 applied it).
+  virtual void announce_recording(const RecordingNotice&) {}
 };
 
 }  // namespace sp::rank_pipeline

@@ -8,6 +8,7 @@
 #include "host_keys.h"
 #include "host_leader.h"
 #include "host_member.h"
+#include "runtime_api.h"
 
 namespace sp::rank_pipeline {
 
@@ -15,6 +16,11 @@ HostTransport::HostTransport(TransportContext c)
     : c_(std::move(c)), warning_(c_.o.rank, c_.warn) {
   c_.counters->protocol = 1;
   c_.link = std::make_shared<HeartbeatLink>(c_.o, c_.counters, c_.warn);
+  std::function<void(bool)> apply = c_.o.set_recording_paused;
+  if (!apply && !c_.o.source && runtime().set_recording_paused != nullptr) {
+    apply = [](bool paused) { runtime().set_recording_paused(paused ? 1 : 0); };
+  }
+  c_.recording = std::make_shared<RecordingRelay>(std::move(apply));
 }
 
 void HostTransport::start() {
@@ -52,6 +58,14 @@ HostTransport::State HostTransport::pass(bool stopping, bool past_deadline, int 
     alone_warning_.clear();
   }
   if (collector_) *progress |= collector_->pump(now);
+  if (collector_ && c_.o.recording_switch) {  // rank 0: /control paused or resumed recording
+    const RecordingNotice notice = c_.o.recording_switch->current();
+    if (c_.recording->take(notice)) {
+      c_.counters->recording_notices++;
+      collector_->set_recording(notice);
+      role_->announce_recording(notice);
+    }
+  }
   if (hang_watch_) hang_watch_->pump(now, *role_, stopping);
   if (const auto why = remote_stop()) {
     role_->broadcast_stop(*why);

@@ -39,7 +39,7 @@ std::string random_name() {
   return buf;
 }
 
-bool known_type(uint8_t t) { return t >= 1 && t <= 8; }
+bool known_type(uint8_t t) { return t >= 1 && t <= 9; }
 
 }  // namespace
 

@@ -25,6 +25,8 @@ enum class FrameType : uint8_t {
   kHostBeats = 7,  // leader -> rank 0 (a member): the host's heartbeats, every kHeartbeatEvery
   kHang = 8,       // rank 0 -> its leader -> members, leader -> members: u64 episode: rank 0
                    // suspects a hang (each rank dumps its stacks when asked to)
+  kRecording = 9,  // rank 0 -> its leader -> members, leader -> members: u64 generation, u8
+                   // paused (0 or 1): /control paused or resumed recording (transport.h)
 };
 
 struct Frame {

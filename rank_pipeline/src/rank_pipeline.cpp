@@ -36,7 +36,10 @@ RankPipeline::RankPipeline(RankPipelineOptions options, sp_kv_store* store)
         options_.metrics.job, options_.transport.world_size, options_.config);
     options_.analysis.board->set_control_view(false, options_.analysis.significance,
                                               options_.analysis.alarm_significance);
-    options_.analysis.control = std::make_shared<http::ControlState>();
+    // Pause and resume reach every rank through the transport (host-aggregated protocol).
+    options_.transport.recording_switch = std::make_shared<RecordingSwitch>();
+    options_.analysis.control =
+        std::make_shared<http::ControlState>(options_.transport.recording_switch);
   }
   worker_ = std::make_shared<AnalysisWorker>(
       options_.analysis, print_line, [this](const std::string& why) { fail(why); },

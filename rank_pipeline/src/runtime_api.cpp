@@ -62,6 +62,11 @@ bool bind_all(void* handle, RuntimeApi* api) {
     api->gpu_graph_capture = nullptr;
   }
   if (!bind(handle, &api->get_heartbeat, "sp_get_heartbeat")) api->get_heartbeat = nullptr;
+  if (!bind(handle, &api->set_recording_paused, "sp_set_recording_paused") ||
+      !bind(handle, &api->get_pause_state, "sp_get_pause_state")) {
+    api->set_recording_paused = nullptr;
+    api->get_pause_state = nullptr;
+  }
   return true;
 }
 
@@ -87,6 +92,8 @@ RuntimeApi built_in(std::string warning) {
   api.get_stats = &sp_get_stats;
   api.last_warning = &sp_last_warning;
   api.get_heartbeat = &sp_get_heartbeat;
+  api.set_recording_paused = &sp_set_recording_paused;
+  api.get_pause_state = &sp_get_pause_state;
   api.source = "built-in";
   api.warning = std::move(warning);
   return api;

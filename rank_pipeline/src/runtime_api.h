@@ -51,6 +51,9 @@ struct RuntimeApi {
   size_t (*cupti_report)(char*, size_t, uint32_t) = nullptr;
   int (*gpu_graph_capture)(int) = nullptr;  // optional: libraries before graph support lack it
   int (*get_heartbeat)(sp_heartbeat*) = nullptr;  // optional: libraries before heartbeats lack it
+  // Optional: libraries before /control's pause lack them.
+  int (*set_recording_paused)(int) = nullptr;
+  int (*get_pause_state)(sp_pause_state*) = nullptr;
 
   const char* source = "built-in";  // "preloaded", "shared" or "built-in"
   std::string library;              // the libstraggler_probe.so in use; empty when built-in

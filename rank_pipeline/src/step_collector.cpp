@@ -50,9 +50,14 @@ void StepCollector::set_hang_ask(std::optional<host::HangAsk> ask) {
   publish_ack();
 }
 
+void StepCollector::set_recording(const RecordingNotice& notice) {
+  recording_ = notice;
+  publish_ack();
+}
+
 void StepCollector::publish_ack() {
   last_control_ = Clock::now();
-  const std::string value = host::control_value(ack_, hang_ask_);
+  const std::string value = host::control_value(ack_, hang_ask_, recording_);
   std::string error;
   const auto now = c_.store->compare_set(host::ctl_key(c_.o), ctl_value_, value, &error);
   if (!now) return store_error(error);

@@ -38,6 +38,9 @@ class StepCollector {
   // Rank 0's hang watch asks the hosts' leaders for their heartbeats (nullopt: no more). Written
   // to ctl with the ack (host_keys.h), now and with every later ack.
   void set_hang_ask(std::optional<host::HangAsk> ask);
+  // /control paused or resumed recording: written to ctl with the ack, now and with every later
+  // ack (the leaders see it at their next ctl read).
+  void set_recording(const RecordingNotice& notice);
   // The rank table as read so far (rows not in yet have an empty host).
   const std::vector<RankInfo>& rank_table() const { return table_; }
 
@@ -56,6 +59,7 @@ class StepCollector {
   int64_t ack_;
   std::string ctl_value_;  // what rank 0 last wrote to ctl
   std::optional<host::HangAsk> hang_ask_;
+  std::optional<RecordingNotice> recording_;
   int64_t own_latest_ = INT64_MIN;
   int64_t final_through_ = INT64_MIN;  // steps up to it get nothing more (a later one is whole)
   // The step being waited for: since when, and when its counter is polled next.

@@ -54,6 +54,34 @@ enum class TransportFault {
   kDelay,        // at step 5 rank 1's transport thread stalls for 4 s (its summaries arrive late)
 };
 
+// Rank 0's POST /control pause or resume, relayed to every rank (host-aggregated protocol: on
+// ctl, host_keys.h, and over the host sockets, frame kRecording): each rank applies the notice
+// of the highest generation it has seen to its runtime, which takes it at its next step mark.
+struct RecordingNotice {
+  uint64_t generation = 0;  // 0: none yet
+  bool paused = false;
+};
+
+// Rank 0: what /control asked last. Written by the server thread, read by the transport thread
+// each pass (a mutex held for a copy; never on the training thread).
+class RecordingSwitch {
+ public:
+  void ask(bool paused) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (notice_.generation > 0 && notice_.paused == paused) return;  // no change: no notice
+    ++notice_.generation;
+    notice_.paused = paused;
+  }
+  RecordingNotice current() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return notice_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  RecordingNotice notice_;
+};
+
 enum class TransportProtocol {
   kAuto,            // host-aggregated when the store has append and compare_set, else per-rank
   kHostAggregated,
@@ -99,6 +127,10 @@ struct TransportOptions {
   // Rank 0's hang lines; null: stdout.
   std::function<void(const std::string&)> hang_print;
   TransportFault fault = TransportFault::kNone;
+  // Rank 0 with /control: the pause it asks every rank for; null: none (other ranks).
+  std::shared_ptr<RecordingSwitch> recording_switch;
+  // Applies a pause or resume to this rank's recording; null: this process's runtime.
+  std::function<void(bool)> set_recording_paused;
 };
 
 struct TransportCounters {
@@ -122,6 +154,9 @@ struct TransportCounters {
   std::atomic<uint64_t> heartbeats_sent{0};     // frames to the leader (members), aggregates (leaders)
   std::atomic<uint64_t> bad_heartbeats{0};      // frames or aggregates that failed their checks
   std::atomic<uint64_t> hang_lines{0};          // rank 0: hang lines printed
+  // /control's pause and resume (host-aggregated protocol).
+  std::atomic<uint64_t> recording_notices{0};     // notices this rank applied
+  std::atomic<uint64_t> bad_recording_frames{0};  // kRecording frames that failed their checks
 };
 
 // A request to make every rank's probe step aside, raised on any rank (rank 0's analysis failed,

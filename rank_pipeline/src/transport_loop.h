@@ -15,6 +15,25 @@ namespace sp::rank_pipeline {
 
 class HeartbeatLink;
 
+// This rank's side of /control's pause (transport.h's RecordingNotice): the highest generation
+// seen, applied once. The transport thread's only (no lock).
+class RecordingRelay {
+ public:
+  explicit RecordingRelay(std::function<void(bool)> apply) : apply_(std::move(apply)) {}
+  // True (and applied) when `notice` is newer than any seen: the caller passes it on.
+  bool take(const RecordingNotice& notice) {
+    if (notice.generation <= seen_.generation) return false;
+    seen_ = notice;
+    if (apply_) apply_(notice.paused);
+    return true;
+  }
+  const RecordingNotice& seen() const { return seen_; }
+
+ private:
+  std::function<void(bool)> apply_;
+  RecordingNotice seen_;
+};
+
 // Everything a transport thread is started with.
 struct TransportContext {
   TransportOptions o;
@@ -25,6 +44,8 @@ struct TransportContext {
   std::function<void(const std::string&)> warn;
   // The host protocol's heartbeats (heartbeat_link.h); set by HostTransport.
   std::shared_ptr<HeartbeatLink> link;
+  // /control's pause (host-aggregated protocol); set by HostTransport.
+  std::shared_ptr<RecordingRelay> recording;
   // Rank 0 only.
   std::function<void(StepBatch&&)> deliver;
   std::function<void()> watchdog;

@@ -263,6 +263,25 @@ SP_API int sp_get_heartbeat(sp_heartbeat* out) {
   return p->heartbeat.read(out) ? SP_OK : SP_ERR_TIMEOUT;
 }
 
+SP_API int sp_set_recording_paused(int paused) {
+  Probe* p = probe_instance();
+  if (p == nullptr || sp::runtime::in_forked_child()) return SP_ERR_DISABLED;
+  p->pause_wanted.store(paused != 0, std::memory_order_relaxed);
+  return SP_OK;
+}
+
+SP_API int sp_get_pause_state(sp_pause_state* out) {
+  if (out == nullptr) return SP_ERR_INVALID;
+  *out = sp_pause_state{};
+  Probe* p = probe_instance();
+  if (p == nullptr || sp::runtime::in_forked_child()) return SP_ERR_DISABLED;
+  out->paused = p->recording_paused.load(std::memory_order_relaxed) ? 1 : 0;
+  out->wanted = p->pause_wanted.load(std::memory_order_relaxed) ? 1 : 0;
+  out->pauses = p->pauses.load(std::memory_order_relaxed);
+  out->steps_paused = p->steps_paused.load(std::memory_order_relaxed);
+  return SP_OK;
+}
+
 SP_API const char* sp_last_warning(void) {
   if (sp::runtime::in_forked_child()) return "";
   try {

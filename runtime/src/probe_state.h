@@ -63,6 +63,12 @@ struct Probe {
   std::atomic<uint64_t> events_discarded{0};       // published by the consumer
   std::atomic<uint64_t> assembler_annotations_dropped{0};
   std::atomic<int64_t> last_marked_step{-1};
+  // Pause (sp_set_recording_paused): asked for from any thread, applied by sp_mark_step on the
+  // training thread, so that a step is either wholly recorded or wholly paused.
+  std::atomic<bool> pause_wanted{false};
+  std::atomic<bool> recording_paused{false};
+  std::atomic<uint64_t> pauses{0};
+  std::atomic<uint64_t> steps_paused{0};
 
   // --- stamped on summaries --------------------------------------------------------------------
   std::atomic<int32_t> rank{0};        // sp_init's, until sp_set_rank says otherwise

@@ -58,7 +58,8 @@ ThreadBuffer* bind_slow(Probe& p, uint64_t session) noexcept {
 
 // The calling thread's buffer for the active session, or nullptr when not recording (*status
 // says why).
-inline ThreadBuffer* current_buffer(int* status) noexcept {
+// honour_pause false: end_region, which still closes (unrecorded) a region begun before a pause.
+inline ThreadBuffer* current_buffer(int* status, bool honour_pause = true) noexcept {
   Probe* p = probe_instance();
   if (p == nullptr) {
     *status = SP_ERR_DISABLED;
@@ -67,6 +68,10 @@ inline ThreadBuffer* current_buffer(int* status) noexcept {
   const uint64_t session = p->active_session.load(std::memory_order_acquire);
   if (session == 0) {
     *status = SP_ERR_DISABLED;
+    return nullptr;
+  }
+  if (honour_pause && p->recording_paused.load(std::memory_order_relaxed)) {  // a paused hook's one check
+    *status = SP_ERR_PAUSED;
     return nullptr;
   }
   ThreadBuffer* b = t_binding.session == session ? t_binding.buffer : bind_slow(*p, session);
@@ -131,7 +136,9 @@ int end_region(uint64_t token) noexcept {
   // Its begin was not recorded (and was counted then if it was a drop): nothing to do.
   if (token == 0) return SP_ERR_INVALID;
   int status = SP_OK;
-  ThreadBuffer* b = current_buffer(&status);
+  // Begun before a pause: closed and pushed; its end falls in a paused step, whose events the
+  // consumer drops.
+  ThreadBuffer* b = current_buffer(&status, /*honour_pause=*/false);
   if (b == nullptr) return status;
   ThreadSlot* slot = t_binding.slot;
   if ((token & ((1u << kTokenSlotBits) - 1)) != slot->index + 1) {
@@ -173,7 +180,16 @@ int mark_step(int64_t step) noexcept {
   if (p == nullptr || p->active_session.load(std::memory_order_acquire) == 0) {
     return SP_ERR_DISABLED;
   }
-  const StepMark mark{step, probe_now_ns()};
+  // The pause asked for (if any) starts or ends here: the step this mark closes keeps the state
+  // it was recorded in.
+  const bool was_paused = p->recording_paused.load(std::memory_order_relaxed);
+  const bool wanted = p->pause_wanted.load(std::memory_order_relaxed);
+  if (wanted != was_paused) {
+    p->recording_paused.store(wanted, std::memory_order_relaxed);
+    if (wanted) p->pauses.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (was_paused) p->steps_paused.fetch_add(1, std::memory_order_relaxed);
+  const StepMark mark{step, probe_now_ns(), was_paused};
   if (!p->marks.try_push(mark)) {
     // Only when the consumer has not run for ~1000 marks: this step merges into the next one.
     p->marks_dropped.fetch_add(1, std::memory_order_relaxed);

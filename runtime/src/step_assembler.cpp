@@ -121,6 +121,12 @@ void StepAssembler::close_front(const Emit& emit) {
   });
   for (sp_event& ev : b.ops) ev.step_plus_one = 0;  // resolved: the summary is the step
   s.ops = std::move(b.ops);
+  if (b.mark.paused) {  // only events in flight at the pause: none of them is the step's
+    discarded_ += s.ops.size();
+    s.ops.clear();
+    b.annotations.clear();
+    b.annotations.push_back({b.mark.t_ns, Annotation{-1, std::string(kPausedAnnotation), "1"}});
+  }
   std::stable_sort(b.annotations.begin(), b.annotations.end(),
                    [](const TimedAnnotation& x, const TimedAnnotation& y) { return x.t_ns < y.t_ns; });
   s.annotations.reserve(b.annotations.size());

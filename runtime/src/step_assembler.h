@@ -18,6 +18,7 @@ namespace sp::runtime {
 struct StepMark {
   int64_t step = 0;
   uint64_t t_ns = 0;
+  bool paused = false;  // the step ending at this mark was not recorded (sp_set_recording_paused)
 };
 
 class StepAssembler {

@@ -101,6 +101,7 @@ struct Rank0 {
     c.deliver = [this](StepBatch&& b) { batches.push_back(std::move(b)); };
     c.watchdog = [] {};
     c.link = std::make_shared<HeartbeatLink>(c.o, c.counters, c.warn);  // as HostTransport sets it
+    c.recording = std::make_shared<RecordingRelay>(nullptr);
   }
 
   Outcome run(const std::string& key, const std::string& value) {

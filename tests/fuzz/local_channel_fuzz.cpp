@@ -72,9 +72,13 @@ fuzz::Corpus member_streams() {
              hello + frame(FrameType::kSummary, i64(7) + summaries[4]),
              hello + frame(FrameType::kBye, ""),
              hello + frame(FrameType::kHeartbeat, encode_heartbeat_frame(1, beat())) +
-                 frame(FrameType::kHang, std::string(8, '\x01'))};
+                 frame(FrameType::kHang, std::string(8, '\x01')),
+             // rank 0 as a member: its pause and resume go to its leader
+             frame(FrameType::kHello, i32(0)) + frame(FrameType::kRecording, host::recording_frame({1, true})) +
+                 frame(FrameType::kRecording, host::recording_frame({2, false}))};
   c.dictionary = {hello, frame(FrameType::kBye, ""), std::string("\x01\x00\x00\x00", 4),
-                  std::string("\x00\x00\x00\x04", 4), std::string(1, '\x06'), std::string(1, '\x08')};
+                  std::string("\x00\x00\x00\x04", 4), std::string(1, '\x06'), std::string(1, '\x08'),
+                  std::string(1, '\x09')};
   c.every_truncation_up_to = 64;
   return c;
 }
@@ -85,9 +89,10 @@ fuzz::Corpus leader_streams() {
   c.seeds = {frame(FrameType::kPosted, i64(3)) + frame(FrameType::kPosted, i64(4)),
              frame(FrameType::kStop, "rank 2: the probe's recording failed (out of memory)"),
              frame(FrameType::kPosted, i64(-1)) + frame(FrameType::kStop, ""),
-             frame(FrameType::kHang, std::string("\x02\0\0\0\0\0\0\0", 8)) + frame(FrameType::kHostBeats, host_beats())};
+             frame(FrameType::kHang, std::string("\x02\0\0\0\0\0\0\0", 8)) + frame(FrameType::kHostBeats, host_beats()),
+             frame(FrameType::kRecording, host::recording_frame({3, true})) + frame(FrameType::kPosted, i64(5))};
   c.dictionary = {frame(FrameType::kStop, ""), std::string(1, '\x05'), std::string(1, '\x04'),
-                  std::string(1, '\x07'), std::string(1, '\x08')};
+                  std::string(1, '\x07'), std::string(1, '\x08'), std::string(1, '\x09')};
   return c;
 }
 
@@ -149,6 +154,7 @@ struct Peer {
     c.stop = std::make_shared<StopRequest>();
     c.warn = [this](const std::string& w) { warnings.push_back(w); };
     c.link = std::make_shared<HeartbeatLink>(c.o, c.counters, c.warn);  // as HostTransport sets it
+    c.recording = std::make_shared<RecordingRelay>(nullptr);
   }
   // At most one transport warning and one heartbeat warning (each its own TransportWarning).
   Outcome outcome() {

@@ -70,6 +70,38 @@ TEST(FuzzStoreValues, Integers) {
   EXPECT_GT(st.accepted, 0u);
 }
 
+// Rank 0's ctl value as a leader reads it (host_keys.h): the ack, a hang ask, /control's
+// recording notice, or a stop. Whatever it takes round-trips; a stop's reason is printable.
+TEST(FuzzStoreValues, ControlKey) {
+  fuzz::Corpus c;
+  c.seeds = {"12", "12 hang 3 5", "12 rec 4 1", "12 hang 3 5 rec 4 0", "stop rank 3: boom"};
+  c.dictionary = kNumbers;
+  c.dictionary.insert(c.dictionary.end(), {" rec ", " hang ", "stop ", " 1", " 0"});
+  const Stats st = fuzz::run_cases("ctl values (ack, hang ask, recording, stop)", c, fuzz::case_count(),
+                                   [](const std::string& text) {
+    Outcome o;
+    const host::Control v = host::parse_control(text);
+    o.accepted = v.ack.has_value() || v.stop.has_value();
+    o.quiet = true;
+    if (v.stop) {
+      EXPECT_TRUE(fuzz::printable_ascii(*v.stop));
+    }
+    if (v.ack) {
+      const host::Control again = host::parse_control(host::control_value(*v.ack, v.ask, v.recording));
+      EXPECT_EQ(again.ack, v.ack);
+      EXPECT_EQ(again.ask.has_value(), v.ask.has_value());
+      EXPECT_EQ(again.recording.has_value(), v.recording.has_value());
+      if (v.recording) {
+        EXPECT_EQ(again.recording->generation, v.recording->generation);
+        EXPECT_EQ(again.recording->paused, v.recording->paused);
+      }
+    }
+    return o;
+  });
+  EXPECT_GT(st.rejected, 0u);
+  EXPECT_GT(st.accepted, 0u);
+}
+
 // A result as rank 0 takes it: a row of its clock table, printed in its start-up line and
 // report.json. Whatever it accepts must be a row those can print.
 TEST(FuzzStoreValues, ClockSyncResults) {

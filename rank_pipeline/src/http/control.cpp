@@ -60,6 +60,7 @@ Response error_response(int status, std::string_view reason) {
 }
 
 void ControlState::ask(const ControlChange& change) {
+  if (change.paused && recording_) recording_->ask(*change.paused);
   std::lock_guard<std::mutex> lock(mutex_);
   if (change.paused) pending_.paused = change.paused;
   if (change.significance) pending_.significance = change.significance;
@@ -110,7 +111,8 @@ Response handle_control(const Request& request, const std::string& token, Contro
   Response ok;
   ok.status = 202;
   ok.content_type = "application/json";
-  ok.body = "{\"accepted\":true,\"takes_effect\":\"at rank 0's next step boundary\"}\n";
+  ok.body = "{\"accepted\":true,\"takes_effect\":\"at the next step boundary (rank 0's analysis), "
+             "within two steps on every rank (recording)\"}\n";
   return ok;
 }
 

@@ -6,12 +6,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 
+#include "../transport.h"
 #include "http_request.h"
 
 namespace sp::rank_pipeline::http {
@@ -35,11 +37,16 @@ struct ControlChange {
 // What /control asked, waiting for the next step boundary. Thread-safe; never blocks long.
 class ControlState {
  public:
+  // recording: where a pause or resume also goes at once, for the transport to carry to every
+  // rank (transport.h); null: the analysis alone pauses.
+  explicit ControlState(std::shared_ptr<RecordingSwitch> recording = nullptr)
+      : recording_(std::move(recording)) {}
   void ask(const ControlChange& change);  // merged with what is still pending
   ControlChange take();                   // the analysis thread, at a step boundary
   uint64_t requests() const;
 
  private:
+  std::shared_ptr<RecordingSwitch> recording_;
   mutable std::mutex mutex_;
   ControlChange pending_;
   uint64_t requests_ = 0;

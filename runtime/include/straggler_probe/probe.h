@@ -28,6 +28,7 @@ typedef enum sp_status {
   SP_ERR_DROPPED = 3,   /* buffer full: the event was dropped and counted */
   SP_ERR_INTERNAL = 4,  /* unexpected failure; a warning was logged */
   SP_ERR_TIMEOUT = 5,   /* nothing arrived in time (sp_pop_summary) */
+  SP_ERR_PAUSED = 6,    /* recording is paused (sp_set_recording_paused): nothing recorded */
 } sp_status;
 
 /* What an operation is. Values are stable: they go over the wire in step summaries. */
@@ -213,6 +214,20 @@ typedef struct sp_heartbeat {
  * when none was published yet; SP_ERR_INVALID when out is null or out->struct_size is too small.
  * Never blocks. */
 SP_API int sp_get_heartbeat(sp_heartbeat* out);
+
+/* Pause and resume recording (rank 0's POST /control, relayed to every rank by the transport).
+ * Reversible, unlike stepping aside: the change takes effect at the next sp_mark_step on the
+ * training thread; from then until the mark after a resume, sp_record and sp_region_begin return
+ * SP_ERR_PAUSED at once (one atomic load) and each step's summary carries no events, only the
+ * annotation "straggler_probe.paused" (so that rank 0 skips it instead of waiting for it). */
+typedef struct sp_pause_state {
+  int32_t paused;          /* 1: the step in progress is not recorded */
+  int32_t wanted;          /* 1: a pause is asked for (in effect from the next mark) */
+  uint64_t pauses;         /* how many times recording paused */
+  uint64_t steps_paused;   /* steps marked while paused */
+} sp_pause_state;
+SP_API int sp_set_recording_paused(int paused);
+SP_API int sp_get_pause_state(sp_pause_state* out);
 
 /* The last warning the probe logged (for tests and the Python layer); never NULL. */
 SP_API const char* sp_last_warning(void);

@@ -37,6 +37,15 @@ struct StepSummary {
 
 // Compact little-endian binary encoding with a magic and version, so that a truncated or foreign
 // payload is rejected with a message instead of misread.
+// The annotation of a step recorded while paused (sp_set_recording_paused): it has no events.
+inline constexpr std::string_view kPausedAnnotation = "straggler_probe.paused";
+inline bool recorded_while_paused(const StepSummary& s) {
+  for (const Annotation& a : s.annotations) {
+    if (a.key == kPausedAnnotation) return true;
+  }
+  return false;
+}
+
 std::string encode_summary(const StepSummary& s);
 // Returns false and sets *error (one line) on a malformed payload; never throws.
 bool decode_summary(std::string_view bytes, StepSummary* out, std::string* error);
