@@ -2,7 +2,9 @@
 
 - "torchrun": `python -m torch.distributed.run --standalone --nproc-per-node N script spec`
   (every rank gets RANK, WORLD_SIZE, LOCAL_RANK from torchrun's agent);
-- "lightning": `python script spec` once; Lightning's launcher starts the other ranks itself.
+- "lightning": `python script spec` once; Lightning's launcher starts the other ranks itself;
+- "accelerate": `accelerate launch --multi_gpu --num_processes N script spec` (on CPUs accelerate
+  runs torchrun and trains MULTI_CPU over gloo).
 mode="preload" adds LD_PRELOAD=libstraggler_probe.so (the script never imports the package; the
 library's autoload starts it when the script initialises torch.distributed).
 """
@@ -52,6 +54,11 @@ def run(script: str, spec: dict, out_dir: Path, launch: str = "torchrun", world:
     if launch == "torchrun":
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
                f"--nproc-per-node={world}", "--monitor-interval=0.5"] + cmd[1:]
+    elif launch == "accelerate":
+        cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu",
+               f"--num_processes={world}", "--num_machines=1", "--mixed_precision=no",
+               "--dynamo_backend=no", f"--main_process_port={harness.free_port()}",
+               "--monitor_interval=0.5"] + cmd[1:]
     elif launch == "lightning":
         penv.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(harness.free_port()))
     proc = subprocess.Popen(cmd, env=penv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -29,6 +29,7 @@ CLIENTS = {
     "lightning-own-launcher": ("lightning_job.py", "lightning", {}),
     "lightning-torchrun": ("lightning_job.py", "torchrun", {}),
     "hf-trainer-accumulation-2": ("hf_job.py", "torchrun", {"accumulation": 2}),
+    "accelerate-launch-accumulation-2": ("accelerate_job.py", "accelerate", {"accumulation": 2}),
 }
 
 
@@ -140,3 +141,14 @@ def test_closure_loop_names_the_slow_rank(tmp_path: Path) -> None:
     # optimizer.step(closure) with DDP: forward, backward and the bucket wait inside the step
     result = harness.run_job(dict(STRAGGLER, closure=True), tmp_path)
     check_named(result)
+
+
+def test_accelerate_launch_under_ld_preload(tmp_path: Path) -> None:
+    # an accelerate script never changed for the probe: the library's autoload starts it when
+    # accelerate initialises torch.distributed in each rank torchrun started
+    if launch.preload_library() is None:
+        pytest.skip("libstraggler_probe.so is not built next to the package")
+    result = launch.run("accelerate_job.py", dict(STRAGGLER, mode="preload", accumulation=2),
+                        tmp_path, launch="accelerate")
+    check_named(result)
+    assert {r["distributed_type"] for r in result.ranks} == {"DistributedType.MULTI_CPU"}
