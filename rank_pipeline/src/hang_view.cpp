@@ -79,16 +79,22 @@ JobView build_view(const ViewInput& in) {
     me.silent_ms = 0;
     me.hb = *in.own;
   }
-  bool any_step = false;
+  // The step: the fresh ranks' lowest, the silent ranks' only when no rank is fresh. A silent
+  // rank's last heartbeat left it up to a heartbeat period before it stopped: in a job of
+  // 40 ms steps that is steps before the one it stopped in (the hang line said 27 where the
+  // job, and the step's verdict, stopped in 30). The fresh ranks wait in the step it stopped.
+  int64_t fresh_step = INT64_MAX, silent_step = INT64_MAX;
   for (const RankView& r : v.ranks) {
     if (r.state == RankState::kSilent) v.silent.push_back(r.rank);
     if (r.state == RankState::kUnseen) v.unseen.push_back(r.rank);
     if (!r.known) continue;
     if (r.hb.mark_age_ms >= 0) v.stalled_ms = std::max(v.stalled_ms, r.hb.mark_age_ms);
     if (r.state == RankState::kUnseen) continue;  // what is held of it may be steps old
-    const int64_t next = r.hb.last_marked_step + 1;
-    v.incomplete_step = any_step ? std::min(v.incomplete_step, next) : next;
-    any_step = true;
+    int64_t& lowest = r.state == RankState::kFresh ? fresh_step : silent_step;
+    lowest = std::min(lowest, r.hb.last_marked_step + 1);
+  }
+  if (fresh_step != INT64_MAX || silent_step != INT64_MAX) {
+    v.incomplete_step = fresh_step != INT64_MAX ? fresh_step : silent_step;
   }
   split_alive(&v);
   v.busy = v.silent.empty() && v.unseen.empty() && !v.waiting.empty();

@@ -45,7 +45,9 @@ struct RankView {
 
 struct JobView {
   std::vector<RankView> ranks;  // index = rank
-  int64_t incomplete_step = -1;  // the lowest step some known rank has not completed
+  // The step the job stopped in: the lowest step some fresh rank has not completed (the silent
+  // ranks' when none is fresh: a silent rank's heartbeat predates its stop); -1: none known.
+  int64_t incomplete_step = -1;
   int64_t stalled_ms = 0;        // the longest any known rank has gone without marking a step
   std::vector<int> silent, behind, waiting, unseen;
   // Every rank alive and each finished an op within silent_after: a long step, not a hang.

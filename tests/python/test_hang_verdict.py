@@ -60,6 +60,9 @@ def check(result: harness.JobResult) -> int:
     assert FREEZE_S - 1 <= hang["time_s"] <= FREEZE_S + 5, hang
     line = [l for l in result.lines if l.startswith(f"straggler_probe step={hang['step']} ")]
     assert len(line) == 1 and f"cause=hang worst=rank:{victim} " in line[0], line
+    # The line and the verdict name the same step: the one the job stopped in (the line's is the
+    # waiting ranks', not the frozen rank's last heartbeat from before it stopped).
+    assert f"hang suspected step={hang['step']} " in suspected[0], (suspected[0], hang["step"])
     # The clean steps after it carry no trace of it: no rank, whatever the cause, is named on more
     # of them than the level allows (the transfer reference no longer reads the gloo all-reduce's
     # scatter under load as a slow link; before that a clean twin of this job named 0.5-3%), and
@@ -96,5 +99,6 @@ def test_a_rank_frozen_inside_an_all_reduce_is_named_by_its_silence(tmp_path):
     hangs = [s for s in result.steps if s.get("event") == "step" and s.get("cause") == "hang"]
     assert len(hangs) == 1, [(s.get("step"), s.get("cause"), s.get("worst")) for s in result.steps]
     assert hangs[0]["worst"] == "rank:2", hangs[0]
+    assert f"hang suspected step={hangs[0]['step']} " in suspected[0], (suspected[0], hangs[0]["step"])
     assert "after all 4 members had entered it" in hangs[0]["evidence"], hangs[0]["evidence"]
     assert "the hang watch found rank 2 silent" in hangs[0]["evidence"], hangs[0]["evidence"]

@@ -143,6 +143,29 @@ TEST(HangView, ASilentRankIsNamedAndTheOthersWait) {
   EXPECT_EQ(named_summary(v), "silent=rank:2");
 }
 
+// The step the job stopped in is the fresh ranks' (issue 26: the line said 27, the verdict 30):
+// the frozen rank's last heartbeat left it half a second before it stopped, three steps earlier
+// in a job of 40 ms steps, while the others went on to wait in the step it stopped in.
+TEST(HangView, TheStepIsTheOneTheFreshRanksWaitInNotTheSilentRanksStaleOne) {
+  const auto now = HangClock::now();
+  ViewInput in = one_host(now);
+  in.hosts[0].beats.ranks[2].hb = beat(8, 9720, 4, "", SP_OP_BACKWARD, 9610);
+  const JobView v = build_view(in);
+  EXPECT_EQ(v.silent, std::vector<int>{2});
+  EXPECT_EQ(v.incomplete_step, 12);
+  const std::string line = hang_line(HangLineKind::kSuspected, v, table_of(4), v.incomplete_step, 9.7, 3.0);
+  // The step of the hang, and the frozen rank's own last heartbeat (how old it is says why older).
+  EXPECT_EQ(line.rfind("straggler_probe hang suspected step=12 silent=rank:2 host=vm gpu=2 "
+                       "last=backward mb=0 step=9 9.6s ago", 0), 0u) << line;
+  // No rank fresh (a view from outside the host, whose aggregate went stale: its leader silent,
+  // its members unseen): the silent ranks' lowest, as before.
+  in.hosts[0].at = now - 5s;
+  in.self = -1;
+  const JobView none_fresh = build_view(in);
+  EXPECT_EQ(none_fresh.silent, (std::vector<int>{0, 2}));
+  EXPECT_EQ(none_fresh.incomplete_step, 9);
+}
+
 TEST(HangView, AStaleAggregateMakesItsLeaderSilentAndItsMembersUnseen) {
   const auto now = HangClock::now();
   ViewInput in = one_host(now);
