@@ -178,11 +178,16 @@ double StepAnalysis::typical_step_s() const {
   return median_inplace(&times);
 }
 
-// The hang watch's bound (rank_pipeline/src/hang_watch.h): max(multiple x the typical step,
-// hang_after_s); 0 (off) when hang_after_s is.
+// The hang watch's bound (rank_pipeline/src/hang_watch.cpp, hang_bound_of): max(multiple x the
+// typical step, hang_after_s), the typical step the median once 3 steps are known, the largest
+// before, 3 x hang_after_s before any (a job of 20 s steps is no hang at 10 s); 0 (off) when
+// hang_after_s is.
 double StepAnalysis::hang_bound() const {
   if (!(cfg_.hang_after_s > 0)) return 0.0;
-  return std::max(cfg_.hang_after_s, cfg_.hang_multiple * typical_step_s());
+  if (step_times_.empty()) return 3 * cfg_.hang_after_s;
+  const double typical = step_times_.size() < 3 ? *std::max_element(step_times_.begin(), step_times_.end())
+                                                : typical_step_s();
+  return std::max(cfg_.hang_after_s, cfg_.hang_multiple * typical);
 }
 
 void StepAnalysis::settle(OnlineStats* stats) {

@@ -30,11 +30,22 @@ HangWatch::HangWatch(const TransportContext& c, StepCollector* collector)
 std::chrono::milliseconds HangWatch::bound() const {
   const auto floor = std::max<std::chrono::milliseconds>(
       c_.o.hang_after, std::chrono::duration_cast<std::chrono::milliseconds>(kSilentAfter + kHeartbeatEvery));
-  if (step_ms_.size() < kMinSteps) return floor * 3;
-  std::vector<int64_t> sorted(step_ms_.begin(), step_ms_.end());
-  std::nth_element(sorted.begin(), sorted.begin() + static_cast<long>(sorted.size() / 2), sorted.end());
-  const auto typical = static_cast<int64_t>(c_.o.hang_multiple * static_cast<double>(sorted[sorted.size() / 2]));
-  return std::max(floor, std::chrono::milliseconds(typical));
+  return hang_bound_of(floor, c_.o.hang_multiple, step_ms_);
+}
+
+// No step known: nothing says how long a step takes (a job of 20 s steps is no hang at 10 s), so
+// 3 x the floor. One or two: the largest of them stands in for the typical step, its multiple
+// no lower than the floor; a fast job's freeze in its first second then gets the floor (10 s),
+// not 30 s, while a slow job's first steps raise the bound above the floor at once. A short
+// step among them only ever lowers it to the floor, and a long step that keeps every rank busy
+// opens nothing (pump). From kMinSteps on: the median.
+std::chrono::milliseconds hang_bound_of(std::chrono::milliseconds floor, double multiple,
+                                        const std::deque<int64_t>& step_ms) {
+  if (step_ms.empty()) return floor * 3;
+  std::vector<int64_t> sorted(step_ms.begin(), step_ms.end());
+  std::sort(sorted.begin(), sorted.end());
+  const int64_t typical = sorted.size() < HangWatch::kMinSteps ? sorted.back() : sorted[sorted.size() / 2];
+  return std::max(floor, std::chrono::milliseconds(static_cast<int64_t>(multiple * static_cast<double>(typical))));
 }
 
 // Rank 0's step times, from its own marks (the warm-up steps left out: compilation, allocator

@@ -2,8 +2,9 @@
 // collector (host_transport.h), looking at most every kLookEvery:
 //
 // - The bound: max(hang_multiple x the median of rank 0's recent step times, hang_after); while
-//   fewer than kMinSteps steps are known, 3 x hang_after. Never under the time silence takes to
-//   show (kSilentAfter plus a heartbeat period).
+//   fewer than kMinSteps steps are known, the largest of them instead of the median, and 3 x
+//   hang_after before any is. Never under the time silence takes to show (kSilentAfter plus a
+//   heartbeat period).
 // - A hang is suspected once some rank has not marked a step for longer than the bound (rank 0's
 //   own heartbeat, and its host's as its leader holds them), unless every rank is alive and
 //   busy (each finished an op within the last seconds: a long step, not a stuck one).
@@ -36,6 +37,10 @@
 #include "transport_loop.h"
 
 namespace sp::rank_pipeline {
+
+// The bound from rank 0's recent step times in ms (hang_watch.cpp says why before kMinSteps).
+std::chrono::milliseconds hang_bound_of(std::chrono::milliseconds floor, double multiple,
+                                        const std::deque<int64_t>& step_ms);
 
 class HangWatch {
  public:

@@ -167,5 +167,29 @@ TEST(OnlineHang, TheAllowedShareIsTheLevelsBinomialBound) {
   EXPECT_EQ(allowed_named(200, 1e-2), 6);
 }
 
+// The bound before 3 steps are known (step_analysis.cpp, the hang watch's hang_bound_of): with
+// none, 3 x hang_after_s, so that a job of 12 s steps does not call its first analysed step a
+// hang (the bound was hang_after_s, 10 s); with one, the largest known step's multiple, no
+// lower than hang_after_s, so that a fast job frozen on its second analysed step is one.
+TEST(OnlineHang, BeforeThreeStepsAreKnownTheBoundComesFromTheStepsSeen) {
+  SyntheticJob slow;
+  slow.forward_s = 4.0;
+  slow.backward_s = 8.0;
+  const auto verdicts = testing::analyze_run(run_synthetic(slow, 3));
+  ASSERT_EQ(verdicts.size(), 3u);
+  EXPECT_GT(verdicts[0].time_s, 12.0);
+  for (const StepVerdict& v : verdicts) EXPECT_NE(v.cause, Cause::kHang) << v.step << " " << v.evidence;
+
+  SyntheticJob fast;
+  fast.duration_hook = [](const testing::DurationSite& s, double d) {
+    return s.kind == SP_OP_FORWARD && s.step == 1 && s.rank == 2 && s.index == 0 ? d + 15.0 : d;
+  };
+  const auto frozen = testing::analyze_run(run_synthetic(fast, 3));
+  ASSERT_EQ(frozen.size(), 3u);
+  EXPECT_EQ(frozen[1].cause, Cause::kHang) << frozen[1].evidence;
+  EXPECT_EQ(frozen[1].worst, "rank:2");
+  EXPECT_NE(frozen[1].evidence.find("over the hang bound of 10.0 s"), std::string::npos) << frozen[1].evidence;
+}
+
 }  // namespace
 }  // namespace sp::online

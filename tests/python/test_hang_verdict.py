@@ -14,7 +14,7 @@ import re
 import harness
 
 FREEZE_S = 20
-FAULT_AT = 30  # the hang watch has learned the typical step by then (under 3 known: 3 x the bound)
+FAULT_AT = 30  # the hang watch has learned the typical step by then (before 3 known: the largest known)
 AFTER = 200  # clean steps after the frozen one
 STEPS = FAULT_AT + 1 + AFTER
 SPEC = {"fwd_ms": 10, "bwd_ms": 20}  # ~40 ms steps: 200 of them in ~10 s

@@ -247,5 +247,19 @@ TEST(HostAggregated, AMalformedHeartbeatIsOneWarningNeverEchoed) {
   EXPECT_EQ(warnings[0].find("EVIL"), std::string::npos);
 }
 
+// The bound before kMinSteps steps are known (issue 26: a fast job frozen in its first half-second
+// got 30 s): none, 3 x the floor; one or two, the largest one's multiple, no lower than the
+// floor; then the median's.
+TEST(HangBound, FromTheStepsSeenBeforeThreeAreKnown) {
+  using std::chrono::milliseconds;
+  const milliseconds floor(10000);
+  EXPECT_EQ(hang_bound_of(floor, 20, {}), milliseconds(30000));
+  EXPECT_EQ(hang_bound_of(floor, 20, {40}), floor);          // a fast job: 10 s, not 30 s
+  EXPECT_EQ(hang_bound_of(floor, 20, {40, 45}), floor);
+  EXPECT_EQ(hang_bound_of(floor, 20, {12000}), milliseconds(240000));  // a slow one: above the floor at once
+  EXPECT_EQ(hang_bound_of(floor, 20, {900, 12000}), milliseconds(240000));  // the larger of two
+  EXPECT_EQ(hang_bound_of(floor, 20, {900, 1000, 12000}), milliseconds(20000));  // then the median
+}
+
 }  // namespace
 }  // namespace sp::rank_pipeline::testing
