@@ -73,6 +73,21 @@ py::dict stats() {
   return out;
 }
 
+// /control's pause of this rank's recording (sp_get_pause_state), or None when the runtime in
+// use predates it.
+py::object pause_state() {
+  sp_pause_state s{};
+  if (runtime().get_pause_state == nullptr || runtime().get_pause_state(&s) != SP_OK) {
+    return py::none();
+  }
+  py::dict out;
+  out["paused"] = s.paused != 0;
+  out["wanted"] = s.wanted != 0;
+  out["pauses"] = s.pauses;
+  out["steps_paused"] = s.steps_paused;
+  return out;
+}
+
 // GPU capture counters, or None when the runtime has no GPU capture.
 py::object cupti_stats() {
   if (runtime().cupti_get_stats == nullptr) return py::none();
@@ -300,6 +315,7 @@ PYBIND11_MODULE(_core, m) {
         "sp_set_rank: this rank's place, learnt after init (re-stamps queued summaries too)");
   m.def("set_clock_offset", [](int64_t ns) { return runtime().set_clock_offset(ns); });
   m.def("stats", &stats);
+  m.def("pause_state", &pause_state);
   m.def("last_warning", [] { return std::string(runtime().last_warning()); });
 
   m.def("start_pipeline", &start_pipeline, py::arg("store"), py::arg("rank"),

@@ -322,6 +322,7 @@ class Probe:
         out: dict[str, Any] = {"rank": self.rank, "world_size": self.world, "step": self.rec.step,
                                "transport": self.transport, "recording": not self.rec.failed}
         out["runtime"] = self.core.stats()
+        out["recording_pause"] = self.core.pause_state()  # /control's pause and resume
         out["pipeline"] = self.core.pipeline_status()
         if self.gc is not None:
             out["gc_short_pauses"] = self.gc.short_pauses

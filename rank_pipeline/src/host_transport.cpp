@@ -8,7 +8,6 @@
 #include "host_keys.h"
 #include "host_leader.h"
 #include "host_member.h"
-#include "runtime_api.h"
 
 namespace sp::rank_pipeline {
 
@@ -16,11 +15,7 @@ HostTransport::HostTransport(TransportContext c)
     : c_(std::move(c)), warning_(c_.o.rank, c_.warn) {
   c_.counters->protocol = 1;
   c_.link = std::make_shared<HeartbeatLink>(c_.o, c_.counters, c_.warn);
-  std::function<void(bool)> apply = c_.o.set_recording_paused;
-  if (!apply && !c_.o.source && runtime().set_recording_paused != nullptr) {
-    apply = [](bool paused) { runtime().set_recording_paused(paused ? 1 : 0); };
-  }
-  c_.recording = std::make_shared<RecordingRelay>(std::move(apply));
+  c_.recording = std::make_shared<RecordingRelay>(c_.o.set_recording_paused);
 }
 
 void HostTransport::start() {

@@ -86,6 +86,11 @@ void RankPipeline::start_metrics() {
           h.stats["runtime_events_dropped"] = static_cast<double>(rs.events_dropped);
           h.stats["runtime_steps_skipped"] = static_cast<double>(rs.steps_skipped);
         }
+        sp_pause_state ps{};  // /control's pause, as rank 0's own recording took it
+        if (runtime().get_pause_state != nullptr && runtime().get_pause_state(&ps) == SP_OK) {
+          h.stats["runtime_recording_pauses"] = static_cast<double>(ps.pauses);
+          h.stats["runtime_steps_paused"] = static_cast<double>(ps.steps_paused);
+        }
         return h;
       },
       [](const std::string& line) { warn_line(line); });

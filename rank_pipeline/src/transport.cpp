@@ -1,6 +1,7 @@
 // Which protocol a rank speaks (transport.h), and the threads that speak it.
 #include "transport.h"
 
+#include "runtime_api.h"
 #include "transport_loop.h"
 
 namespace sp::rank_pipeline {
@@ -25,6 +26,9 @@ TransportContext transport_context(const TransportOptions& options,
   if (!c.o.source) {
     c.o.source = runtime_summary_source();
     if (!c.o.heartbeat) c.o.heartbeat = runtime_heartbeat_source();
+    if (!c.o.set_recording_paused && runtime().set_recording_paused != nullptr) {
+      c.o.set_recording_paused = [](bool paused) { runtime().set_recording_paused(paused ? 1 : 0); };
+    }
   }
   c.store = std::move(store);
   c.counters = std::move(counters);

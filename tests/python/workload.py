@@ -90,6 +90,11 @@ def main() -> None:
         ending = JobEnd(spec, rank)
         STEP_HOOKS.append(ending.at_step)
     straggler_probe.init(**probe_kwargs)
+    recorded = None
+    if spec.get("control"):  # /control's pause and resume, POSTed by rank 0 at set steps
+        from control_job import ControlSteps
+        recorded = ControlSteps(spec["control"], rank)
+        STEP_HOOKS.append(recorded.at_step)
     if ending is not None:
         ending.after_init()
     dist.init_process_group("gloo")
@@ -108,6 +113,9 @@ def main() -> None:
     straggler_probe.shutdown()
     result = {"rank": rank, "step_times": step_times, "stats": straggler_probe.stats(),
               "transport": transport, "loss": spec.get("final_loss")}
+    if recorded is not None:
+        result["recorded_at_step_start"] = recorded.counts
+        result["pause_state"] = recorded.pause_state
     with open(os.path.join(spec["out"], f"rank{rank}.json"), "w") as f:
         json.dump(result, f)
     dist.destroy_process_group()
