@@ -86,6 +86,7 @@ online::AnalysisSettings settings_of(const AnalyzeDirArgs& args, int world_size,
   s.significance = args.significance;
   s.alarm_significance = args.alarm_significance;
   s.summary_interval = args.summary_interval;
+  s.timeline_ranks = args.timeline_ranks;
   s.replace_jsonl = true;  // the analyzer appends (a live run does across restarts); a rerun replaces it
   return s;
 }
@@ -133,6 +134,11 @@ CLI::App* add_analyze_dir_command(CLI::App& app, AnalyzeDirArgs& args) {
                   "A text summary with the S_w heatmap every N steps, as a live run (0: none)")
       ->default_val(50)
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--timeline-ranks", args.timeline_ranks,
+                  "Ranks drawn in timeline.json (default: every rank while it stays within 16 MiB, beyond "
+                  "that rank 0, the named ranks, each stage's slowest and the slowest / fastest by score; "
+                  "live: STRAGGLER_PROBE_TIMELINE_RANKS)")
+      ->check(CLI::PositiveNumber);
   return cmd;
 }
 

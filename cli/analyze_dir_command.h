@@ -23,6 +23,7 @@ struct AnalyzeDirArgs {
   int window_steps = 20;           // steps the ideal durations are estimated over (..._WINDOW_STEPS)
   double significance = 1e-3;      // per-step level of the noise model's tests (..._SIGNIFICANCE)
   double alarm_significance = 1e-5;  // the alarms' level (..._ALARM_SIGNIFICANCE)
+  int timeline_ranks = 0;          // ranks drawn in timeline.json; 0: within 16 MiB (..._TIMELINE_RANKS)
 };
 
 // Registers the subcommand and its options on `app`, filling `args` when parsed.

@@ -67,8 +67,9 @@ nlohmann::ordered_json left_out_note(EventList& events, const TimelineRanks& dra
   if (drawn.left_out() <= 0) return nullptr;
   const std::string within = limit.max_ranks > 0 ? "timeline_ranks=" + std::to_string(limit.max_ranks)
                                                  : "the " + std::to_string(limit.byte_budget >> 20) + " MiB budget";
-  const std::string all = "STRAGGLER_PROBE_TIMELINE_RANKS=" + std::to_string(drawn.world) +
-                          " (or init(timeline_ranks=" + std::to_string(drawn.world) + ")) draws every rank";
+  const std::string n = std::to_string(drawn.world);
+  const std::string all = "STRAGGLER_PROBE_TIMELINE_RANKS=" + n + " (init(timeline_ranks=" + n +
+                          "), analyze-dir --timeline-ranks " + n + ") draws every rank";
   const std::string text = std::to_string(drawn.left_out()) + " of " + std::to_string(drawn.world) +
                            " ranks left out to stay within " + within +
                            "; drawn: rank 0, the named ranks, each stage's slowest, then the slowest "

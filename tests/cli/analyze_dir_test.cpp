@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -231,6 +232,18 @@ TEST_F(AnalyzeDir, ThresholdAndWindowAreTheLiveSettings) {
   const CliRun bad_level = run_cli("analyze-dir d --significance 1.5", root_);
   EXPECT_EQ(bad_level.exit_code, 2);
   EXPECT_NE(bad_level.err.find("--significance"), std::string::npos) << bad_level.err;
+
+  // --timeline-ranks, as STRAGGLER_PROBE_TIMELINE_RANKS live: rank 0 and the named rank drawn,
+  // the file says how many were left out.
+  const CliRun capped = run_cli("analyze-dir d -q --timeline-ranks 2", root_);
+  ASSERT_EQ(capped.exit_code, 0) << capped.err;
+  const auto timeline = nlohmann::json::parse(slurp(root_ / "d" / "report" / "timeline.json"));
+  std::set<int> drawn;
+  for (const auto& e : timeline["traceEvents"]) {
+    if (e["ph"] == "X" && e["pid"].get<int>() < 4) drawn.insert(e["pid"].get<int>());
+  }
+  EXPECT_EQ(drawn, (std::set<int>{0, 2}));
+  EXPECT_EQ(timeline["otherData"]["straggler_probe_timeline"]["ranks_left_out"], 2);
 }
 
 TEST_F(AnalyzeDir, StepsQuietAndOutSelectWhatIsAnalysedAndARerunReplacesTheJsonl) {
