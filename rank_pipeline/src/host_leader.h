@@ -4,7 +4,7 @@
 // every member has sent it or a later one (a rank that skipped a step stalls nobody), once a
 // member is gone, or after host_timeout without it; those ranks are named missing (and a member
 // that joins after steps were posted is named missing in those, once). It posts
-// steps in order, at most max_lag past rank 0's ack (read from ctl every max_lag/2 steps);
+// steps in order, at most max_lag past rank 0's ack (read from ctl every min(max_lag/2, 2) steps);
 // beyond that it stops reading from the members that are ahead, so that what it holds stays
 // bounded and the back-pressure ends in each rank's runtime queue, which skips whole steps.
 //

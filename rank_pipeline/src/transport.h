@@ -11,7 +11,8 @@
 //   n/<step>         ranks the step's messages cover (add): rank 0 reads d/<step> once this
 //                    reaches the world size (or the step times out), then deletes both
 //   ctl              rank 0's ack (the last step dealt with), or "stop <why>" from any rank
-// Per step: two store operations per host (append, add) plus a ctl read every max_lag/2 steps;
+//                    (and, after POST /control pause or resume, " rec <generation> <1|0>")
+// Per step: two store operations per host (append, add) plus a ctl read every min(max_lag/2, 2) steps;
 // rank 0 a few counter polls, one get, two deletes and one compare_set, whatever the world size.
 //
 // Per-rank (the fallback for a store without append or compare_set): every rank writes its own

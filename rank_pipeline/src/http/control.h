@@ -2,7 +2,8 @@
 // now. Only with STRAGGLER_PROBE_CONTROL_TOKEN set and the request carrying it
 // (`Authorization: Bearer TOKEN`, compared in constant time); 403 otherwise with one line saying
 // why. The server thread only records what was asked (ControlState); rank 0's analysis thread
-// takes it at its next step boundary, applies it and logs it once.
+// takes it at its next step boundary, applies it and logs it once. A pause or resume also goes
+// at once to the RecordingSwitch, which the transport carries to every rank's recording.
 #pragma once
 
 #include <cstdint>
