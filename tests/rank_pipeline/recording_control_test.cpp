@@ -6,6 +6,7 @@
 
 #include <array>
 #include <atomic>
+#include <cstdio>
 #include <string>
 
 #include "host_keys.h"
@@ -95,12 +96,13 @@ TEST(RecordingControl, EveryRankOnEveryHostTakesPauseThenResumeOnce) {
   }
   job.start();
   int64_t step = 0;
-  // Steps keep coming (the leaders read ctl as they post); returns the steps pushed until every
-  // rank is in `want`.
+  // Steps keep coming, each collected by rank 0 before the next (the leaders read ctl as they
+  // post): returns the steps until every rank is in `want`, however slow the machine.
   auto steps_until_all = [&](int want) {
     for (int n = 1; n <= 200; ++n) {
       job.push(step++);
-      std::this_thread::sleep_for(20ms);
+      if (!job.wait_for_batches(static_cast<size_t>(step), 20s)) return -1;
+      std::this_thread::sleep_for(20ms);  // a member takes its leader's frame at its next pass
       bool all = true;
       for (auto& s : state) all = all && s.load() == want;
       if (all) return n;
@@ -113,10 +115,12 @@ TEST(RecordingControl, EveryRankOnEveryHostTakesPauseThenResumeOnce) {
   const int to_pause = steps_until_all(1);
   sw->ask(false);
   const int to_resume = steps_until_all(2);
+  std::printf("recording control: every rank paused after %d step(s), resumed after %d\n",
+              to_pause, to_resume);
   EXPECT_GT(to_pause, 0);
   EXPECT_GT(to_resume, 0);
-  // A leader reads ctl at least every 2 posts: the other host has it after 2 posted steps, its
-  // members a frame later (steps pushed 20 ms apart, posts can trail by a step).
+  // A leader reads ctl at least every 2 posts: the other host has it within 2 posted steps, its
+  // members a frame later.
   EXPECT_LE(to_pause, 3);
   EXPECT_LE(to_resume, 3);
   for (int r = 0; r < kWorld; ++r) EXPECT_EQ(changes[static_cast<size_t>(r)].load(), 2) << r;
