@@ -316,6 +316,12 @@ PYBIND11_MODULE(_core, m) {
   m.def("set_clock_offset", [](int64_t ns) { return runtime().set_clock_offset(ns); });
   m.def("stats", &stats);
   m.def("pause_state", &pause_state);
+  // Once per step (the Recorder, after its mark): whether the step now starting is paused.
+  m.def("recording_paused", [] {
+    sp_pause_state s{};
+    return runtime().get_pause_state != nullptr && runtime().get_pause_state(&s) == SP_OK &&
+           s.paused != 0;
+  });
   m.def("last_warning", [] { return std::string(runtime().last_warning()); });
 
   m.def("start_pipeline", &start_pipeline, py::arg("store"), py::arg("rank"),

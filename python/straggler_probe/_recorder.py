@@ -37,6 +37,11 @@ class Recorder:
         self._fwd_depth = 0
         self._names: dict[str, int] = {}
         self._failed = False
+        # /control paused this rank's recording (read once per step, after its mark): the
+        # per-operation hooks (collectives, data waits, GC) return after this one check; those
+        # that shape steps and micro-batches (forward, backward, optimizer) keep going.
+        self.paused = False
+        self._paused_now = getattr(core, "recording_paused", None)  # None: a core without it
         self._last_compute = 0       # FORWARD or BACKWARD: which micro-batch a send follows
         self.compute_end_ns = 0      # host time the last forward/backward call returned
         self._pending_recv: list[dict] = []  # receives wait for the compute they feed
@@ -227,6 +232,8 @@ class Recorder:
         if self.gpu is not None:
             self.gpu.pop_all()  # no region spans a step boundary
         self.core.mark_step(self.step)
+        if self._paused_now is not None:
+            self.paused = bool(self._paused_now())
         self.step += 1
         self.fwd_mb = 0
         self.bwd_mb = 0

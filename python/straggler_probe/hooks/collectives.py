@@ -150,7 +150,7 @@ class CollectiveHooks:
 
         @functools.wraps(orig)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if getattr(tls, "depth", 0) or rec.failed:
+            if getattr(tls, "depth", 0) or rec.failed or rec.paused:
                 return orig(*args, **kwargs)
             try:
                 if not name_id_holder:

@@ -35,7 +35,7 @@ class DataLoaderHooks:
         name_id = rec.intern("dataloader-next")
 
         def __next__(it: Any) -> Any:
-            if rec.failed or threading.get_ident() != rec.train_thread:
+            if rec.failed or rec.paused or threading.get_ident() != rec.train_thread:
                 return orig(it)
             rec.training_activity()
             start = now_ns()

@@ -39,7 +39,7 @@ class GcHooks:
             self._start = now_ns()
             return
         start, self._start = self._start, 0
-        if not start or self.rec.failed:
+        if not start or self.rec.failed or self.rec.paused:
             return
         end = now_ns()
         if end - start < MIN_PAUSE_NS:
