@@ -39,6 +39,7 @@ CLIENTS = {
     "lightning-own": ("lightning_job.py", "lightning", {}),
     "lightning-torchrun": ("lightning_job.py", "torchrun", {}),
     "hf-accum2": ("hf_job.py", "torchrun", {"accumulation": 2}),
+    "accelerate-accum2": ("accelerate_job.py", "accelerate", {"accumulation": 2}),
     "fsdp2": ("fsdp_job.py", "torchrun", {"fsdp": 2}),
     "fsdp1": ("fsdp_job.py", "torchrun", {"fsdp": 1}),
 }
