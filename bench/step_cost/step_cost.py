@@ -21,6 +21,12 @@ the DDP variant every process also checks that the model's comm hook state is wh
 (no hook registered, DistributedDataParallel.register_comm_hook the class's own), after the
 training steps and, in B, after straggler_probe.shutdown().
 
+A third arm, C, is optional (`--c-kwargs`, init() keywords as JSON): it runs in the same rounds,
+the three orders rotating (A,B,C; C,A,B; B,C,A; ...), and the table adds C/A and C/B. With
+`--scrape-port P` the driver GETs /metrics and /status on 127.0.0.1:P once a second while a C
+process runs (what a Prometheus server and a person at /status do, ten times Prometheus' default
+rate), and counts the replies, so that C/B is the cost of the metrics server being on and read.
+
 Usage (one timing run at a time on a shared machine):
   flock /tmp/sp-heavy.lock .venv/bin/python bench/step_cost/step_cost.py [--rounds 10]
       [--variants single ddp] [--steps 300] [--warmup 60] [--json OUT]
@@ -38,7 +44,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.request
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -139,7 +147,36 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def run_worker(mode: str, variant: str, args: argparse.Namespace) -> dict:
+class Scraper:
+    """GETs /metrics and /status on 127.0.0.1:port once a second while started; counts replies."""
+
+    def __init__(self, port: int):
+        self.port, self.replies, self.failures = port, 0, 0
+        self._stop = threading.Event()
+        self._thread = None
+
+    def __enter__(self):
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+    def _loop(self):
+        while not self._stop.wait(1.0):
+            for path in ("/metrics", "/status"):
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=1) as r:
+                        r.read()
+                    self.replies += 1
+                except OSError:
+                    self.failures += 1  # before the server is up and after the process ends
+
+
+def run_worker(mode: str, variant: str, args: argparse.Namespace, kwargs: str | None = None) -> dict:
     pkg = os.environ.get("STRAGGLER_PROBE_PYTHONPATH") or str(REPO / "build" / "python")
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("STRAGGLER_PROBE_")}
@@ -148,7 +185,7 @@ def run_worker(mode: str, variant: str, args: argparse.Namespace) -> dict:
     with tempfile.TemporaryDirectory(prefix="sp-step-cost-") as cwd:  # the probe's out_dir
         proc = subprocess.run([sys.executable, __file__, "--worker", mode, "--variant", variant,
                                "--steps", str(args.steps), "--warmup", str(args.warmup),
-                               "--b-kwargs", args.b_kwargs],
+                               "--b-kwargs", args.b_kwargs if kwargs is None else kwargs],
                               env=env, cwd=cwd, capture_output=True, text=True, timeout=900)
     if proc.returncode != 0:
         raise RuntimeError(f"{mode}/{variant} failed:\n{proc.stderr[-3000:]}")
@@ -176,31 +213,60 @@ def hooks_untouched(result: dict) -> bool:
     return all(s == {"comm_hooks": [], "register_is_torch": True} for s in states if s is not None)
 
 
+def run_arm(arm: str, variant: str, args: argparse.Namespace, scraper: Scraper | None) -> dict:
+    if arm == "A":
+        return run_worker("none", variant, args)
+    if arm == "B":
+        return run_worker("probe", variant, args)
+    if scraper is None:
+        return run_worker("probe", variant, args, args.c_kwargs)
+    with scraper:
+        return run_worker("probe", variant, args, args.c_kwargs)
+
+
 def measure(variant: str, args: argparse.Namespace) -> dict:
-    pairs, problems = [], []
+    arms = ("A", "B", "C") if args.c_kwargs else ("A", "B")
+    scraper = Scraper(args.scrape_port) if args.scrape_port else None
+    rows, problems = [], []
     for r in range(args.rounds):
-        order = ("none", "probe") if r % 2 == 0 else ("probe", "none")
-        got = {mode: run_worker(mode, variant, args) for mode in order}
-        a, b = got["none"], got["probe"]
+        # A,B / B,A for two arms; the three rotations for three, so a drift within a round
+        # falls on every arm alike over the rounds
+        k = r % len(arms)
+        order = arms[k:] + arms[:k] if len(arms) == 3 else (arms if r % 2 == 0 else arms[::-1])
+        got = {arm: run_arm(arm, variant, args, scraper) for arm in order}
+        a = got["A"]
         if not a.get("never_imported"):
             problems.append(f"round {r}: A imported straggler_probe")
-        if not b.get("recording"):
-            problems.append(f"round {r}: B was not recording")
-        if variant == "ddp" and not (hooks_untouched(a) and hooks_untouched(b)):
-            problems.append(f"round {r}: comm hook state changed: " + json.dumps(
-                {k: b.get(k) for k in ("hooks_before", "hooks_after_steps", "hooks_after_shutdown")}))
-        pairs.append((a, b))
-        print(f"  {variant} round {r}: A {a['median_wall_ns'] / 1e3:8.1f} us  "
-              f"B {b['median_wall_ns'] / 1e3:8.1f} us  B/A {b['median_wall_ns'] / a['median_wall_ns']:.4f}",
-              flush=True)
+        for arm in arms[1:]:
+            b = got[arm]
+            if not b.get("recording"):
+                problems.append(f"round {r}: {arm} was not recording")
+            if variant == "ddp" and not hooks_untouched(b):
+                problems.append(f"round {r}: {arm}: comm hook state changed: " + json.dumps(
+                    {k: b.get(k) for k in ("hooks_before", "hooks_after_steps", "hooks_after_shutdown")}))
+        if variant == "ddp" and not hooks_untouched(a):
+            problems.append(f"round {r}: A: comm hook state changed")
+        rows.append(got)
+        print(f"  {variant} round {r}: " + "  ".join(
+            f"{arm} {got[arm]['median_wall_ns'] / 1e3:8.1f} us" for arm in arms) + "  " + "  ".join(
+            f"{arm}/A {got[arm]['median_wall_ns'] / a['median_wall_ns']:.4f}" for arm in arms[1:]),
+            flush=True)
     out = {"variant": variant, "steps": args.steps, "warmup": args.warmup, "problems": problems,
            "b_kwargs": json.loads(args.b_kwargs)}
     for key in ("median_wall_ns", "median_cpu_ns"):
-        out[key] = ratio_interval([b[key] / a[key] for a, b in pairs])
-        out[key]["A_us"] = statistics.median(a[key] for a, _ in pairs) / 1e3
-        out[key]["B_us"] = statistics.median(b[key] for _, b in pairs) / 1e3
+        out[key] = ratio_interval([g["B"][key] / g["A"][key] for g in rows])
+        out[key]["A_us"] = statistics.median(g["A"][key] for g in rows) / 1e3
+        out[key]["B_us"] = statistics.median(g["B"][key] for g in rows) / 1e3
+        if "C" in arms:
+            out["C_" + key] = ratio_interval([g["C"][key] / g["A"][key] for g in rows])
+            out["C_" + key]["C_us"] = statistics.median(g["C"][key] for g in rows) / 1e3
+            out["CB_" + key] = ratio_interval([g["C"][key] / g["B"][key] for g in rows])
+    if "C" in arms:
+        out["c_kwargs"] = json.loads(args.c_kwargs)
+        if scraper is not None:
+            out["scrapes_answered"], out["scrapes_failed"] = scraper.replies, scraper.failures
     out["events_per_step"] = statistics.median(
-        (b.get("events_recorded") or 0) / (args.steps + args.warmup) for _, b in pairs)
+        (g["B"].get("events_recorded") or 0) / (args.steps + args.warmup) for g in rows)
     return out
 
 
@@ -217,6 +283,19 @@ def print_table(results: list[dict]) -> None:
                   f"{m['ratio']:.4f} | {m['t95'][0]:.4f}–{m['t95'][1]:.4f} | "
                   f"{m['boot95'][0]:.4f}–{m['boot95'][1]:.4f} | {m['rounds']} | {hook} |")
     for res in results:
+        if "c_kwargs" not in res:
+            continue
+        print(f"\nC: init(**{json.dumps(res['c_kwargs'])})"
+              + (f", {res['scrapes_answered']} scrapes answered" if "scrapes_answered" in res else ""))
+        print("| model | C (µs/step) | C/A | 95% t | 95% bootstrap | C/B | 95% t | 95% bootstrap |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+        for key, label in (("median_wall_ns", "wall"), ("median_cpu_ns", "thread CPU")):
+            ca, cb = res["C_" + key], res["CB_" + key]
+            print(f"| {res['variant']} ({label}) | {ca['C_us']:.0f} | {ca['ratio']:.4f} | "
+                  f"{ca['t95'][0]:.4f}–{ca['t95'][1]:.4f} | {ca['boot95'][0]:.4f}–{ca['boot95'][1]:.4f} | "
+                  f"{cb['ratio']:.4f} | {cb['t95'][0]:.4f}–{cb['t95'][1]:.4f} | "
+                  f"{cb['boot95'][0]:.4f}–{cb['boot95'][1]:.4f} |")
+    for res in results:
         for p in res["problems"]:
             print("problem:", p)
 
@@ -232,6 +311,10 @@ def main() -> None:
     ap.add_argument("--json", default=None, help="write the results here too")
     ap.add_argument("--b-kwargs", default="{}",
                     help="init() keywords of B as JSON, to attribute a cost (default: none)")
+    ap.add_argument("--c-kwargs", default=None,
+                    help="a third arm C: init() keywords as JSON (compared with A and with B)")
+    ap.add_argument("--scrape-port", type=int, default=None,
+                    help="GET /metrics and /status on this port once a second while C runs")
     args = ap.parse_args()
     if args.worker:
         print(json.dumps(worker(args.worker, args.variant, args.steps, args.warmup,
