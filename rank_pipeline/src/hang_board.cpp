@@ -17,9 +17,33 @@ void HangBoard::record(const HangEpisode& episode) {
       episodes_.push_back(episode);
       while (episodes_.size() > kMaxEpisodes) episodes_.pop_front();
     }
+    ++generation_;
     notify = on_record;
   }
   if (notify) notify();
+}
+
+void HangBoard::show_open(OpenHang open) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  open_ = std::move(open);
+  ++generation_;
+}
+
+void HangBoard::clear_open() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!open_) return;
+  open_.reset();
+  ++generation_;
+}
+
+HangBoard::Snapshot HangBoard::snapshot() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return Snapshot{open_, total_};
+}
+
+uint64_t HangBoard::generation() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return generation_;
 }
 
 void HangBoard::set_settings(double after_s, double multiple) {

@@ -2,7 +2,10 @@
 // (hang_watch.h, on the transport thread), for report.json (written by the analysis thread);
 // on every rank the hang notices it heard (rank 0 suspects a hang), for the stack dump that the
 // Python package makes from a thread of its own (STRAGGLER_PROBE_HANG_DUMP). Bounded: the last
-// kMaxEpisodes episodes are kept, the rest counted.
+// kMaxEpisodes episodes are kept, the rest counted. On rank 0 it also holds the open episode as
+// the watch saw it at its last look, for /metrics, /status and the textfile (http/hang_metrics.h):
+// the server's thread reads it when a scrape comes; the transport's writes it; never the
+// training thread.
 #pragma once
 
 #include <chrono>
@@ -11,6 +14,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,6 +36,33 @@ struct HangEpisode {
   std::string first_line, last_line;
 };
 
+// One rank an open episode names (or of those waiting), as rank 0 saw it at a look.
+struct HangRank {
+  std::string state;     // "silent", "behind", "unseen" or "waiting"
+  int rank = -1;
+  std::string host;      // from the rank table ("": not known)
+  int gpu = -1;          // its device, else its local rank; -1: not known
+  std::string last;      // its last op ("unknown": nothing heard of it)
+  int64_t step = -1;     // that op's step; -1: none
+  double ago_s = -1;     // since that op finished; -1: none
+  double silent_s = -1;  // since its heartbeat last reached anyone; -1: never
+};
+
+// The open episode, once its first line was said, until it closes.
+struct OpenHang {
+  using Clock = std::chrono::steady_clock;
+  static constexpr size_t kShownPerState = 4;  // the line's kNamedPerKind: the ranks it names
+
+  uint64_t id = 0;
+  int64_t step = -1;
+  double bound_s = 0;
+  int lines = 0;
+  Clock::time_point stalled_since;  // no step has completed everywhere since
+  Clock::time_point looked;         // when `ranks` were seen (their ages grow from there)
+  std::vector<HangRank> ranks;      // at most kShownPerState of each state, silent first
+  size_t silent = 0, behind = 0, unseen = 0, waiting = 0;  // all of them
+};
+
 class HangBoard {
  public:
   static constexpr size_t kMaxEpisodes = 64;
@@ -45,6 +76,17 @@ class HangBoard {
   // The latest episode's id and the ranks its first line named silent (the step's verdict takes
   // them where its events cannot tell which rank stopped: online/src/hang_rule.h); {0, {}}: none.
   std::pair<uint64_t, std::vector<int>> latest_silent() const;
+
+  // Rank 0's watch, at each look while an episode it said is open, and when it closes.
+  void show_open(OpenHang open);
+  void clear_open();
+  struct Snapshot {
+    std::optional<OpenHang> open;
+    uint64_t episodes = 0;  // since the job started (each once its first line was said)
+  };
+  Snapshot snapshot() const;
+  // Changes whenever an episode is recorded, shown or closed (the textfile is rewritten then).
+  uint64_t generation() const;
 
   // Called when an episode is recorded (rank 0 rewrites its report then, so that a job killed
   // during the hang keeps it). Set before the transport starts.
@@ -62,6 +104,8 @@ class HangBoard {
   std::condition_variable cv_;
   std::deque<HangEpisode> episodes_;
   uint64_t total_ = 0;
+  std::optional<OpenHang> open_;
+  uint64_t generation_ = 0;
   double after_s_ = 0, multiple_ = 0;
   uint64_t noticed_ = 0;
   bool closed_ = false;

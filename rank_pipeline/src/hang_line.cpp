@@ -21,10 +21,14 @@ const RankInfo* row(const std::vector<RankInfo>& table, int rank) {
   return r.host.empty() ? nullptr : &r;
 }
 
+int gpu_number(const RankInfo* r) {
+  if (r == nullptr) return -1;
+  return r->device >= 0 ? r->device : r->local_rank;
+}
+
 std::string gpu_of(const RankInfo* r) {
-  if (r == nullptr) return "?";
-  if (r->device >= 0) return std::to_string(r->device);
-  return r->local_rank >= 0 ? std::to_string(r->local_rank) : "?";
+  const int gpu = gpu_number(r);
+  return gpu >= 0 ? std::to_string(gpu) : "?";
 }
 
 // "rank:2 host=vm gpu=2 last=forward mb=0 step=12 17.2s ago"
@@ -160,6 +164,31 @@ nlohmann::ordered_json named_json(const JobView& view, const std::vector<RankInf
   add("silent", view.silent);
   add("behind", view.behind);
   add("unseen", view.unseen);
+  return out;
+}
+
+std::vector<HangRank> hang_ranks(const JobView& view, const std::vector<RankInfo>& table, size_t per_state) {
+  std::vector<HangRank> out;
+  auto add = [&](const char* state, const std::vector<int>& ranks) {
+    for (size_t i = 0; i < ranks.size() && i < per_state; ++i) {
+      const RankView& v = view.ranks[static_cast<size_t>(ranks[i])];
+      const RankInfo* r = row(table, v.rank);
+      HangRank h;
+      h.state = state;
+      h.rank = v.rank;
+      h.host = r ? r->host : "";
+      h.gpu = gpu_number(r);
+      h.last = v.known ? describe_op(v.hb) : "unknown";
+      h.step = v.known && v.hb.has_event ? v.hb.event_step : -1;
+      h.ago_s = v.known && v.hb.has_event ? static_cast<double>(v.hb.event_age_ms) / 1e3 : -1.0;
+      h.silent_s = v.silent_ms >= 0 ? static_cast<double>(v.silent_ms) / 1e3 : -1.0;
+      out.push_back(std::move(h));
+    }
+  };
+  add("silent", view.silent);
+  add("behind", view.behind);
+  add("unseen", view.unseen);
+  add("waiting", view.waiting);
   return out;
 }
 

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "hang_board.h"
 #include "hang_view.h"
 #include "rank_table.h"
 
@@ -33,5 +34,8 @@ std::string resumed_line(int64_t step, double after_s, const std::string& named)
 // The named ranks for report.json: [{"as": "silent", "rank", "host", "gpu", "last", "step",
 // "ago_s"}, ...].
 nlohmann::ordered_json named_json(const JobView& view, const std::vector<RankInfo>& table);
+// The ranks a line names and those waiting, at most `per_state` of each (silent, behind, unseen,
+// waiting, in that order), for the metrics (HangBoard::show_open).
+std::vector<HangRank> hang_ranks(const JobView& view, const std::vector<RankInfo>& table, size_t per_state);
 
 }  // namespace sp::rank_pipeline

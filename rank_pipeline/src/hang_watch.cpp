@@ -127,9 +127,31 @@ void HangWatch::follow(const JobView& v, Clock::time_point now) {
   if (e.need_remote && now >= e.next_round) next_round(now);
   if (!e.printed) {
     if (now >= e.first_due || v.all_seen()) say(HangLineKind::kSuspected, v);
-    return;
+  } else if (v.stalled_ms >= e.next_line_ms) {
+    say(HangLineKind::kStill, v);
   }
-  if (v.stalled_ms >= e.next_line_ms) say(HangLineKind::kStill, v);
+  show(v, now);
+}
+
+// The metrics' picture of the episode, at every look (not only when a line is said: a scrape
+// between two lines, which grow seconds apart, sees who is silent now). A copy of a few ranks
+// into the board, on this thread, only while an episode that was said is open.
+void HangWatch::show(const JobView& v, Clock::time_point now) const {
+  if (!c_.o.hang_board || !ep_ || !ep_->printed) return;
+  const Episode& e = *ep_;
+  OpenHang open;
+  open.id = e.record.id;
+  open.step = e.record.step;
+  open.bound_s = e.record.bound_s;
+  open.lines = e.record.lines;
+  open.stalled_since = e.opened - std::chrono::milliseconds(e.stalled_at_open_ms);
+  open.looked = now;
+  open.ranks = hang_ranks(v, collector_->rank_table(), OpenHang::kShownPerState);
+  open.silent = v.silent.size();
+  open.behind = v.behind.size();
+  open.unseen = v.unseen.size();
+  open.waiting = v.waiting.size();
+  c_.o.hang_board->show_open(std::move(open));
 }
 
 void HangWatch::say(HangLineKind kind, const JobView& v) {
@@ -179,6 +201,7 @@ void HangWatch::close(Clock::time_point now, bool resumed) {
     std::string error;
     c_.store->remove(host::beats_key(c_.o, e.round), &error);
   }
+  if (c_.o.hang_board) c_.o.hang_board->clear_open();
   answers_.clear();
   ep_.reset();
   rearmed_ = now;

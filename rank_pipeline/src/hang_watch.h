@@ -14,7 +14,8 @@
 //   every kRoundEvery. The first line waits for every host's answer, at most kAnswerWait.
 // - One line names the silent ranks, the ranks behind and the ranks unseen (hang_line.h); it is
 //   said again each time the stall doubles, and a last line when the step completes everywhere.
-//   Each episode goes to the hang board (report.json's "hangs").
+//   Each episode goes to the hang board (report.json's "hangs"); while one is open, what each
+//   look sees goes there too (the metrics' and /status' "hang").
 // - Rank 0 tells its host's ranks (and through the ask every leader tells its own) that a hang
 //   is suspected: each rank dumps its stacks then when STRAGGLER_PROBE_HANG_DUMP asks for it.
 //
@@ -77,6 +78,7 @@ class HangWatch {
   void follow(const JobView& v, Clock::time_point now);
   bool needs_other_hosts(const JobView& v) const;
   void say(HangLineKind kind, const JobView& v);
+  void show(const JobView& v, Clock::time_point now) const;
   void close(Clock::time_point now, bool resumed);
   void next_round(Clock::time_point now);
   void read_answers(Clock::time_point now);

@@ -36,6 +36,7 @@ RankPipeline::RankPipeline(RankPipelineOptions options, sp_kv_store* store)
         options_.metrics.job, options_.transport.world_size, options_.config);
     options_.analysis.board->set_control_view(false, options_.analysis.significance,
                                               options_.analysis.alarm_significance);
+    options_.analysis.board->show_hangs(hang_board_);  // what the hang watch publishes
     // Pause and resume reach every rank through the transport (host-aggregated protocol).
     options_.transport.recording_switch = std::make_shared<RecordingSwitch>();
     options_.analysis.control =

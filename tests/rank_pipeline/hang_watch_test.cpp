@@ -97,6 +97,15 @@ struct HangJob {
     while (std::chrono::steady_clock::now() < end && said().size() < n) std::this_thread::sleep_for(20ms);
     return said().size() >= n;
   }
+  // The board's open episode once `open` says (the watch shows it right after saying a line,
+  // and clears it right after the last).
+  bool wait_for_open(bool open, std::chrono::seconds within) {
+    const auto end = std::chrono::steady_clock::now() + within;
+    while (std::chrono::steady_clock::now() < end && board->snapshot().open.has_value() != open) {
+      std::this_thread::sleep_for(10ms);
+    }
+    return board->snapshot().open.has_value() == open;
+  }
   // The rank that leads `host` (from its key in the store).
   int leader_of(const std::string& host) {
     std::string error;
@@ -122,6 +131,17 @@ TEST(HangWatch, ASilentRankOnAnotherHostIsNamedThenResumed) {
                         std::to_string(victim) + " host=node-1 gpu=" + std::to_string(victim % 2), 0), 0u)
       << first;
   EXPECT_NE(first.find("ranks waiting"), std::string::npos) << first;
+  // What /metrics and /status show meanwhile: the same rank, its host and GPU.
+  ASSERT_TRUE(h.wait_for_open(true, 2s));
+  const OpenHang shown = *h.board->snapshot().open;
+  EXPECT_EQ(shown.step, 12);
+  ASSERT_FALSE(shown.ranks.empty());
+  EXPECT_EQ(shown.ranks[0].state, "silent");
+  EXPECT_EQ(shown.ranks[0].rank, victim);
+  EXPECT_EQ(shown.ranks[0].host, "node-1");
+  EXPECT_EQ(shown.ranks[0].gpu, victim % 2);
+  EXPECT_EQ(shown.silent, 1u);
+  EXPECT_EQ(h.board->snapshot().episodes, 1u);
   // The bound is max(4 x 60 ms, 500 ms); silence takes 2 s to count; the other host's leader
   // answers at its next ctl read (within 5 s): about 8.5 s, more on a loaded machine.
   EXPECT_LT(std::chrono::steady_clock::now() - frozen, 16s);
@@ -130,7 +150,9 @@ TEST(HangWatch, ASilentRankOnAnotherHostIsNamedThenResumed) {
   h.fakes[static_cast<size_t>(victim)]->alive = true;
   h.steps(12, 16);
   ASSERT_TRUE(h.wait_for_lines(3, 30s));
+  EXPECT_TRUE(h.wait_for_open(false, 2s));  // closed with its last line
   h.job->stop(2s);  // before the job, which sends no more steps, stalls again
+  EXPECT_EQ(h.board->snapshot().episodes, 1u);
   const std::string last = h.said().back();
   EXPECT_EQ(last.rfind("straggler_probe hang resumed step=12 after ", 0), 0u) << last;
   EXPECT_NE(last.find("silent=rank:" + std::to_string(victim)), std::string::npos) << last;

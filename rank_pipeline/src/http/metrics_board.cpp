@@ -96,9 +96,34 @@ std::pair<double, double> MetricsBoard::significance() const {
   return {significance_, alarm_significance_};
 }
 
-uint64_t MetricsBoard::generation() const {
+void MetricsBoard::show_hangs(std::shared_ptr<const HangBoard> hangs) {
   std::lock_guard<std::mutex> lock(mutex_);
-  return generation_;
+  hangs_ = std::move(hangs);
+  ++generation_;
+}
+
+// The hang board has a lock of its own, taken here with the board's released: the transport
+// thread that writes it never waits for a scrape that holds both.
+std::optional<HangBoard::Snapshot> MetricsBoard::hang_snapshot() const {
+  std::shared_ptr<const HangBoard> hangs;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    hangs = hangs_;
+  }
+  if (!hangs) return std::nullopt;
+  return hangs->snapshot();
+}
+
+// Both only grow: their sum changes whenever either does.
+uint64_t MetricsBoard::generation() const {
+  std::shared_ptr<const HangBoard> hangs;
+  uint64_t own = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    own = generation_;
+    hangs = hangs_;
+  }
+  return own + (hangs ? hangs->generation() : 0);
 }
 
 std::string MetricsBoard::host_of(int rank) const {

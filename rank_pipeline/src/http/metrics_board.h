@@ -12,7 +12,9 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "exposition.h"
+#include "hang_board.h"
 #include "rank_table.h"
 #include "straggler_probe/online/verdict.h"
 
@@ -55,6 +58,9 @@ class MetricsBoard {
   // Control state shown by /status and /metrics (control.h changes it).
   void set_control_view(bool paused, double significance, double alarm_significance);
   std::pair<double, double> significance() const;  // step, alarm: the levels in force
+  // Rank 0's hang board: /metrics, /status and the textfile show its open episode and count
+  // (http/hang_metrics.h). Unset: no hang families, no "hang" key.
+  void show_hangs(std::shared_ptr<const HangBoard> hangs);
   // Changes each time something was added: the textfile is rewritten only then.
   uint64_t generation() const;
 
@@ -77,6 +83,7 @@ class MetricsBoard {
   void write_alarm_families(Exposition* e) const;
   void write_probe_families(Exposition* e, const ProbeHealth& health) const;
   std::vector<std::string> hosts_to_drain_locked() const;
+  std::optional<HangBoard::Snapshot> hang_snapshot() const;  // without the board's lock held
   nlohmann::ordered_json ledger_json() const;
 
   const std::string job_;
@@ -98,6 +105,7 @@ class MetricsBoard {
   int64_t last_step_seen_ = -1;
   bool paused_ = false;
   double significance_ = 0, alarm_significance_ = 0;
+  std::shared_ptr<const HangBoard> hangs_;
 };
 
 // One verdict as /status shows it (compact: the numbers an operator acts on).

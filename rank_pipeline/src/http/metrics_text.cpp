@@ -1,7 +1,8 @@
 // The Prometheus families (names under straggler_probe_, labels job, host, rank, gpu, cause,
-// stage): what docs/CONFIG.md lists under "Metrics".
+// stage, state): what docs/CONFIG.md lists under "Metrics". The hang families: hang_metrics.h.
 #include <algorithm>
 
+#include "hang_metrics.h"
 #include "metrics_board.h"
 
 namespace sp::rank_pipeline::http {
@@ -15,11 +16,14 @@ double stat(const ProbeHealth& h, const char* name) {
 }  // namespace
 
 std::string MetricsBoard::metrics_text(const ProbeHealth& health) const {
+  const std::optional<HangBoard::Snapshot> hangs = hang_snapshot();
+  const auto now = OpenHang::Clock::now();
   std::lock_guard<std::mutex> lock(mutex_);
   Exposition e;
   write_step_families(&e);
   write_ledger_families(&e);
   write_alarm_families(&e);
+  if (hangs) write_hang_families(&e, *hangs, now, [this](Labels l) { return labels(std::move(l)); });
   write_probe_families(&e, health);
   return e.text();
 }

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "hang_metrics.h"
 #include "metrics_board.h"
 
 namespace sp::rank_pipeline::http {
@@ -54,6 +55,9 @@ nlohmann::ordered_json MetricsBoard::ledger_json() const {
 }
 
 nlohmann::ordered_json MetricsBoard::status(const ProbeHealth& health) const {
+  const std::optional<HangBoard::Snapshot> hangs = hang_snapshot();
+  const auto now = OpenHang::Clock::now();
+  const auto wall_now = std::chrono::system_clock::now();
   std::lock_guard<std::mutex> lock(mutex_);
   nlohmann::ordered_json j;
   j["job"] = job_;
@@ -81,6 +85,7 @@ nlohmann::ordered_json MetricsBoard::status(const ProbeHealth& health) const {
   j["open_alarms"] = std::move(alarms);
   j["ledger"] = ledger_json();
   j["exclude_hosts"] = hosts_to_drain_locked();
+  if (hangs) j["hang"] = hang_status(*hangs, now, wall_now);
   j["health"] = {{"state", health.state}, {"message", health.message}, {"stats", health.stats}};
   j["config"] = config_;
   return j;
