@@ -42,6 +42,8 @@ CLIENTS = {
     "accelerate-accum2": ("accelerate_job.py", "accelerate", {"accumulation": 2}),
     "fsdp2": ("fsdp_job.py", "torchrun", {"fsdp": 2}),
     "fsdp1": ("fsdp_job.py", "torchrun", {"fsdp": 1}),
+    "deepspeed-zero1-accum2": ("deepspeed_job.py", "deepspeed", {"zero": 1, "accumulation": 2}),
+    "deepspeed-zero3-accum2": ("deepspeed_job.py", "deepspeed", {"zero": 3, "accumulation": 2}),
 }
 T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26}
 

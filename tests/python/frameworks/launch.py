@@ -4,7 +4,9 @@
   (every rank gets RANK, WORLD_SIZE, LOCAL_RANK from torchrun's agent);
 - "lightning": `python script spec` once; Lightning's launcher starts the other ranks itself;
 - "accelerate": `accelerate launch --multi_gpu --num_processes N script spec` (on CPUs accelerate
-  runs torchrun and trains MULTI_CPU over gloo).
+  runs torchrun and trains MULTI_CPU over gloo);
+- "deepspeed": `deepspeed --num_gpus N --no_local_rank script spec` (one node: no ssh or pdsh;
+  on CPUs DS_ACCELERATOR=cpu, and DeepSpeed's CPU accelerator uses gloo without oneCCL).
 mode="preload" adds LD_PRELOAD=libstraggler_probe.so (the script never imports the package; the
 library's autoload starts it when the script initialises torch.distributed).
 """
@@ -59,6 +61,10 @@ def run(script: str, spec: dict, out_dir: Path, launch: str = "torchrun", world:
                f"--num_processes={world}", "--num_machines=1", "--mixed_precision=no",
                "--dynamo_backend=no", f"--main_process_port={harness.free_port()}",
                "--monitor_interval=0.5"] + cmd[1:]
+    elif launch == "deepspeed":
+        penv.setdefault("DS_ACCELERATOR", "cpu")
+        cmd = [sys.executable, "-m", "deepspeed.launcher.runner", f"--num_gpus={world}",
+               f"--master_port={harness.free_port()}", "--no_local_rank"] + cmd[1:]
     elif launch == "lightning":
         penv.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(harness.free_port()))
     proc = subprocess.Popen(cmd, env=penv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

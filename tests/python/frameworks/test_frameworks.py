@@ -30,6 +30,8 @@ CLIENTS = {
     "lightning-torchrun": ("lightning_job.py", "torchrun", {}),
     "hf-trainer-accumulation-2": ("hf_job.py", "torchrun", {"accumulation": 2}),
     "accelerate-launch-accumulation-2": ("accelerate_job.py", "accelerate", {"accumulation": 2}),
+    "deepspeed-zero1-accumulation-2": ("deepspeed_job.py", "deepspeed",
+                                       {"accumulation": 2, "zero": 1}),
 }
 
 
@@ -152,3 +154,23 @@ def test_accelerate_launch_under_ld_preload(tmp_path: Path) -> None:
                         tmp_path, launch="accelerate")
     check_named(result)
     assert {r["distributed_type"] for r in result.ranks} == {"DistributedType.MULTI_CPU"}
+
+
+@pytest.mark.parametrize("mode", ["import", "preload"])
+def test_deepspeed_zero3_collectives_are_seen(mode: str, tmp_path: Path) -> None:
+    # DeepSpeed ZeRO-3 (every parameter partitioned: all-gathers in each forward and backward,
+    # reduce-scatters of the gradients) started by the `deepspeed` launcher: the slow rank is
+    # named, every collective the groups issued is seen (by name or at the process-group layer:
+    # under LD_PRELOAD DeepSpeed bound torch.distributed's functions before the autoload), and
+    # the engine stepped its optimizer once per step (accumulation 2).
+    if mode == "preload" and launch.preload_library() is None:
+        pytest.skip("libstraggler_probe.so is not built next to the package")
+    result = launch.run("deepspeed_job.py", dict(STRAGGLER, mode=mode, accumulation=2, zero=3),
+                        tmp_path, launch="deepspeed")
+    check_named(result)
+    for rank in result.ranks:
+        assert rank["zero_stage"] == 3 and rank["optimizer_steps"] == STEPS, rank
+        pg = rank["stats"]["process_groups"]
+        assert pg["seen"] > 0 and pg["unseen"] == 0, pg
+    steps = [s for s in result.steps if s.get("analyzed")]
+    assert all({"all-gather", "reduce-scatter"} <= set(s["op_S"]) for s in steps), steps[-1]
