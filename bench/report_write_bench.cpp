@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "analysis_worker.h"
-#include "report_writer.h"
+#include "output/report_writer.h"
 #include "straggler_probe/online/html_report.h"
 
 namespace {

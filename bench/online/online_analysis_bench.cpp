@@ -25,10 +25,10 @@
 #include <vector>
 
 #include "../heap_counter.h"
-#include "ideal_window.h"
-#include "noise_verdict.h"
-#include "slowdown_metrics.h"
-#include "step_model_builder.h"
+#include "ideal/ideal_window.h"
+#include "decision/noise_verdict.h"
+#include "replay/slowdown_metrics.h"
+#include "model/step_model_builder.h"
 #include "straggler_probe/online/analyzer.h"
 #include "synthetic_job.h"
 

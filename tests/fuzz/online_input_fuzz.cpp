@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "fuzz_engine.h"
-#include "model_input.h"
+#include "model/model_input.h"
 #include "straggler_probe/online/analyzer.h"
 #include "summary_seeds.h"
 #include "synthetic_job.h"

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "run_health.h"
+#include "driver/run_health.h"
 #include "straggler_probe/online/analysis_host.h"
 #include "synthetic_job.h"
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <thread>
 
-#include "cpu_budget.h"
+#include "driver/cpu_budget.h"
 #include "straggler_probe/online/analyzer.h"
 #include "straggler_probe/online/thread_priority.h"
 #include "synthetic_job.h"

@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "fix_gain.h"
+#include "decision/fix_gain.h"
 
 namespace sp::online {
 namespace {

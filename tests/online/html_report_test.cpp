@@ -11,7 +11,7 @@
 #include <sstream>
 #include <string>
 
-#include "report_writer.h"
+#include "output/report_writer.h"
 #include "straggler_probe/online/html_report.h"
 
 namespace sp::online {

@@ -2,7 +2,7 @@
 // per-slot mean for pauses.
 #include <gtest/gtest.h>
 
-#include "ideal_window.h"
+#include "ideal/ideal_window.h"
 
 namespace sp::online {
 namespace {

@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "lane_replayer.h"
-#include "scenario_values.h"
+#include "replay/scenario_values.h"
 
 namespace sp::online::testing {
 namespace {

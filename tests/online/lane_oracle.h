@@ -5,9 +5,9 @@
 // with the square of the job, so the tests use it on small jobs only.
 #pragma once
 
-#include "ideal_window.h"
-#include "slowdown_metrics.h"
-#include "step_model.h"
+#include "ideal/ideal_window.h"
+#include "replay/slowdown_metrics.h"
+#include "model/step_model.h"
 
 namespace sp::online::testing {
 

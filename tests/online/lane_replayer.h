@@ -8,7 +8,7 @@
 #include <map>
 #include <vector>
 
-#include "step_model.h"
+#include "model/step_model.h"
 #include "straggler_probe/whatif/op_graph.h"
 #include "straggler_probe/whatif/simulator.h"
 

@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ledger.h"
+#include "output/ledger.h"
 #include "straggler_probe/online/analysis_host.h"
 #include "straggler_probe/online/analyzer.h"
 #include "synthetic_job.h"

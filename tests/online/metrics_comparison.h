@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "slowdown_metrics.h"
+#include "replay/slowdown_metrics.h"
 
 namespace sp::online {
 

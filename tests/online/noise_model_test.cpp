@@ -9,12 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "alarms.h"
+#include "decision/alarms.h"
 #include "analyze_run.h"
-#include "noise_model.h"
-#include "significance.h"
-#include "step_model_builder.h"
-#include "step_analysis.h"
+#include "decision/noise_model.h"
+#include "decision/significance.h"
+#include "model/step_model_builder.h"
+#include "driver/step_analysis.h"
 #include "synthetic_job.h"
 
 namespace sp::online {

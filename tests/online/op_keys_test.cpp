@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "step_model_builder.h"
+#include "model/step_model_builder.h"
 #include "summary_builders.h"
 #include "synthetic_job.h"
 

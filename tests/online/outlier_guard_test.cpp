@@ -3,8 +3,8 @@
 // mean and a rank slow for its work is still left out.
 #include <gtest/gtest.h>
 
-#include "ideal_window.h"
-#include "outlier_guard.h"
+#include "ideal/ideal_window.h"
+#include "ideal/outlier_guard.h"
 
 namespace sp::online {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "straggler_probe/online/analyzer.h"
 #include "synthetic_job.h"
-#include "verdict_json.h"
+#include "output/verdict_json.h"
 
 namespace sp::online {
 namespace {

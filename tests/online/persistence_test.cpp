@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "analyze_run.h"
-#include "noise_model.h"
+#include "decision/noise_model.h"
 #include "noisy_job.h"
-#include "persistence.h"
-#include "significance.h"
-#include "step_model_builder.h"
+#include "decision/persistence.h"
+#include "decision/significance.h"
+#include "model/step_model_builder.h"
 #include "straggler_probe/online/analyzer.h"
 
 namespace sp::online {

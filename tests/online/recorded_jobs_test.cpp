@@ -7,13 +7,13 @@
 #include <string>
 #include <vector>
 
-#include "cause_rules.h"
-#include "ideal_window.h"
+#include "decision/cause_rules.h"
+#include "ideal/ideal_window.h"
 #include "lane_oracle.h"
 #include "metrics_comparison.h"
-#include "seq_evidence.h"
-#include "slowdown_metrics.h"
-#include "step_model_builder.h"
+#include "model/seq_evidence.h"
+#include "replay/slowdown_metrics.h"
+#include "model/step_model_builder.h"
 #include "straggler_probe/online/analyzer.h"
 #include "summary_file_reader.h"
 

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "report_writer.h"
+#include "output/report_writer.h"
 #include "straggler_probe/online/analyzer.h"
 #include "synthetic_job.h"
 

@@ -9,8 +9,8 @@
 
 #include <unistd.h>
 
-#include "source_selection.h"
-#include "step_model_builder.h"
+#include "model/source_selection.h"
+#include "model/step_model_builder.h"
 #include "straggler_probe/online/analyzer.h"
 #include "summary_builders.h"
 #include "synthetic_job.h"

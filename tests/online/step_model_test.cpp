@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "step_model_builder.h"
+#include "model/step_model_builder.h"
 #include "summary_builders.h"
 #include "synthetic_job.h"
 

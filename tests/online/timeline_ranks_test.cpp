@@ -11,7 +11,7 @@
 
 #include "straggler_probe/online/analyzer.h"
 #include "synthetic_job.h"
-#include "timeline_writer.h"
+#include "output/timeline_writer.h"
 
 namespace sp::online {
 namespace {

@@ -5,8 +5,8 @@
 
 #include <cmath>
 
-#include "significance.h"
-#include "transfer_reference.h"
+#include "decision/significance.h"
+#include "ideal/transfer_reference.h"
 
 namespace sp::online {
 namespace {

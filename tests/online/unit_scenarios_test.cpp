@@ -8,10 +8,10 @@
 #include <cmath>
 #include <random>
 
-#include "replay_plan.h"
-#include "scenario_replay.h"
-#include "scenario_values.h"
-#include "unit_scenarios.h"
+#include "replay/replay_plan.h"
+#include "replay/scenario_replay.h"
+#include "replay/scenario_values.h"
+#include "replay/unit_scenarios.h"
 
 namespace sp::online {
 namespace {

@@ -5,11 +5,11 @@
 #include <string>
 #include <vector>
 
-#include "seq_evidence.h"
-#include "step_model.h"
+#include "model/seq_evidence.h"
+#include "model/step_model.h"
 #include "straggler_probe/online/config.h"
 #include "straggler_probe/online/verdict.h"
-#include "slowdown_metrics.h"
+#include "replay/slowdown_metrics.h"
 
 namespace sp::online {
 

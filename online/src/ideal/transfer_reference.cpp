@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "significance.h"
+#include "decision/significance.h"
 
 namespace sp::online {
 

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "step_model.h"
+#include "model/step_model.h"
 
 namespace sp::online {
 

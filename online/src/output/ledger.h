@@ -19,7 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "slowdown_metrics.h"
+#include "replay/slowdown_metrics.h"
 #include "straggler_probe/online/rank_table.h"
 #include "straggler_probe/online/verdict.h"
 

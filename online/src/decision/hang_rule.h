@@ -24,7 +24,7 @@
 
 #include <string>
 
-#include "step_model.h"
+#include "model/step_model.h"
 
 namespace sp::online {
 

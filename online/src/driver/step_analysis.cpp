@@ -6,11 +6,11 @@
 #include <map>
 #include <optional>
 
-#include "cause_rules.h"
-#include "hang_rule.h"
-#include "ledger.h"
-#include "robust_stats.h"
-#include "step_model_builder.h"
+#include "decision/cause_rules.h"
+#include "decision/hang_rule.h"
+#include "output/ledger.h"
+#include "ideal/robust_stats.h"
+#include "model/step_model_builder.h"
 #include "straggler_probe/whatif/number_text.h"
 #include "straggler_probe/whatif/op_graph.h"
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "robust_stats.h"
+#include "ideal/robust_stats.h"
 
 namespace sp::online {
 namespace {

@@ -11,13 +11,13 @@
 #include <vector>
 
 #include "cpu_budget.h"
-#include "hang_rule.h"
-#include "ideal_window.h"
-#include "noise_verdict.h"
-#include "report_writer.h"
-#include "seq_evidence.h"
-#include "slowdown_metrics.h"
-#include "step_model.h"
+#include "decision/hang_rule.h"
+#include "ideal/ideal_window.h"
+#include "decision/noise_verdict.h"
+#include "output/report_writer.h"
+#include "model/seq_evidence.h"
+#include "replay/slowdown_metrics.h"
+#include "model/step_model.h"
 #include "straggler_probe/online/analyzer.h"
 
 namespace sp::online {

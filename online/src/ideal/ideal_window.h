@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "straggler_probe/online/config.h"
-#include "step_model.h"
+#include "model/step_model.h"
 #include "transfer_reference.h"
 
 namespace sp::online {

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "step_model.h"
+#include "model/step_model.h"
 
 namespace sp::online {
 

@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "ideal_window.h"
+#include "ideal/ideal_window.h"
 #include "replay_plan.h"
-#include "step_model.h"
+#include "model/step_model.h"
 
 namespace sp::online {
 

@@ -12,13 +12,13 @@
 #include <fstream>
 #include <optional>
 
-#include "alarms.h"
-#include "ledger.h"
-#include "report_writer.h"
+#include "decision/alarms.h"
+#include "output/ledger.h"
+#include "output/report_writer.h"
 #include "step_analysis.h"
 #include "straggler_probe/online/step_assembly.h"
-#include "summary_text.h"
-#include "verdict_json.h"
+#include "output/summary_text.h"
+#include "output/verdict_json.h"
 
 namespace sp::online {
 

@@ -12,13 +12,13 @@
 #include <utility>
 #include <vector>
 
-#include "ideal_window.h"
+#include "ideal/ideal_window.h"
 #include "lane_batch.h"
-#include "noise_model.h"
+#include "decision/noise_model.h"
 #include "replay_plan.h"
 #include "scenario_replay.h"
 #include "scenario_values.h"
-#include "step_model.h"
+#include "model/step_model.h"
 #include "unit_scenarios.h"
 
 namespace sp::online {

@@ -38,10 +38,10 @@
 #include "fix_gain.h"
 #include "noise_model.h"
 #include "persistence.h"
-#include "seq_evidence.h"
+#include "model/seq_evidence.h"
 #include "significance.h"
-#include "slowdown_metrics.h"
-#include "step_model.h"
+#include "replay/slowdown_metrics.h"
+#include "model/step_model.h"
 #include "straggler_probe/online/config.h"
 #include "straggler_probe/online/verdict.h"
 
