@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""How often the persistence test (online/src/persistence.h) fires, per cell, from the verdict JSONL.
+"""How often the persistence test (online/src/decision/persistence.h) fires, per cell, from the verdict JSONL.
 
 Each analysed step's verdict carries `persist`: the dp rank that led the most of the recent steps
 and its test's p (every dp rank corrected for). This counts, over the scored steps (from

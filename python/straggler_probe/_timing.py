@@ -4,7 +4,7 @@ CUDA events on the stream where there is no GPU capture.
 All give times on the probe clock (CLOCK_REALTIME ns, what time.time_ns() reads), so host and
 GPU regions share one axis. On a CUDA job whose GPU capture (CUPTI) is active the regions' GPU
 times are the spans of their kernels (GpuRegionTags below): the online model prefers them to any
-other time of the same region (online/src/source_selection.h: CUPTI > CUDA events > host), so
+other time of the same region (online/src/model/source_selection.h: CUPTI > CUDA events > host), so
 the regions take host stamps there (CuptiRegionTimer) and no CUDA event is made. Without GPU
 capture CUDA events time them (CudaEventTimer): it never synchronises the training thread; it
 records pooled events and a resolver thread turns them into times once the GPU has passed them.

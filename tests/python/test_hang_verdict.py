@@ -2,7 +2,7 @@
 gloo, DDP; workload.py with short steps) with one rank frozen 20 s by SIGSTOP/SIGCONT at the start
 of a step (fault_job.py), under the default hang bound (max(20 x the typical step, 10 s)). Rank 0
 prints a hang line naming the rank within 10 s of the bound, the step's verdict is `cause=hang`
-naming it (online/src/hang_rule.h: from the step's own events), and on the 200 clean steps after
+naming it (online/src/decision/hang_rule.h: from the step's own events), and on the 200 clean steps after
 it nobody is named more often than the significance level allows; the same when the frozen
 rank leads its host."""
 from __future__ import annotations
