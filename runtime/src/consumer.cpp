@@ -22,7 +22,7 @@ constexpr uint32_t kMaxPendingSteps = 64;
 Consumer::Consumer(Probe& probe, const RuntimeConfig& config, uint64_t origin_ns)
     : probe_(probe),
       config_(config),
-      assembler_(StepAssembler::Limits{config.max_events_per_step, kMaxAnnotationsPerStep,
+      cutter_(StepCutter::Limits{config.max_events_per_step, kMaxAnnotationsPerStep,
                                        kMaxPendingSteps},
                  origin_ns),
       drops_seen_(probe.registry.table_size(), 0) {}
@@ -134,7 +134,7 @@ void Consumer::pass(bool final_pass) {
   StepMark mark;
   while (probe_.marks.try_pop(&mark)) {
     heartbeat_.mark(mark);
-    assembler_.add_mark(mark);
+    cutter_.add_mark(mark);
   }
 
   ThreadRegistry& reg = probe_.registry;
@@ -146,7 +146,7 @@ void Consumer::pass(bool final_pass) {
     if (state == SlotState::kOwned || state == SlotState::kOrphaned) {
       slot.buffer.load(std::memory_order_acquire)->ring->drain([this](const sp_event& ev) {
         heartbeat_.event(ev);
-        assembler_.add_event(ev);
+        cutter_.add_event(ev);
       });
     }
     const uint64_t dropped = slot.dropped_total();
@@ -158,7 +158,7 @@ void Consumer::pass(bool final_pass) {
   new_drops += rejected - rejected_seen_;
   rejected_seen_ = rejected;
   if (new_drops != 0) {
-    assembler_.add_ring_drops(new_drops);
+    cutter_.add_ring_drops(new_drops);
     if (!warned_ring_full_) {
       warned_ring_full_ = true;
       log::warn_once("events_dropped",
@@ -174,20 +174,20 @@ void Consumer::pass(bool final_pass) {
     std::lock_guard lock(probe_.annotation_mutex);
     annotations.swap(probe_.annotation_inbox);
   }
-  for (PendingAnnotation& a : annotations) assembler_.add_annotation(a.t_ns, std::move(a.annotation));
+  for (PendingAnnotation& a : annotations) cutter_.add_annotation(a.t_ns, std::move(a.annotation));
 
   const uint64_t grace_ns = static_cast<uint64_t>(config_.step_grace_ms) * 1000000ull;
   // Steps closed together by a flush or the shutdown may overfill the queue by up to the
-  // assembler's pending-step cap: they are the job's last steps, and nobody may pop them in
+  // step cutter's pending-step cap: they are the job's last steps, and nobody may pop them in
   // time to make room (bounded all the same).
   const size_t extra_room = force ? kMaxPendingSteps : 0;
-  assembler_.close_ready(now, grace_ns, force, [this, extra_room](StepSummary&& s) {
+  cutter_.close_ready(now, grace_ns, force, [this, extra_room](StepSummary&& s) {
     emit(std::move(s), extra_room);
   });
-  if (final_pass) assembler_.discard_open();
+  if (final_pass) cutter_.discard_open();
   heartbeat_.publish(probe_.heartbeat, probe_.names, now);
-  probe_.events_discarded.store(assembler_.discarded(), std::memory_order_relaxed);
-  probe_.assembler_annotations_dropped.store(assembler_.annotations_dropped(),
+  probe_.events_discarded.store(cutter_.discarded(), std::memory_order_relaxed);
+  probe_.cutter_annotations_dropped.store(cutter_.annotations_dropped(),
                                              std::memory_order_relaxed);
 }
 

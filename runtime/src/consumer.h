@@ -1,6 +1,7 @@
 // The consumer: one background thread per session. Every drain interval (or sooner when woken
 // by sp_flush / sp_shutdown) it collects step marks, drains every thread's ring, feeds the step
-// assembler, and queues the steps that are complete as encoded summaries for the transport.
+// cutter (events into steps), and queues the steps that are complete as encoded summaries for
+// the transport.
 // The recording threads never wait for it; if it is slow, their rings fill and drop (counted).
 #pragma once
 
@@ -16,7 +17,7 @@
 
 #include "env_config.h"
 #include "heartbeat_cell.h"
-#include "step_assembler.h"
+#include "step_cutter.h"
 
 namespace sp::runtime {
 
@@ -44,7 +45,7 @@ class Consumer {
 
   Probe& probe_;
   RuntimeConfig config_;
-  StepAssembler assembler_;
+  StepCutter cutter_;
   HeartbeatTracker heartbeat_;  // what the rank did last, published after each pass
   std::thread thread_;
   std::vector<uint64_t> drops_seen_;  // per slot: dropped_total at the last pass

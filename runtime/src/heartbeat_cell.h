@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <string>
 
-#include "step_assembler.h"
+#include "step_cutter.h"
 #include "straggler_probe/probe.h"
 
 namespace sp::runtime {

@@ -157,7 +157,7 @@ int init_probe(const sp_config* cfg) {
   p->annotations_dropped.store(0, std::memory_order_relaxed);
   p->steps_completed.store(0, std::memory_order_relaxed);
   p->events_discarded.store(0, std::memory_order_relaxed);
-  p->assembler_annotations_dropped.store(0, std::memory_order_relaxed);
+  p->cutter_annotations_dropped.store(0, std::memory_order_relaxed);
   p->last_marked_step.store(-1, std::memory_order_relaxed);
   for (uint32_t i = 0; i < p->registry.table_size(); ++i) {
     ThreadSlot& s = p->registry.slot(i);
@@ -215,7 +215,7 @@ int collect_stats(sp_stats* out) {
   s.threads_rejected = p->threads_rejected.load(std::memory_order_relaxed);
   s.events_discarded = p->events_discarded.load(std::memory_order_relaxed);
   s.annotations_dropped = p->annotations_dropped.load(std::memory_order_relaxed) +
-                          p->assembler_annotations_dropped.load(std::memory_order_relaxed);
+                          p->cutter_annotations_dropped.load(std::memory_order_relaxed);
   s.marks_dropped = p->marks_dropped.load(std::memory_order_relaxed);
   *out = s;
   return SP_OK;

@@ -3,7 +3,7 @@
 // moment, including during exit, so it simply outlives them all.
 //
 // What the hot path reads is here (the active session number, the thread table); what a session
-// owns beyond that (the consumer thread and its step assembler) is in Consumer, created by
+// owns beyond that (the consumer thread and its step cutter) is in Consumer, created by
 // sp_init and stopped by sp_shutdown.
 #pragma once
 
@@ -22,7 +22,7 @@
 #include "heartbeat_cell.h"
 #include "straggler_probe/mpsc_queue.h"
 #include "name_table.h"
-#include "step_assembler.h"
+#include "step_cutter.h"
 #include "summary_queue.h"
 #include "thread_registry.h"
 
@@ -61,7 +61,7 @@ struct Probe {
   std::atomic<uint64_t> annotations_dropped{0};   // inbox full or bad step
   std::atomic<uint64_t> steps_completed{0};
   std::atomic<uint64_t> events_discarded{0};       // published by the consumer
-  std::atomic<uint64_t> assembler_annotations_dropped{0};
+  std::atomic<uint64_t> cutter_annotations_dropped{0};
   std::atomic<int64_t> last_marked_step{-1};
   // Pause (sp_set_recording_paused): asked for from any thread, applied by sp_mark_step on the
   // training thread, so that a step is either wholly recorded or wholly paused.

@@ -32,7 +32,7 @@ class SummaryQueue {
 
   // Returns false when the queue was full and its oldest summary was skipped to make room.
   // extra_room: how far beyond its capacity the queue may grow for this item, for the steps that
-  // sp_flush / sp_shutdown close all at once (bounded by the assembler's pending-step cap): a
+  // sp_flush / sp_shutdown close all at once (bounded by the step cutter's pending-step cap): a
   // job's last steps are not skipped because they came together.
   bool push(QueuedSummary item, size_t extra_room = 0);
 

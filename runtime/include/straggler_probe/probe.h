@@ -108,7 +108,7 @@ typedef struct sp_config {
   uint32_t queue_steps;         /* finished summaries kept for the transport; default 16 */
   uint32_t step_grace_ms;       /* wait for late events after a mark before closing; default 50 */
   uint32_t drain_interval_ms;   /* consumer thread period; default 5 */
-  uint32_t max_events_per_step; /* per-step event cap in the assembler; default 262144 */
+  uint32_t max_events_per_step; /* per-step event cap in the step cutter; default 262144 */
 } sp_config;
 
 typedef struct sp_stats {

@@ -21,7 +21,7 @@ struct StepMark {
   bool paused = false;  // the step ending at this mark was not recorded (sp_set_recording_paused)
 };
 
-class StepAssembler {
+class StepCutter {
  public:
   struct Limits {
     uint32_t max_events_per_step = 1u << 18;
@@ -31,7 +31,7 @@ class StepAssembler {
   using Emit = std::function<void(StepSummary&&)>;
 
   // origin_ns: when recording began; reported as the first step's start.
-  StepAssembler(Limits limits, uint64_t origin_ns);
+  StepCutter(Limits limits, uint64_t origin_ns);
 
   void add_mark(StepMark mark);
   void add_event(const sp_event& ev);

@@ -1,4 +1,4 @@
-#include "step_assembler.h"
+#include "step_cutter.h"
 
 #include <algorithm>
 #include <utility>
@@ -10,10 +10,10 @@ int64_t tagged_step(const sp_event& ev) { return static_cast<int64_t>(ev.step_pl
 
 }  // namespace
 
-StepAssembler::StepAssembler(Limits limits, uint64_t origin_ns)
+StepCutter::StepCutter(Limits limits, uint64_t origin_ns)
     : limits_(limits), last_mark_ns_(origin_ns) {}
 
-void StepAssembler::add_to(Bucket* bucket, const sp_event& ev) {
+void StepCutter::add_to(Bucket* bucket, const sp_event& ev) {
   if (bucket->ops.size() >= limits_.max_events_per_step) {
     ++bucket->dropped;
     ++discarded_;
@@ -22,7 +22,7 @@ void StepAssembler::add_to(Bucket* bucket, const sp_event& ev) {
   bucket->ops.push_back(ev);
 }
 
-void StepAssembler::add_event(const sp_event& ev) {
+void StepCutter::add_event(const sp_event& ev) {
   if (ev.step_plus_one != 0) {
     const int64_t step = tagged_step(ev);
     if (closed_any_ && step <= last_closed_step_) {
@@ -53,7 +53,7 @@ void StepAssembler::add_event(const sp_event& ev) {
   add_to(it != pending_.end() ? &*it : &open_, ev);
 }
 
-void StepAssembler::add_annotation(uint64_t t_ns, Annotation annotation) {
+void StepCutter::add_annotation(uint64_t t_ns, Annotation annotation) {
   if (closed_any_ && t_ns <= closed_until_ns_) {
     ++annotations_dropped_;
     return;
@@ -68,11 +68,11 @@ void StepAssembler::add_annotation(uint64_t t_ns, Annotation annotation) {
   bucket.annotations.push_back({t_ns, std::move(annotation)});
 }
 
-void StepAssembler::add_ring_drops(uint64_t count) {
+void StepCutter::add_ring_drops(uint64_t count) {
   open_.dropped += count;
 }
 
-void StepAssembler::add_mark(StepMark mark) {
+void StepCutter::add_mark(StepMark mark) {
   // CLOCK_REALTIME may be stepped back (NTP); a mark never moves before the previous one.
   mark.t_ns = std::max(mark.t_ns, last_mark_ns_);
   Bucket b;
@@ -101,13 +101,13 @@ void StepAssembler::add_mark(StepMark mark) {
   pending_.push_back(std::move(b));
 }
 
-uint64_t StepAssembler::pending_event_count() const {
+uint64_t StepCutter::pending_event_count() const {
   uint64_t n = open_.ops.size() + tagged_waiting_.size();
   for (const Bucket& b : pending_) n += b.ops.size();
   return n;
 }
 
-void StepAssembler::close_front(const Emit& emit) {
+void StepCutter::close_front(const Emit& emit) {
   Bucket b = std::move(pending_.front());
   pending_.pop_front();
 
@@ -144,7 +144,7 @@ void StepAssembler::close_front(const Emit& emit) {
   emit(std::move(s));
 }
 
-void StepAssembler::close_ready(uint64_t now_ns, uint64_t grace_ns, bool force, const Emit& emit) {
+void StepCutter::close_ready(uint64_t now_ns, uint64_t grace_ns, bool force, const Emit& emit) {
   // Bounded memory first: too many steps, or too many events waiting, close the oldest early.
   const uint64_t total_cap = 4ull * limits_.max_events_per_step;
   while (!pending_.empty() &&
@@ -158,7 +158,7 @@ void StepAssembler::close_ready(uint64_t now_ns, uint64_t grace_ns, bool force, 
   }
 }
 
-void StepAssembler::discard_open() {
+void StepCutter::discard_open() {
   discarded_ += open_.ops.size() + tagged_waiting_.size();
   annotations_dropped_ += open_.annotations.size();
   open_ = Bucket{};

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "probe_test_util.h"
-#include "step_assembler.h"
+#include "step_cutter.h"
 
 namespace sp::runtime {
 namespace {
@@ -21,7 +21,7 @@ sp_event tagged(uint64_t start, uint64_t end, int64_t step) {
 
 struct Collector {
   std::vector<StepSummary> steps;
-  StepAssembler::Emit emit() {
+  StepCutter::Emit emit() {
     return [this](StepSummary&& s) { steps.push_back(std::move(s)); };
   }
 };
@@ -32,8 +32,8 @@ std::vector<uint64_t> starts(const StepSummary& s) {
   return v;
 }
 
-TEST(StepAssembler, EventsGoToTheStepWhoseMarksEncloseTheirStart) {
-  StepAssembler a({}, /*origin_ns=*/1000);
+TEST(StepCutter, EventsGoToTheStepWhoseMarksEncloseTheirStart) {
+  StepCutter a({}, /*origin_ns=*/1000);
   Collector c;
   a.add_event(make_event(1500, 1600));
   a.add_event(make_event(2000, 2100));  // exactly at mark 0: belongs to step 0, (origin, 2000]
@@ -60,8 +60,8 @@ TEST(StepAssembler, EventsGoToTheStepWhoseMarksEncloseTheirStart) {
   EXPECT_EQ(starts(c.steps[2]), (std::vector<uint64_t>{3500}));
 }
 
-TEST(StepAssembler, WaitsForTheGracePeriodUnlessForced) {
-  StepAssembler a({}, 0);
+TEST(StepCutter, WaitsForTheGracePeriodUnlessForced) {
+  StepCutter a({}, 0);
   Collector c;
   a.add_mark({7, 1000});
   a.close_ready(/*now=*/1500, /*grace=*/1000, false, c.emit());
@@ -77,8 +77,8 @@ TEST(StepAssembler, WaitsForTheGracePeriodUnlessForced) {
   EXPECT_EQ(c.steps.size(), 2u);
 }
 
-TEST(StepAssembler, LateEventsAreDiscardedAndCounted) {
-  StepAssembler a({}, 0);
+TEST(StepCutter, LateEventsAreDiscardedAndCounted) {
+  StepCutter a({}, 0);
   Collector c;
   a.add_mark({0, 1000});
   a.close_ready(5000, 0, false, c.emit());
@@ -92,8 +92,8 @@ TEST(StepAssembler, LateEventsAreDiscardedAndCounted) {
   EXPECT_EQ(c.steps[1].ops.size(), 1u);
 }
 
-TEST(StepAssembler, TaggedEventsFollowTheirStepNotTheirTime) {
-  StepAssembler a({}, 0);
+TEST(StepCutter, TaggedEventsFollowTheirStepNotTheirTime) {
+  StepCutter a({}, 0);
   Collector c;
   a.add_event(tagged(1500, 1600, 0));  // GPU work of step 0 running after step 0's mark
   a.add_mark({0, 1000});
@@ -111,8 +111,8 @@ TEST(StepAssembler, TaggedEventsFollowTheirStepNotTheirTime) {
   EXPECT_EQ(a.discarded(), 1u);
 }
 
-TEST(StepAssembler, TaggedEventsForAStepThatNeverComesAreDiscardedOnceItIsPassed) {
-  StepAssembler a({}, 0);
+TEST(StepCutter, TaggedEventsForAStepThatNeverComesAreDiscardedOnceItIsPassed) {
+  StepCutter a({}, 0);
   Collector c;
   a.add_event(tagged(100, 200, 5));
   a.add_mark({6, 1000});
@@ -121,10 +121,10 @@ TEST(StepAssembler, TaggedEventsForAStepThatNeverComesAreDiscardedOnceItIsPassed
   EXPECT_TRUE(c.steps[0].ops.empty());
 }
 
-TEST(StepAssembler, PerStepCapDropsAndCounts) {
-  StepAssembler::Limits limits;
+TEST(StepCutter, PerStepCapDropsAndCounts) {
+  StepCutter::Limits limits;
   limits.max_events_per_step = 3;
-  StepAssembler a(limits, 0);
+  StepCutter a(limits, 0);
   Collector c;
   for (uint64_t i = 0; i < 5; ++i) a.add_event(make_event(10 + i, 20 + i));
   a.add_mark({0, 1000});
@@ -135,10 +135,10 @@ TEST(StepAssembler, PerStepCapDropsAndCounts) {
   EXPECT_EQ(a.discarded(), 2u);
 }
 
-TEST(StepAssembler, TooManyPendingStepsCloseEarly) {
-  StepAssembler::Limits limits;
+TEST(StepCutter, TooManyPendingStepsCloseEarly) {
+  StepCutter::Limits limits;
   limits.max_pending_steps = 2;
-  StepAssembler a(limits, 0);
+  StepCutter a(limits, 0);
   Collector c;
   for (int64_t s = 0; s < 5; ++s) a.add_mark({s, static_cast<uint64_t>(1000 * (s + 1))});
   a.close_ready(0, /*grace=*/1000000, false, c.emit());
@@ -146,10 +146,10 @@ TEST(StepAssembler, TooManyPendingStepsCloseEarly) {
   EXPECT_EQ(a.pending_steps(), 2u);
 }
 
-TEST(StepAssembler, TooManyPendingEventsCloseTheOldestStepsEarly) {
-  StepAssembler::Limits limits;
+TEST(StepCutter, TooManyPendingEventsCloseTheOldestStepsEarly) {
+  StepCutter::Limits limits;
   limits.max_events_per_step = 4;  // so at most 16 events wait in all
-  StepAssembler a(limits, 0);
+  StepCutter a(limits, 0);
   Collector c;
   for (int64_t s = 0; s < 5; ++s) {
     const uint64_t base = static_cast<uint64_t>(1000 * s);
@@ -164,8 +164,8 @@ TEST(StepAssembler, TooManyPendingEventsCloseTheOldestStepsEarly) {
   EXPECT_EQ(a.discarded(), 0u);
 }
 
-TEST(StepAssembler, RingDropsAndAnnotationsLandInTheStepTheyHappenedIn) {
-  StepAssembler a({}, 0);
+TEST(StepCutter, RingDropsAndAnnotationsLandInTheStepTheyHappenedIn) {
+  StepCutter a({}, 0);
   Collector c;
   a.add_ring_drops(4);
   a.add_annotation(500, {0, "seq_lens", "512,1024"});
@@ -183,8 +183,8 @@ TEST(StepAssembler, RingDropsAndAnnotationsLandInTheStepTheyHappenedIn) {
   EXPECT_EQ(c.steps[1].annotations[0].microbatch, 1);
 }
 
-TEST(StepAssembler, MarkThatGoesBackInTimeIsClampedToThePreviousOne) {
-  StepAssembler a({}, 0);
+TEST(StepCutter, MarkThatGoesBackInTimeIsClampedToThePreviousOne) {
+  StepCutter a({}, 0);
   Collector c;
   a.add_mark({0, 2000});
   a.add_mark({1, 1500});  // wall clock stepped back
@@ -194,8 +194,8 @@ TEST(StepAssembler, MarkThatGoesBackInTimeIsClampedToThePreviousOne) {
   EXPECT_EQ(c.steps[1].step_end_ns, 2000u);
 }
 
-TEST(StepAssembler, DiscardOpenCountsTheUnfinishedStep) {
-  StepAssembler a({}, 0);
+TEST(StepCutter, DiscardOpenCountsTheUnfinishedStep) {
+  StepCutter a({}, 0);
   a.add_event(make_event(10, 20));
   a.add_event(tagged(10, 20, 3));
   a.discard_open();
