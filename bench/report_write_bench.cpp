@@ -1,7 +1,7 @@
 // What rank 0 pays to keep a report while the job runs (rank_pipeline/src/analysis_worker.cpp
 // rewrites it, marked partial, after a step at most every kPartialReportEvery and never more often
 // than kPartialReportCostFactor times its own cost): the cost of one write of report.json,
-// timeline.json and heatmap.svg (online/src/report_writer.cpp, each file through a temporary file
+// timeline.json and heatmap.svg (online/src/output/report_writer.cpp, each file through a temporary file
 // and a rename) for jobs of 64 to 4096 ranks, and what the schedule makes of it.
 // report.html (online/src/html_report) is written with report.json; its series are filled to
 // their bound (160 columns of every rank's S_w, at most 256 rows), and its own size and the time

@@ -1,5 +1,5 @@
 // `analyze`'s ledger (issue 25): what the traced job lost, as the live analysis's report.json
-// "lost" section says it (online/src/ledger.h), from the offline analysis's result.
+// "lost" section says it (online/src/output/ledger.h), from the offline analysis's result.
 //
 // Per analysed step the loss is (traced step time - ideal step time) x the job's GPU count
 // (meta.yaml's world_size). The offline analysis names no cause and no culprit per step, so the

@@ -1,4 +1,4 @@
-// FixGains (online/src/fix_gain.h): the worker rule's test that fixing a rank saves more than
+// FixGains (online/src/decision/fix_gain.h): the worker rule's test that fixing a rank saves more than
 // fixing jitter's slowest rank does, and the gamma law it uses.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// The hang cause (online/src/hang_rule.h) on synthetic jobs: a rank frozen for 20 s inside one
+// The hang cause (online/src/decision/hang_rule.h) on synthetic jobs: a rank frozen for 20 s inside one
 // of its ops is named `hang` on that step, from the step's own events; a freeze inside the
 // all-reduce (after every member entered it) is a hang that names no rank; a pipeline rank's
 // stop is not blamed on the stages that waited for it; a step slower on every rank names no

@@ -1,4 +1,4 @@
-// Persistence as evidence (online/src/persistence.h): who leads, step after step. The test on
+// Persistence as evidence (online/src/decision/persistence.h): who leads, step after step. The test on
 // its own (exact sign tests, its level on exchangeable units, a host of units late together,
 // a noisier unit), and in the analysis: a rank a few percent slow within a jitter the null
 // learned much wider than the ranks differ is named once the window fills, by who led it, and

@@ -1,4 +1,4 @@
-// timeline.json's ranks (online/src/timeline_ranks.h): every rank while the file fits its budget;
+// timeline.json's ranks (online/src/output/timeline_ranks.h): every rank while the file fits its budget;
 // beyond that rank 0, the named ranks and each stage's slowest first, and a note saying how many
 // were left out and how to draw them all.
 #include <gtest/gtest.h>
