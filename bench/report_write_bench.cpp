@@ -1,4 +1,4 @@
-// What rank 0 pays to keep a report while the job runs (rank_pipeline/src/analysis_worker.cpp
+// What rank 0 pays to keep a report while the job runs (rank_pipeline/src/pipeline/analysis_worker.cpp
 // rewrites it, marked partial, after a step at most every kPartialReportEvery and never more often
 // than kPartialReportCostFactor times its own cost): the cost of one write of report.json,
 // timeline.json and heatmap.svg (online/src/output/report_writer.cpp, each file through a temporary file
@@ -24,8 +24,8 @@
 #include <string>
 #include <vector>
 
-#include "analysis_worker.h"
 #include "output/report_writer.h"
+#include "pipeline/analysis_worker.h"
 #include "straggler_probe/online/html_report.h"
 
 namespace {

@@ -1,5 +1,5 @@
 // The analyze-dir subcommand: per-rank summary files -> StepAssembler -> AnalysisHost (the live
-// analysis thread's host, rank_pipeline/src/analysis_worker.cpp) -> per-step lines and the live
+// analysis thread's host, rank_pipeline/src/pipeline/analysis_worker.cpp) -> per-step lines and the live
 // path's report: complete steps only, every rank's summary in rank order, oldest first.
 #include "analyze_dir_command.h"
 

@@ -13,13 +13,13 @@
 #include <thread>
 #include <vector>
 
-#include "analysis_worker.h"
-#include "host_transport.h"
-#include "host_transport_driver.h"
-#include "queued_summary_source.h"
+#include "pipeline/analysis_worker.h"
+#include "host_transport/host_transport.h"
+#include "host_transport/host_transport_driver.h"
+#include "transport/queued_summary_source.h"
 #include "synthetic_summaries.h"
 #include "tcp_kv_store.h"
-#include "transport.h"
+#include "transport/transport.h"
 
 namespace sp::bench {
 namespace {

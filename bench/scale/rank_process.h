@@ -1,5 +1,5 @@
 // One process of a simulated job (bench/scale): ranks [from, to), each with its real transport
-// (rank_pipeline/src/transport.h: its own thread for rank 0 and for the per-rank protocol; the
+// (rank_pipeline/src/transport/transport.h: its own thread for rank 0 and for the per-rank protocol; the
 // host-aggregated protocol's state machine, host_transport.h, driven by a few threads for the
 // others) and its own client of the job's TCPStore, fed with the
 // synthetic job's summaries at a fixed step period; rank 0 (when in range) also runs the real

@@ -10,9 +10,9 @@
 #include <string>
 
 #include "gpu_regions.h"
-#include "rank_pipeline.h"
+#include "pipeline/rank_pipeline.h"
 #include "python_kv_store.h"
-#include "runtime_api.h"
+#include "base/runtime_api.h"
 #include "straggler_probe/probe.h"
 
 namespace py = pybind11;

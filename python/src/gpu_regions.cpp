@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "runtime_api.h"
+#include "base/runtime_api.h"
 
 namespace py = pybind11;
 

@@ -5,7 +5,7 @@
 
 #include <pybind11/pybind11.h>
 
-#include "kv_store.h"
+#include "store/kv_store.h"
 
 namespace sp::pyext {
 

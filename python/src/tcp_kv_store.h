@@ -4,7 +4,7 @@
 
 #include <cstddef>
 
-#include "kv_store.h"
+#include "store/kv_store.h"
 
 namespace sp::pyext {
 

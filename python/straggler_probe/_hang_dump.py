@@ -1,4 +1,4 @@
-"""STRAGGLER_PROBE_HANG_DUMP: when rank 0 suspects a hang (rank_pipeline/src/hang_watch.h), each
+"""STRAGGLER_PROBE_HANG_DUMP: when rank 0 suspects a hang (rank_pipeline/src/host_transport/hang_watch.h), each
 rank that can still run appends every thread's Python stack to <out_dir>/hang_stacks_rank<R>.txt.
 
 The notice reaches this rank through its pipeline (rank 0 tells its host's ranks over the host's

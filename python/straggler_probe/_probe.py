@@ -313,7 +313,7 @@ class Probe:
         self.timer.close()
         self.core.shutdown()  # closes the marked steps: their summaries wait for the transport
         # rank 0: the pipeline writes the whole report once (clock offsets and GPU capture
-        # included; rank_pipeline/src/report_sections.h)
+        # included; rank_pipeline/src/pipeline/report_sections.h)
         self.core.stop_pipeline(drain_s)
         if self._hang_dump is not None:
             self._hang_dump.close()

@@ -5,7 +5,7 @@ c10d::Store to the transport thread; no GIL involved). Fallback: the same store 
 transport thread through Python (it takes the GIL per store call; torch's store methods release
 it while waiting on the network). A single-rank job needs no store at all.
 
-Either way the same store also carries the clock-offset estimation (rank_pipeline/src/clock_sync.h):
+Either way the same store also carries the clock-offset estimation (rank_pipeline/src/clock/clock_sync.h):
 each rank's offset to rank 0, at start and every clock_sync_period seconds, applied to the
 rank's summaries (sp_set_clock_offset) and reported by rank 0.
 

@@ -1,11 +1,11 @@
-// Heartbeats (rank_pipeline/src/heartbeat.h): a member's frame to its host's leader, and a host's
+// Heartbeats (rank_pipeline/src/hang/heartbeat.h): a member's frame to its host's leader, and a host's
 // aggregate, which reaches rank 0 over its socket or through the store (hb/<round>). Mutated and
 // cut frames and aggregates: one line (never the bytes) or a heartbeat whose every field passed
 // its checks, and that round-trips.
 #include <gtest/gtest.h>
 
 #include "fuzz_engine.h"
-#include "heartbeat.h"
+#include "hang/heartbeat.h"
 
 namespace sp::rank_pipeline {
 namespace {

@@ -5,11 +5,11 @@
 #include <gtest/gtest.h>
 
 #include "fuzz_engine.h"
-#include "heartbeat_link.h"
-#include "host_message.h"
-#include "local_kv_store.h"
-#include "rank_table.h"
-#include "step_collector.h"
+#include "host/heartbeat_link.h"
+#include "host/host_message.h"
+#include "store/local_kv_store.h"
+#include "base/rank_table.h"
+#include "host_transport/step_collector.h"
 #include "summary_seeds.h"
 
 namespace sp::rank_pipeline {

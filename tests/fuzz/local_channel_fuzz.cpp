@@ -1,4 +1,4 @@
-// The host's Unix socket (rank_pipeline/src/local_channel.h): the frames a leader reads from its
+// The host's Unix socket (rank_pipeline/src/host/local_channel.h): the frames a leader reads from its
 // members and a member from its leader, as byte streams that arrive in pieces. The framing alone
 // over a socket pair, then a real HostLeader and HostMember with a fake peer on the other end: a
 // bad stream drops that one connection with one warning that does not echo it; nothing crashes,
@@ -8,12 +8,12 @@
 #include <unistd.h>
 
 #include "fuzz_engine.h"
-#include "heartbeat.h"
-#include "heartbeat_link.h"
-#include "host_leader.h"
-#include "host_member.h"
-#include "local_channel.h"
-#include "local_kv_store.h"
+#include "hang/heartbeat.h"
+#include "host/heartbeat_link.h"
+#include "host/host_leader.h"
+#include "host/host_member.h"
+#include "host/local_channel.h"
+#include "store/local_kv_store.h"
 #include "straggler_probe/wire_io.h"
 #include "summary_seeds.h"
 

@@ -6,14 +6,14 @@
 
 #include <cmath>
 
-#include "clock_sync.h"
+#include "clock/clock_sync.h"
 #include "fuzz_engine.h"
-#include "host_election.h"
-#include "host_identity.h"
-#include "host_keys.h"
-#include "kv_client.h"
-#include "local_kv_store.h"
-#include "rank_table.h"
+#include "host/host_election.h"
+#include "host/host_identity.h"
+#include "host/host_keys.h"
+#include "store/kv_client.h"
+#include "store/local_kv_store.h"
+#include "base/rank_table.h"
 
 namespace sp::rank_pipeline {
 namespace {

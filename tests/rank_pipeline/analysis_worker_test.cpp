@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis_worker.h"
+#include "pipeline/analysis_worker.h"
 #include "straggler_probe/step_summary.h"
 #include "synthetic_job.h"
 

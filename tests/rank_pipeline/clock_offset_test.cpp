@@ -1,6 +1,6 @@
 // The clock offset estimator against a simulated server whose clock is shifted by a known offset,
 // with asymmetric random delays on the way there and back.
-#include "clock_offset.h"
+#include "clock/clock_offset.h"
 
 #include <gtest/gtest.h>
 

@@ -1,13 +1,13 @@
 // The clock offset protocol end to end over the in-process store: rank 0 answering, the other
 // ranks with clocks shifted (and one drifting) by known amounts.
-#include "clock_sync.h"
+#include "clock/clock_sync.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <thread>
 
-#include "local_kv_store.h"
+#include "store/local_kv_store.h"
 
 namespace sp::rank_pipeline {
 namespace {

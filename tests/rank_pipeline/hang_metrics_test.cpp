@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "hang_board.h"
+#include "hang/hang_board.h"
 #include "http/metrics_board.h"
 
 namespace sp::rank_pipeline::http {

@@ -9,9 +9,9 @@
 
 #include <algorithm>
 
-#include "hang_board.h"
-#include "host_identity.h"
-#include "local_channel.h"
+#include "hang/hang_board.h"
+#include "host/host_identity.h"
+#include "host/local_channel.h"
 #include "simulated_job.h"
 #include "straggler_probe/wire_io.h"
 

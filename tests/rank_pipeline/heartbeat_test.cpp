@@ -1,4 +1,4 @@
-// Heartbeats (rank_pipeline/src/heartbeat.h) and rank 0's picture of the job from them
+// Heartbeats (rank_pipeline/src/hang/heartbeat.h) and rank 0's picture of the job from them
 // (hang_view.h, hang_line.h), without threads: the wire formats round-trip and refuse bytes that
 // are not theirs without echoing them; silence, staleness and lateness are told apart; the line
 // names what it must. Also the runtime's own heartbeat (sp_get_heartbeat) as its consumer
@@ -8,10 +8,10 @@
 #include <chrono>
 #include <thread>
 
-#include "hang_line.h"
-#include "hang_view.h"
-#include "heartbeat.h"
-#include "host_keys.h"
+#include "hang/hang_line.h"
+#include "hang/hang_view.h"
+#include "hang/heartbeat.h"
+#include "host/host_keys.h"
 #include "straggler_probe/probe.h"
 
 namespace sp::rank_pipeline {

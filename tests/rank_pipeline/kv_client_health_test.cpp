@@ -10,7 +10,7 @@
 #include <cstring>
 #include <thread>
 
-#include "kv_client.h"
+#include "store/kv_client.h"
 
 namespace sp::rank_pipeline {
 namespace {

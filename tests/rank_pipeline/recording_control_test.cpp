@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <string>
 
-#include "host_keys.h"
+#include "host/host_keys.h"
 #include "simulated_job.h"
 
 namespace sp::rank_pipeline::testing {

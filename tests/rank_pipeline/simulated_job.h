@@ -14,12 +14,12 @@
 #include <thread>
 #include <vector>
 
-#include "host_transport_driver.h"
-#include "local_kv_store.h"
-#include "queued_summary_source.h"
+#include "host_transport/host_transport_driver.h"
+#include "store/local_kv_store.h"
+#include "transport/queued_summary_source.h"
 #include "straggler_probe/step_summary.h"
-#include "transport.h"
-#include "transport_loop.h"
+#include "transport/transport.h"
+#include "transport/transport_loop.h"
 
 namespace sp::rank_pipeline::testing {
 

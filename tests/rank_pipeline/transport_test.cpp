@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <set>
 
-#include "host_identity.h"
+#include "host/host_identity.h"
 #include "simulated_job.h"
 
 namespace sp::rank_pipeline::testing {

@@ -8,9 +8,9 @@
 #include <thread>
 #include <vector>
 
-#include "host_message.h"
-#include "local_channel.h"
-#include "rank_table.h"
+#include "host/host_message.h"
+#include "host/local_channel.h"
+#include "base/rank_table.h"
 
 namespace sp::rank_pipeline {
 namespace {

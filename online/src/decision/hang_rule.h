@@ -1,5 +1,5 @@
 // The hang cause: a step that took longer than the job's hang bound (the hang watch's own
-// definition, rank_pipeline/src/hang_watch.h: max(hang_multiple x the typical step,
+// definition, rank_pipeline/src/host_transport/hang_watch.h: max(hang_multiple x the typical step,
 // hang_after_s)) was not slow, it stopped. Which rank stopped is read from the step's own events,
 // so that the verdict stands live and offline (analyze-dir) alike:
 //

@@ -178,7 +178,7 @@ double StepAnalysis::typical_step_s() const {
   return median_inplace(&times);
 }
 
-// The hang watch's bound (rank_pipeline/src/hang_watch.cpp, hang_bound_of): max(multiple x the
+// The hang watch's bound (rank_pipeline/src/host_transport/hang_watch.cpp, hang_bound_of): max(multiple x the
 // typical step, hang_after_s), the typical step the median once 3 steps are known, the largest
 // before, 3 x hang_after_s before any (a job of 20 s steps is no hang at 10 s); 0 (off) when
 // hang_after_s is.

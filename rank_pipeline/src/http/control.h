@@ -14,7 +14,7 @@
 #include <string_view>
 #include <utility>
 
-#include "../transport.h"
+#include "transport/transport.h"
 #include "http_request.h"
 
 namespace sp::rank_pipeline::http {

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "exposition.h"
-#include "hang_board.h"
+#include "hang/hang_board.h"
 
 namespace sp::rank_pipeline::http {
 

@@ -13,7 +13,7 @@
 
 #include "control.h"
 #include "http_request.h"
-#include "loop_thread.h"
+#include "base/loop_thread.h"
 
 namespace sp::rank_pipeline::http {
 

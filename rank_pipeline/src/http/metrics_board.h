@@ -22,8 +22,8 @@
 #include <nlohmann/json.hpp>
 
 #include "exposition.h"
-#include "hang_board.h"
-#include "rank_table.h"
+#include "base/rank_table.h"
+#include "hang/hang_board.h"
 #include "straggler_probe/online/verdict.h"
 
 namespace sp::rank_pipeline::http {

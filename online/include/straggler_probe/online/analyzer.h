@@ -56,7 +56,7 @@ struct ReportOptions {
   // the timeline say "partial"; a job cut short (SIGTERM, SIGKILL) keeps the last such report.
   bool final = true;
   // false: timeline.json is left as it is (while the job runs, the large timeline of a large job
-  // is rewritten less often than the rest, rank_pipeline/src/analysis_worker.cpp).
+  // is rewritten less often than the rest, rank_pipeline/src/pipeline/analysis_worker.cpp).
   bool write_timeline = true;
   // More top-level sections of report.json (clock offsets, capture status...), in this order.
   nlohmann::ordered_json sections = nlohmann::ordered_json::object();

@@ -1,7 +1,7 @@
 // StepAssembler: the one owner of "this step is complete / given up".
 //
 // Every path that turns per-rank summaries into whole steps uses it: rank 0's collector
-// (rank_pipeline/src/transport.cpp, payload = encoded bytes), OnlineAnalyzer::add (decoded
+// (rank_pipeline/src/transport/transport.cpp, payload = encoded bytes), OnlineAnalyzer::add (decoded
 // summaries) and `analyze-dir` (summary files). It keeps each pending step's per-rank payloads
 // and closes steps strictly in step order, each either complete (every rank's payload) or given up
 // with one reason naming the missing ranks. A step is given up, checked in this order, when

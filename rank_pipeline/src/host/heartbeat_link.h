@@ -11,10 +11,10 @@
 #include <memory>
 #include <string>
 
-#include "hang_board.h"
-#include "heartbeat.h"
-#include "transport.h"
-#include "transport_loop.h"
+#include "hang/hang_board.h"
+#include "hang/heartbeat.h"
+#include "transport/transport.h"
+#include "transport/transport_loop.h"
 
 namespace sp::rank_pipeline {
 

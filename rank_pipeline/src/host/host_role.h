@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "hang_view.h"
-#include "summary_source.h"
-#include "transport.h"
+#include "hang/hang_view.h"
+#include "transport/summary_source.h"
+#include "transport/transport.h"
 
 namespace sp::rank_pipeline {
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "runtime_api.h"
+#include "base/runtime_api.h"
 #include "straggler_probe/op_kinds.h"
 #include "straggler_probe/wire_io.h"
 

@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <thread>
 
-#include "heartbeat_link.h"
-#include "host_election.h"
-#include "host_keys.h"
-#include "host_leader.h"
-#include "host_member.h"
+#include "host/heartbeat_link.h"
+#include "host/host_election.h"
+#include "host/host_keys.h"
+#include "host/host_leader.h"
+#include "host/host_member.h"
 
 namespace sp::rank_pipeline {
 

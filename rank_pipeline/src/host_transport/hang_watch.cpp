@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <vector>
 
-#include "heartbeat_link.h"
-#include "host_keys.h"
-#include "rank_pipeline.h"
+#include "host/heartbeat_link.h"
+#include "host/host_keys.h"
+#include "straggler_probe/online/analysis_host.h"
 
 namespace sp::rank_pipeline {
+
+using online::print_line;
 namespace {
 
 double seconds_of(int64_t ms) { return static_cast<double>(ms) / 1e3; }

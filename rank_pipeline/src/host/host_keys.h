@@ -5,9 +5,9 @@
 #include <optional>
 #include <string>
 
-#include "kv_client.h"
+#include "store/kv_client.h"
 #include "straggler_probe/wire_io.h"
-#include "transport.h"
+#include "transport/transport.h"
 
 namespace sp::rank_pipeline::host {
 

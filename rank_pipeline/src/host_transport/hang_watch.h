@@ -30,12 +30,12 @@
 #include <optional>
 #include <string>
 
-#include "hang_board.h"
-#include "hang_line.h"
-#include "hang_view.h"
-#include "host_role.h"
+#include "hang/hang_board.h"
+#include "hang/hang_line.h"
+#include "hang/hang_view.h"
+#include "host/host_role.h"
 #include "step_collector.h"
-#include "transport_loop.h"
+#include "transport/transport_loop.h"
 
 namespace sp::rank_pipeline {
 

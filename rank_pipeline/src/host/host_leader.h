@@ -21,11 +21,11 @@
 #include <utility>
 #include <vector>
 
-#include "heartbeat.h"
+#include "hang/heartbeat.h"
 #include "host_keys.h"
 #include "host_role.h"
 #include "local_channel.h"
-#include "transport_loop.h"
+#include "transport/transport_loop.h"
 
 namespace sp::rank_pipeline {
 

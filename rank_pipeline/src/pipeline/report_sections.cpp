@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "runtime_api.h"
+#include "base/runtime_api.h"
 
 namespace sp::rank_pipeline {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "host_keys.h"
+#include "host/host_keys.h"
 
 namespace sp::rank_pipeline {
 namespace {

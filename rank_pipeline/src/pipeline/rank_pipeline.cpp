@@ -3,9 +3,9 @@
 #include <cmath>
 #include <cstdio>
 
-#include "local_kv_store.h"
+#include "store/local_kv_store.h"
 #include "report_sections.h"
-#include "runtime_api.h"
+#include "base/runtime_api.h"
 
 namespace sp::rank_pipeline {
 RankPipeline::RankPipeline(RankPipelineOptions options, sp_kv_store* store)

@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "clock_offset.h"
-#include "kv_client.h"
-#include "loop_thread.h"
+#include "store/kv_client.h"
+#include "base/loop_thread.h"
 
 namespace sp::rank_pipeline {
 

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "local_channel.h"
-#include "transport_loop.h"
+#include "transport/transport_loop.h"
 
 namespace sp::rank_pipeline {
 

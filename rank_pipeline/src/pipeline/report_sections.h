@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "clock_sync.h"
+#include "clock/clock_sync.h"
 #include "straggler_probe/online/analyzer.h"
 
 namespace sp::rank_pipeline {

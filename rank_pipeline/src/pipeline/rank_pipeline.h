@@ -11,12 +11,12 @@
 #include <string>
 
 #include "analysis_worker.h"
-#include "clock_sync.h"
-#include "hang_board.h"
+#include "clock/clock_sync.h"
+#include "hang/hang_board.h"
 #include "http/metrics_service.h"
-#include "kv_store.h"
+#include "store/kv_store.h"
 #include "straggler_probe/online/analysis_host.h"
-#include "transport.h"
+#include "transport/transport.h"
 
 namespace sp::rank_pipeline {
 

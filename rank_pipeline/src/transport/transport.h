@@ -39,9 +39,9 @@
 #include <thread>
 #include <vector>
 
-#include "heartbeat.h"
-#include "kv_client.h"
-#include "rank_table.h"
+#include "hang/heartbeat.h"
+#include "store/kv_client.h"
+#include "base/rank_table.h"
 #include "summary_source.h"
 
 namespace sp::rank_pipeline {

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "host_keys.h"
-#include "host_message.h"
-#include "transport_loop.h"
+#include "host/host_keys.h"
+#include "host/host_message.h"
+#include "transport/transport_loop.h"
 
 namespace sp::rank_pipeline {
 

@@ -19,12 +19,12 @@
 #include <mutex>
 #include <string>
 
-#include "hang_board.h"
+#include "hang/hang_board.h"
 #include "http/control.h"
 #include "http/metrics_board.h"
-#include "loop_thread.h"
+#include "base/loop_thread.h"
 #include "straggler_probe/online/analyzer.h"
-#include "transport.h"
+#include "transport/transport.h"
 
 namespace sp::rank_pipeline {
 

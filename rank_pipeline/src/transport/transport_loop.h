@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "loop_thread.h"
+#include "base/loop_thread.h"
 #include "transport.h"
 
 namespace sp::rank_pipeline {

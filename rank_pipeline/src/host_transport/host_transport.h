@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "hang_watch.h"
-#include "host_role.h"
+#include "host/host_role.h"
 #include "step_collector.h"
-#include "transport_loop.h"
+#include "transport/transport_loop.h"
 
 namespace sp::rank_pipeline {
 

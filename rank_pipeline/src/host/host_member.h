@@ -17,7 +17,7 @@
 
 #include "host_role.h"
 #include "local_channel.h"
-#include "transport_loop.h"
+#include "transport/transport_loop.h"
 
 namespace sp::rank_pipeline {
 
