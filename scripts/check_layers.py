@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The include graph between the top-level folders, checked against docs/ARCHITECTURE.md's layers.
+"""The include graph between folders, checked against docs/ARCHITECTURE.md's layers; and how many
+C++ files each folder holds flat.
 
 Usage: scripts/check_layers.py [--root DIR] [--graph]
 
@@ -8,6 +9,15 @@ Reads the layer order from the `layer N: folder folder ...` lines of docs/ARCHIT
 sources, and fails when a folder includes one of its own layer or a higher one (that also rules
 out any cycle; a cycle is still named as such), when a folder with C++ is in no layer, or when
 an include resolves to no file or to files in two folders (then the graph would be a guess).
+
+Sub-layers: `layer N.K: folder ...` orders the concept folders inside one top-level folder
+(`layer 3.2: rank_pipeline/src/store`). Among folders of the same top-level folder that all
+have a sub-layer, K orders them as N does the top; to any other folder they are of layer N.
+
+Flat folders: a directory holding more than FLAT_LIMIT C++ files directly (not counting its
+subfolders) fails, unless FLAT_EXCEPTIONS names it; an exception that no longer exceeds the
+limit fails too, so that the list stays true. The exceptions are in scripts/flat_exceptions.txt,
+one a line: `folder  until when`.
 
 An include resolves the way the compiler finds it: first beside the including file, then in the
 include directories the CMakeLists.txt files give (`target_include_directories`, read from
@@ -30,18 +40,44 @@ SKIP_TOP = {"build", ".venv", ".git", "straggler_probe_out"}
 def skipped_top(name: str) -> bool:
     """Build trees (build/, build-device/, a helper's build-xyz/) and tool folders are not ours."""
     return name in SKIP_TOP or name.startswith("build-") or name.startswith(".")
-_LAYER_RE = re.compile(r"^\s*layer\s+(\d+)\s*:\s*(.+?)\s*$")
+_LAYER_RE = re.compile(r"^\s*layer\s+(\d+)(?:\.(\d+))?\s*:\s*(.+?)\s*$")
+
+# A reader finds their way in a folder of about twenty files; past that it wants concept folders
+# (whatif/src is the model: issue 24).
+FLAT_LIMIT = 20
+FLAT_EXCEPTIONS = pathlib.Path("scripts") / "flat_exceptions.txt"  # under the root
+
+
+class Layer(tuple):
+    """(N, K) for `layer N.K`, (N, None) for `layer N`, with the folder's top-level folder."""
+
+    def __new__(cls, major: int, minor: int | None, top: str):
+        return super().__new__(cls, (major, minor, top))
+
+    def __str__(self):
+        return f"{self[0]}" if self[1] is None else f"{self[0]}.{self[1]}"
+
+
+def below(target: "Layer", here: "Layer") -> bool:
+    """May a folder of layer `here` include one of layer `target`?"""
+    if target[0] != here[0]:
+        return target[0] < here[0]
+    if target[1] is not None and here[1] is not None and target[2] == here[2]:
+        return target[1] < here[1]
+    return False
 _INCLUDE_RE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 _TARGET_INCLUDES_RE = re.compile(r"target_include_directories\s*\(([^)]*)\)")
 
 
-def read_layers(architecture: pathlib.Path) -> dict[str, int]:
-    layers: dict[str, int] = {}
+def read_layers(architecture: pathlib.Path) -> dict[str, Layer]:
+    layers: dict[str, Layer] = {}
     for line in architecture.read_text().splitlines():
         m = _LAYER_RE.match(line)
         if m:
-            for folder in m.group(2).split():
-                layers[folder.strip("`/")] = int(m.group(1))
+            minor = int(m.group(2)) if m.group(2) is not None else None
+            for folder in m.group(3).split():
+                folder = folder.strip("`/")
+                layers[folder] = Layer(int(m.group(1)), minor, folder.split("/")[0])
     if not layers:
         sys.exit(f"check_layers: no 'layer N: folders' lines in {architecture}")
     return layers
@@ -67,7 +103,7 @@ def include_roots(root: pathlib.Path) -> list[pathlib.Path]:
     return sorted(roots)
 
 
-def folder_of(rel: pathlib.PurePath, layers: dict[str, int]) -> str | None:
+def folder_of(rel: pathlib.PurePath, layers: dict[str, Layer]) -> str | None:
     posix = rel.as_posix()
     best = None
     for folder in layers:
@@ -85,7 +121,7 @@ def sources(root: pathlib.Path) -> list[pathlib.Path]:
     return out
 
 
-def build_graph(root: pathlib.Path, layers: dict[str, int]):
+def build_graph(root: pathlib.Path, layers: dict[str, Layer]):
     roots = include_roots(root)
     edges: dict[tuple[str, str], list[str]] = collections.defaultdict(list)
     problems = []
@@ -122,6 +158,40 @@ def build_graph(root: pathlib.Path, layers: dict[str, int]):
                 if target != here:
                     edges[(here, target)].append(f"{rel}:{line}")
     return edges, problems
+
+
+def load_flat_exceptions(path: pathlib.Path) -> dict[str, str]:
+    exceptions = {}
+    if path.is_file():
+        for line in path.read_text().splitlines():
+            line = line.strip()
+            if line and not line.startswith("#"):
+                folder, _, why = line.partition(" ")
+                exceptions[folder.strip("/")] = why.strip()
+    return exceptions
+
+
+def flat_folders(root: pathlib.Path) -> tuple[list[str], list[str]]:
+    """(problems, notes): folders over FLAT_LIMIT that are not excepted, and stale exceptions."""
+    exceptions = load_flat_exceptions(root / FLAT_EXCEPTIONS)
+    counts: collections.Counter[str] = collections.Counter()
+    for path in sources(root):
+        counts[path.parent.relative_to(root).as_posix()] += 1
+    problems, notes = [], []
+    for folder, n in sorted(counts.items()):
+        if n <= FLAT_LIMIT:
+            continue
+        if folder in exceptions:
+            notes.append(f"{folder} holds {n} C++ files flat (over {FLAT_LIMIT}; excepted: "
+                         f"{exceptions[folder]})")
+        else:
+            problems.append(f"{folder} holds {n} C++ files flat, over {FLAT_LIMIT}: split it into "
+                            f"concept folders (or name it in {FLAT_EXCEPTIONS}, saying until when)")
+    for folder in sorted(exceptions):
+        if counts[folder] <= FLAT_LIMIT:
+            problems.append(f"{folder} holds {counts[folder]} C++ files flat, within {FLAT_LIMIT}: "
+                            f"a stale exception, remove it from {FLAT_EXCEPTIONS}")
+    return problems, notes
 
 
 def find_cycle(edges) -> list[str] | None:
@@ -163,16 +233,20 @@ def main() -> int:
     edges, problems = build_graph(root, layers)
 
     for (a, b), where in sorted(edges.items()):
-        if layers[b] >= layers[a]:
-            kind = "same layer" if layers[b] == layers[a] else "upward"
+        if not below(layers[b], layers[a]):
+            kind = "upward" if below(layers[a], layers[b]) else "same layer"
             problems.append(f"{a} (layer {layers[a]}) includes {b} (layer {layers[b]}): {kind}, "
                             f"{len(where)} include(s), first {where[0]}")
     cycle = find_cycle(edges)
     if cycle:
         problems.append("cycle: " + " -> ".join(cycle))
+    flat_problems, flat_notes = flat_folders(root)
+    problems.extend(flat_problems)
     if args.graph or problems:
         for (a, b), where in sorted(edges.items()):
             print(f"  {a} -> {b}  ({len(where)})")
+    for note in flat_notes:
+        print("  note " + note)
     for p in problems:
         print("  FAIL " + p)
     print(f"check_layers: {len(edges)} edges between {len(layers)} folders, " +

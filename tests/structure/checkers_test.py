@@ -152,6 +152,47 @@ class CheckLayersTest(unittest.TestCase):
         self.assertEqual(result.returncode, 1)
         self.assertIn("cli (layer 1) includes online (layer 1): same layer", result.stdout)
 
+    def test_sub_layers_order_the_folders_of_one_top_folder(self):
+        write(self.root, "docs/ARCHITECTURE.md", LAYERS.replace(
+            "layer 1: online\n", "layer 1: online\nlayer 1.1: online/src/b\nlayer 1.0: online/src/a\n"))
+        write(self.root, "online/src/a/a.h", "#pragma once\n")
+        write(self.root, "online/src/b/b.cpp", '#include "a/a.h"\n#include "sp/probe.h"\n')
+        result = run("check_layers.py", self.root)
+        self.assertEqual(result.returncode, 0, result.stdout)
+        write(self.root, "online/src/a/a.cpp", '#include "b/b.h"\n')
+        write(self.root, "online/src/b/b.h", "#pragma once\n")
+        result = run("check_layers.py", self.root)
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("online/src/a (layer 1.0) includes online/src/b (layer 1.1): upward", result.stdout)
+        self.assertIn("cycle: online/src/a -> online/src/b -> online/src/a", result.stdout)
+
+    def test_a_sub_layer_is_of_its_top_layer_to_other_folders(self):
+        write(self.root, "docs/ARCHITECTURE.md", LAYERS.replace(
+            "layer 1: online\n", "layer 1: online cli_helpers\nlayer 1.5: online/src/b\n"))
+        write(self.root, "cli_helpers/h.h", "#pragma once\n")
+        write(self.root, "online/src/b/b.cpp", '#include "../../../cli_helpers/h.h"\n')
+        result = run("check_layers.py", self.root)
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("online/src/b (layer 1.5) includes cli_helpers (layer 1): same layer", result.stdout)
+
+    def test_a_folder_over_the_flat_limit_fails_unless_excepted(self):
+        for i in range(21):
+            write(self.root, f"online/src/unit_{i}.cpp", "int x;\n")
+        result = run("check_layers.py", self.root)
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("online/src holds 23 C++ files flat, over 20", result.stdout)
+        write(self.root, "scripts/flat_exceptions.txt", "# why\nonline/src  until it is split\n")
+        result = run("check_layers.py", self.root)
+        self.assertEqual(result.returncode, 0, result.stdout)
+        self.assertIn("online/src holds 23 C++ files flat (over 20; excepted: until it is split)",
+                      result.stdout)
+
+    def test_a_stale_flat_exception_fails(self):
+        write(self.root, "scripts/flat_exceptions.txt", "online/src  until it is split\n")
+        result = run("check_layers.py", self.root)
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("online/src holds 2 C++ files flat, within 20: a stale exception", result.stdout)
+
 
 if __name__ == "__main__":
     unittest.main()
