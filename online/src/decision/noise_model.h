@@ -20,13 +20,9 @@
 #include <vector>
 
 #include "model/step_model.h"
+#include "replay/noise_spread.h"
 
 namespace sp::online {
-
-struct NoiseSpread {
-  std::vector<double> work_sigma;   // per StepModel::ideal_keys: sd of log(duration); 0: none
-  std::vector<double> delay_sigma;  // per StepModel::delay_keys: sd of the launch delay (s)
-};
 
 // One value (log duration or launch delay) of one op of a rank the window follows.
 struct NoiseSample {

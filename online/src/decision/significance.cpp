@@ -45,33 +45,12 @@ void UnitFamily::relative_logs(const std::vector<double>& scores, const std::vec
   }
 }
 
-double sd_upper_band(double mad_sd, double dof) {
-  constexpr double kZ95 = 1.6448536269514722;  // one-sided 95%
-  return mad_sd * std::exp(kZ95 * 1.1664 / std::sqrt(std::max(1.0, dof)));
-}
-
-double level_robust_sd(std::vector<double>* series) {
-  if (series->size() < 2) return 0;
-  std::vector<double> differences;
-  differences.reserve(series->size() - 1);
-  for (size_t i = 1; i < series->size(); ++i) differences.push_back(std::fabs((*series)[i] - (*series)[i - 1]));
-  const double successive = 1.4826 * median_inplace(&differences) / std::sqrt(2.0);
-  return std::min(mad_sigma(series), successive);
-}
-
 double null_widening(double observed_sd, double dof, double null_sd) {
   if (!(dof >= 1)) return 0;
   const double upper = sd_upper_band(observed_sd, dof);
   return null_sd > 0 ? std::max(1.0, upper / null_sd) : 1.0;
 }
 
-double sidak(double p, double n) {
-  if (p >= 1) return 1;
-  if (p <= 0) return 0;
-  return -std::expm1(n * std::log1p(-p));
-}
-
-double normal_upper(double z) { return 0.5 * std::erfc(z / std::sqrt(2.0)); }
 
 double binomial_upper(int k, int n, double q) {
   if (k <= 0) return 1;

@@ -24,6 +24,9 @@
 #include <deque>
 #include <vector>
 
+#include "ideal/robust_stats.h"
+#include "ideal/tail_probability.h"
+
 namespace sp::online {
 
 // Calibration (every test): the null is a model of the jitter, and a real job's can be wider
@@ -42,20 +45,10 @@ namespace sp::online {
 // MAD-based sd from `dof` normal deviations has an asymptotic relative standard error of
 // 1.1664 / sqrt(dof) (variance 1.3605 sigma^2 / n), taken as a band on its log.
 double null_widening(double observed_sd, double dof, double null_sd);
-// That band's upper end for an MAD-based sd from `dof` deviations (dof >= 1): what the tests
-// take as the dispersion when it is estimated from few steps.
-double sd_upper_band(double mad_sd, double dof);
-// A series' step-to-step dispersion, blind to one change of level: the smaller of the robust
-// sd around its median and that of its successive differences (/ sqrt 2). A fault from some
-// step on is a second mode around the median but one difference. Reorders `series`; needs two
-// values (0 otherwise).
-double level_robust_sd(std::vector<double>* series);
+// sd_upper_band and level_robust_sd (the dispersion estimates the tests and the transfer
+// reference share) are in ideal/robust_stats.h, sidak and normal_upper in
+// ideal/tail_probability.h.
 
-// 1 - (1 - p)^n, exact for small p: the chance that the smallest of n independent p-values is
-// at most p.
-double sidak(double p, double n);
-// Upper tail of the standard normal.
-double normal_upper(double z);
 // P(Binomial(n, q) >= k).
 double binomial_upper(int k, int n, double q);
 

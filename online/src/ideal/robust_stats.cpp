@@ -79,4 +79,18 @@ double median_of_runs(const std::vector<Run>& runs) {
   return 0.5 * (lo + hi);
 }
 
+double sd_upper_band(double mad_sd, double dof) {
+  constexpr double kZ95 = 1.6448536269514722;  // one-sided 95%
+  return mad_sd * std::exp(kZ95 * 1.1664 / std::sqrt(std::max(1.0, dof)));
+}
+
+double level_robust_sd(std::vector<double>* series) {
+  if (series->size() < 2) return 0;
+  std::vector<double> differences;
+  differences.reserve(series->size() - 1);
+  for (size_t i = 1; i < series->size(); ++i) differences.push_back(std::fabs((*series)[i] - (*series)[i - 1]));
+  const double successive = 1.4826 * median_inplace(&differences) / std::sqrt(2.0);
+  return std::min(mad_sigma(series), successive);
+}
+
 }  // namespace sp::online

@@ -3,13 +3,14 @@
 #include <algorithm>
 #include <cmath>
 
-#include "decision/significance.h"
+#include "robust_stats.h"
+#include "tail_probability.h"
 
 namespace sp::online {
 
 // The levels' step-to-step dispersion (level_robust_sd of their logs: a link turning slow
 // mid-window is one change of level, not dispersion), at the upper end of its 95% band
-// (significance.h): from the few levels of a young window the MAD is itself uncertain (of two
+// (robust_stats.h): from the few levels of a young window the MAD is itself uncertain (of two
 // levels it can be any fraction of the spread), and a reference trusted beyond its evidence
 // calls an oversubscribed CPU's scatter a slow link. Fewer than two levels: unknown (-1).
 double TransferReference::log_sd(const std::vector<double>& levels) {

@@ -1,9 +1,9 @@
-// The per-step log line (format_log_line and format_skipped_line, declared in analyzer.h): key=value pairs, the
-// evidence and skip reasons quoted.
+// The per-step log line (format_log_line and format_skipped_line, declared in log_line.h):
+// key=value pairs, the evidence and skip reasons quoted.
 #include <cstdio>
 #include <string>
 
-#include "straggler_probe/online/analyzer.h"
+#include "straggler_probe/online/log_line.h"
 #include "straggler_probe/whatif/number_text.h"
 
 namespace sp::online {

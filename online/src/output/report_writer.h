@@ -14,7 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "straggler_probe/online/analyzer.h"
+#include "straggler_probe/online/online_stats.h"
+#include "straggler_probe/online/report_options.h"
 #include "ledger.h"
 #include "straggler_probe/online/verdict.h"
 #include "timeline_writer.h"

@@ -14,7 +14,7 @@
 
 #include "ideal/ideal_window.h"
 #include "lane_batch.h"
-#include "decision/noise_model.h"
+#include "replay/noise_spread.h"
 #include "replay_plan.h"
 #include "scenario_replay.h"
 #include "scenario_values.h"
@@ -47,8 +47,8 @@ struct SlowdownMetrics {
 };
 
 // One draw of the "no rank is special" null for the step just computed: every op at its ideal
-// value times its key's jitter (noise_model.h), launch delays likewise, replayed in full (S)
-// and per dp rank / stage with only that unit drawn (the null of each unit's score).
+// value times its key's jitter (noise_spread.h, learned by decision/noise_model.h), launch
+// delays likewise, replayed in full (S) and per dp rank / stage with only that unit drawn (the null of each unit's score).
 struct NullDraw {
   double S = 1.0;
   std::vector<double> dp_S, stage_S;

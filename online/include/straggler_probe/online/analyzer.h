@@ -15,7 +15,10 @@
 #include <nlohmann/json.hpp>
 
 #include "straggler_probe/online/config.h"
+#include "straggler_probe/online/log_line.h"
+#include "straggler_probe/online/online_stats.h"
 #include "straggler_probe/online/rank_table.h"
+#include "straggler_probe/online/report_options.h"
 #include "straggler_probe/online/verdict.h"
 #include "straggler_probe/step_summary.h"
 
@@ -24,44 +27,6 @@ namespace sp::online {
 struct Status {
   bool ok = true;
   std::string message;
-};
-
-struct OnlineStats {
-  uint64_t summaries_received = 0;
-  uint64_t summaries_rejected = 0;   // malformed on their own (bad rank, bad times...)
-  uint64_t summaries_late = 0;       // for a step already analysed or skipped
-  uint64_t summaries_duplicate = 0;
-  uint64_t steps_analyzed = 0;
-  uint64_t steps_skipped = 0;        // incomplete, malformed or failed (see skip_reasons)
-  uint64_t analysis_errors = 0;      // unexpected exceptions caught inside the analysis
-  uint64_t ops_clamped = 0;          // negative launch delays / transfers clamped to zero
-  uint64_t ops_ignored = 0;          // kernel/memcpy records the step model does not use
-  // One op, one source: ops timed twice (host and CUPTI, c10d hooks and NCCL...) are modelled
-  // once, with the better source; the other records are counted here, by "kind: lesser <
-  // chosen", and lesser-source compute ops kept because the better source lacked them.
-  uint64_t ops_superseded = 0;
-  uint64_t ops_kept_without_better_source = 0;
-  std::map<std::string, uint64_t> ops_superseded_by;
-  std::map<std::string, uint64_t> skip_reasons;  // reason kind -> count
-  // CPU time of the analysing thread spent analysing complete steps (seconds): in total and
-  // the largest for one step.
-  double analysis_cpu_s = 0;
-  double analysis_cpu_max_s = 0;
-  std::string last_error;
-};
-
-// What write_report adds to the analysis's own report, and whether it is the last one.
-struct ReportOptions {
-  // false: written while the job runs. report.json's run.complete is false and the heatmap and
-  // the timeline say "partial"; a job cut short (SIGTERM, SIGKILL) keeps the last such report.
-  bool final = true;
-  // false: timeline.json is left as it is (while the job runs, the large timeline of a large job
-  // is rewritten less often than the rest, rank_pipeline/src/pipeline/analysis_worker.cpp).
-  bool write_timeline = true;
-  // More top-level sections of report.json (clock offsets, capture status...), in this order.
-  nlohmann::ordered_json sections = nlohmann::ordered_json::object();
-  // More files of the report directory: (file name, content).
-  std::vector<std::pair<std::string, std::string>> files;
 };
 
 class OnlineAnalyzer {
@@ -109,14 +74,5 @@ class OnlineAnalyzer {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
-
-// `straggler_probe step=120 time=2.213s ideal=1.843s S=1.20 cause=stage-imbalance worst=stage:3
-//  S_w=1.23 top_op=forward-compute host_gaps=1.2% evidence="..."` (a worst rank with a known place:
-//  `worst=rank:1234 host=node-157 gpu=3`); a skipped step:
-// `straggler_probe step=121 skipped reason="..."`.
-std::string format_log_line(const StepVerdict& v);
-// `straggler_probe step=12 skipped reason="..."` or, for a range, `step=12-15`; the reason
-// quoted and escaped. The one formatter of skipped lines (format_log_line uses it).
-std::string format_skipped_line(int64_t first, int64_t last, const std::string& reason);
 
 }  // namespace sp::online
