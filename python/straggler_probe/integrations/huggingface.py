@@ -45,6 +45,9 @@ class StragglerProbeCallback(TrainerCallback):
         for verdict in self._reader.new():
             metrics = scalars(verdict)
             if metrics:
+                # which step these numbers are for: the probe counts from 0, the Trainer's
+                # global_step from 1, and the latest analysed step lags the log by a few
+                metrics["straggler/step"] = float(verdict["step"])
                 self._latest = metrics
                 self._analysed += 1
                 self._flagged += int(metrics["straggler/flagged"])

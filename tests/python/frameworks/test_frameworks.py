@@ -92,6 +92,9 @@ def test_hf_callback_adds_to_the_trainers_logs(tmp_path: Path) -> None:
     assert len(logs) >= STEPS // 5 - 2, result.ranks[0]["logged"]
     history = [h for h in result.ranks[0]["log_history"] if "straggler/S" in h]
     assert [h["step"] for h in history] == [h["step"] for h in logs]
+    # the probe's step N is the Trainer's global_step N + 1; a log at global_step G carries the
+    # latest step analysed by then, so never a later one than G - 1
+    assert all(0 <= h["straggler/step"] <= h["step"] - 1 for h in logs), logs
     late = [h for h in logs if h["step"] >= 15]
     assert late and all(h["straggler/worst_rank"] == 2.0 for h in late), late
     assert all(h["straggler/cause"] == 1.0 for h in late)  # worker
