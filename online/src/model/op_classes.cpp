@@ -11,25 +11,6 @@ IdealRule ideal_rule(uint32_t kind) {
   return op_role(kind) == OpRole::kComm ? IdealRule::kMedian : IdealRule::kMean;
 }
 
-namespace {
-
-std::string_view collective_name(uint32_t coll) {
-  switch (coll) {
-    case SP_COLL_ALL_REDUCE: return "all-reduce";
-    case SP_COLL_ALL_GATHER: return "all-gather";
-    case SP_COLL_REDUCE_SCATTER: return "reduce-scatter";
-    case SP_COLL_BROADCAST: return "broadcast";
-    case SP_COLL_REDUCE: return "reduce";
-    case SP_COLL_ALL_TO_ALL: return "all-to-all";
-    case SP_COLL_BARRIER: return "barrier";
-    case SP_COLL_GATHER: return "gather";
-    case SP_COLL_SCATTER: return "scatter";
-    default: return "collective";
-  }
-}
-
-}  // namespace
-
 std::string op_type_name(const sp_event& ev, int my_stage, int peer_stage) {
   switch (ev.kind) {
     case SP_OP_COLLECTIVE: return std::string(collective_name(ev.coll));

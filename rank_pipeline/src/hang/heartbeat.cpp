@@ -24,21 +24,6 @@ bool printable(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return c >= 0x20 && c <= 0x7e; });
 }
 
-std::string_view collective_name(uint32_t coll) {
-  switch (coll) {
-    case SP_COLL_ALL_REDUCE: return "all-reduce";
-    case SP_COLL_ALL_GATHER: return "all-gather";
-    case SP_COLL_REDUCE_SCATTER: return "reduce-scatter";
-    case SP_COLL_BROADCAST: return "broadcast";
-    case SP_COLL_REDUCE: return "reduce";
-    case SP_COLL_ALL_TO_ALL: return "all-to-all";
-    case SP_COLL_BARRIER: return "barrier";
-    case SP_COLL_GATHER: return "gather";
-    case SP_COLL_SCATTER: return "scatter";
-    default: return "collective";
-  }
-}
-
 void put_heartbeat(Writer& w, const Heartbeat& hb) {
   w.svarint(hb.last_marked_step);
   w.svarint(hb.mark_age_ms);

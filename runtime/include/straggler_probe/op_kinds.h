@@ -1,6 +1,7 @@
 // The one table of what each sp_op_kind (probe.h) is called and what it is, for every C++ layer
 // that names or sorts kinds: the GPU report (cupti/), the online model's source selection and op
-// classes (online/). C++ only; the wire values stay probe.h's.
+// classes (online/); and the names of the collectives (sp_coll_kind), for the op types of the
+// analysis and the hang line. C++ only; the wire values stay probe.h's.
 #pragma once
 
 #include <cstdint>
@@ -49,6 +50,23 @@ constexpr const OpKindInfo* op_kind_info(uint32_t kind) {
 constexpr std::string_view op_kind_name(uint32_t kind, std::string_view unknown) {
   const OpKindInfo* k = op_kind_info(kind);
   return k != nullptr ? k->name : unknown;
+}
+
+// The name of a collective (sp_coll_kind): its op type in the analysis and the hang line's
+// "waiting in all-reduce"; "collective" for a value that is none (bytes from another build).
+constexpr std::string_view collective_name(uint32_t coll) {
+  switch (coll) {
+    case SP_COLL_ALL_REDUCE: return "all-reduce";
+    case SP_COLL_ALL_GATHER: return "all-gather";
+    case SP_COLL_REDUCE_SCATTER: return "reduce-scatter";
+    case SP_COLL_BROADCAST: return "broadcast";
+    case SP_COLL_REDUCE: return "reduce";
+    case SP_COLL_ALL_TO_ALL: return "all-to-all";
+    case SP_COLL_BARRIER: return "barrier";
+    case SP_COLL_GATHER: return "gather";
+    case SP_COLL_SCATTER: return "scatter";
+    default: return "collective";
+  }
 }
 
 }  // namespace sp
