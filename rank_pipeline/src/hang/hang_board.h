@@ -51,7 +51,6 @@ struct HangRank {
 // The open episode, once its first line was said, until it closes.
 struct OpenHang {
   using Clock = std::chrono::steady_clock;
-  static constexpr size_t kShownPerState = 4;  // the line's kNamedPerKind: the ranks it names
 
   uint64_t id = 0;
   int64_t step = -1;
@@ -59,7 +58,7 @@ struct OpenHang {
   int lines = 0;
   Clock::time_point stalled_since;  // no step has completed everywhere since
   Clock::time_point looked;         // when `ranks` were seen (their ages grow from there)
-  std::vector<HangRank> ranks;      // at most kShownPerState of each state, silent first
+  std::vector<HangRank> ranks;      // as many of each state as the line names, silent first
   size_t silent = 0, behind = 0, unseen = 0, waiting = 0;  // all of them
 };
 

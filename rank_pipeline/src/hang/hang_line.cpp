@@ -26,16 +26,14 @@ int gpu_number(const RankInfo* r) {
   return r->device >= 0 ? r->device : r->local_rank;
 }
 
-std::string gpu_of(const RankInfo* r) {
-  const int gpu = gpu_number(r);
-  return gpu >= 0 ? std::to_string(gpu) : "?";
-}
+// How the line and report.json write a GPU: "?" when unknown.
+std::string gpu_text(int gpu) { return gpu >= 0 ? std::to_string(gpu) : "?"; }
 
 // "rank:2 host=vm gpu=2 last=forward mb=0 step=12 17.2s ago"
 std::string describe_rank(const RankView& v, const std::vector<RankInfo>& table) {
   const RankInfo* r = row(table, v.rank);
   std::string out = "rank:" + std::to_string(v.rank) + " host=" + (r ? r->host : "?") +
-                    " gpu=" + gpu_of(r);
+                    " gpu=" + gpu_text(gpu_number(r));
   if (!v.known) return out + " last=unknown";
   out += " last=" + describe_op(v.hb);
   if (v.hb.has_event) {
@@ -143,53 +141,62 @@ std::string resumed_line(int64_t step, double after_s, const std::string& named)
          seconds(after_s) + " (named " + named + ")";
 }
 
-nlohmann::ordered_json named_json(const JobView& view, const std::vector<RankInfo>& table) {
-  nlohmann::ordered_json out = nlohmann::ordered_json::array();
-  auto add = [&](const char* as, const std::vector<int>& ranks) {
-    for (size_t i = 0; i < ranks.size() && i < 64; ++i) {
-      const RankView& v = view.ranks[static_cast<size_t>(ranks[i])];
-      const RankInfo* r = row(table, v.rank);
-      nlohmann::ordered_json j;
-      j["as"] = as;
-      j["rank"] = v.rank;
-      j["host"] = r ? r->host : "";
-      j["gpu"] = gpu_of(r);
-      j["last"] = v.known ? describe_op(v.hb) : "unknown";
-      j["step"] = v.known && v.hb.has_event ? v.hb.event_step : -1;
-      j["ago_s"] = v.known && v.hb.has_event ? static_cast<double>(v.hb.event_age_ms) / 1e3 : -1.0;
-      j["silent_s"] = v.silent_ms >= 0 ? static_cast<double>(v.silent_ms) / 1e3 : -1.0;
-      out.push_back(std::move(j));
+namespace {
+
+// What rank 0 knows of one rank the episode names or finds waiting: the one reading of a
+// RankView and the rank table, for report.json's "named" and for the metrics.
+HangRank hang_rank(const char* state, const RankView& v, const std::vector<RankInfo>& table) {
+  const RankInfo* r = row(table, v.rank);
+  HangRank h;
+  h.state = state;
+  h.rank = v.rank;
+  h.host = r ? r->host : "";
+  h.gpu = gpu_number(r);
+  h.last = v.known ? describe_op(v.hb) : "unknown";
+  h.step = v.known && v.hb.has_event ? v.hb.event_step : -1;
+  h.ago_s = v.known && v.hb.has_event ? static_cast<double>(v.hb.event_age_ms) / 1e3 : -1.0;
+  h.silent_s = v.silent_ms >= 0 ? static_cast<double>(v.silent_ms) / 1e3 : -1.0;
+  return h;
+}
+
+// Silent, behind and unseen ranks (and with `waiting`, those waiting), at most `per_state` of
+// each, in that order.
+std::vector<HangRank> collect(const JobView& view, const std::vector<RankInfo>& table,
+                              size_t per_state, bool waiting) {
+  std::vector<HangRank> out;
+  auto add = [&](const char* state, const std::vector<int>& ranks) {
+    for (size_t i = 0; i < ranks.size() && i < per_state; ++i) {
+      out.push_back(hang_rank(state, view.ranks[static_cast<size_t>(ranks[i])], table));
     }
   };
   add("silent", view.silent);
   add("behind", view.behind);
   add("unseen", view.unseen);
+  if (waiting) add("waiting", view.waiting);
+  return out;
+}
+
+}  // namespace
+
+nlohmann::ordered_json named_json(const JobView& view, const std::vector<RankInfo>& table) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const HangRank& h : collect(view, table, 64, /*waiting=*/false)) {
+    nlohmann::ordered_json j;
+    j["as"] = h.state;
+    j["rank"] = h.rank;
+    j["host"] = h.host;
+    j["gpu"] = gpu_text(h.gpu);
+    j["last"] = h.last;
+    j["step"] = h.step;
+    j["ago_s"] = h.ago_s;
+    j["silent_s"] = h.silent_s;
+    out.push_back(std::move(j));
+  }
   return out;
 }
 
 std::vector<HangRank> hang_ranks(const JobView& view, const std::vector<RankInfo>& table, size_t per_state) {
-  std::vector<HangRank> out;
-  auto add = [&](const char* state, const std::vector<int>& ranks) {
-    for (size_t i = 0; i < ranks.size() && i < per_state; ++i) {
-      const RankView& v = view.ranks[static_cast<size_t>(ranks[i])];
-      const RankInfo* r = row(table, v.rank);
-      HangRank h;
-      h.state = state;
-      h.rank = v.rank;
-      h.host = r ? r->host : "";
-      h.gpu = gpu_number(r);
-      h.last = v.known ? describe_op(v.hb) : "unknown";
-      h.step = v.known && v.hb.has_event ? v.hb.event_step : -1;
-      h.ago_s = v.known && v.hb.has_event ? static_cast<double>(v.hb.event_age_ms) / 1e3 : -1.0;
-      h.silent_s = v.silent_ms >= 0 ? static_cast<double>(v.silent_ms) / 1e3 : -1.0;
-      out.push_back(std::move(h));
-    }
-  };
-  add("silent", view.silent);
-  add("behind", view.behind);
-  add("unseen", view.unseen);
-  add("waiting", view.waiting);
-  return out;
+  return collect(view, table, per_state, /*waiting=*/true);
 }
 
 }  // namespace sp::rank_pipeline

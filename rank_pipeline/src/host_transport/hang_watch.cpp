@@ -148,7 +148,7 @@ void HangWatch::show(const JobView& v, Clock::time_point now) const {
   open.lines = e.record.lines;
   open.stalled_since = e.opened - std::chrono::milliseconds(e.stalled_at_open_ms);
   open.looked = now;
-  open.ranks = hang_ranks(v, collector_->rank_table(), OpenHang::kShownPerState);
+  open.ranks = hang_ranks(v, collector_->rank_table(), kNamedPerKind);
   open.silent = v.silent.size();
   open.behind = v.behind.size();
   open.unseen = v.unseen.size();

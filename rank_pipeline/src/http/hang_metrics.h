@@ -1,6 +1,6 @@
 // Rank 0's hang episodes (hang_board.h) as the metrics server shows them: the /metrics families
 // (straggler_probe_hang_*) and /status' "hang" key, both from one snapshot of the board taken
-// when the scrape comes. Bounded like the hang line: at most OpenHang::kShownPerState ranks of
+// when the scrape comes. Bounded like the hang line: at most kNamedPerKind (hang_line.h) ranks of
 // each state get a series or a row; straggler_probe_hang_ranks and "counts" say how many there
 // are in all. Ages are the board's, grown by the time since the watch's look (at most a look,
 // 0.1 s, unless the transport thread is held up).
