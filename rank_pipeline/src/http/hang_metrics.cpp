@@ -4,6 +4,7 @@
 #include <limits>
 #include <string>
 
+#include "hang/hang_line.h"
 #include "straggler_probe/wire_io.h"
 
 namespace sp::rank_pipeline::http {
@@ -41,9 +42,11 @@ void write_hang_families(Exposition* e, const HangBoard::Snapshot& hangs, OpenHa
     e->sample(labels({{"state", "unseen"}}), static_cast<double>(open->unseen));
     e->sample(labels({{"state", "waiting"}}), static_cast<double>(open->waiting));
   }
-  e->family("straggler_probe_hang_rank_seconds", MetricType::kGauge,
-            "Each rank the open hang episode names (silent, behind or unseen; the first 4 of each, "
-            "as the hang line): seconds since its last op finished (NaN: none known).");
+  static const std::string kRankSecondsHelp =
+      "Each rank the open hang episode names (silent, behind or unseen; the first " +
+      std::to_string(kNamedPerKind) +
+      " of each, as the hang line): seconds since its last op finished (NaN: none known).";
+  e->family("straggler_probe_hang_rank_seconds", MetricType::kGauge, kRankSecondsHelp);
   if (!open) return;
   const double since_look = seconds_between(open->looked, now);
   for (const HangRank& r : open->ranks) {
