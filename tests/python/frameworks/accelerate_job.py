@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from fw_job import StepClock, compute_seconds, load_spec, make_block, write_result
+from fw_job import StepClock, compute_seconds, load_spec, make_block, regression_data, write_result
 
 spec = load_spec()
 
@@ -25,9 +25,7 @@ def main() -> None:
     assert accelerator.num_processes == spec["world"], accelerator.state
     model = make_block()
     model.fwd_s, model.bwd_s = compute_seconds(spec, rank)
-    g = torch.Generator().manual_seed(0)
-    data = torch.utils.data.TensorDataset(torch.randn(4096, 16, generator=g),
-                                          torch.randn(4096, 16, generator=g))
+    data = regression_data(4096)
     loader = torch.utils.data.DataLoader(data, batch_size=8, shuffle=False)
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
     model, optimizer, loader = accelerator.prepare(model, optimizer, loader)

@@ -7,7 +7,7 @@ steps the optimizer at each accumulation boundary only).
 """
 from __future__ import annotations
 
-from fw_job import StepClock, compute_seconds, load_spec, make_block, write_result
+from fw_job import StepClock, compute_seconds, load_spec, make_block, regression_data, write_result
 
 spec = load_spec()
 
@@ -39,10 +39,7 @@ def main() -> None:
     rank = engine.global_rank
     assert engine.world_size == spec["world"], engine.world_size
     model.fwd_s, model.bwd_s = compute_seconds(spec, rank)
-    g = torch.Generator().manual_seed(0)
-    n = micro * accumulation * spec["steps"] * spec["world"]
-    data = torch.utils.data.TensorDataset(torch.randn(n, 16, generator=g),
-                                          torch.randn(n, 16, generator=g))
+    data = regression_data(micro * accumulation * spec["steps"] * spec["world"])
     sampler = torch.utils.data.distributed.DistributedSampler(data, shuffle=False)
     loader = torch.utils.data.DataLoader(data, batch_size=micro, sampler=sampler)
     clock = StepClock()

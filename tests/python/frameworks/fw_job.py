@@ -43,6 +43,14 @@ def make_block(width: int = 16) -> Any:
     return TimedNet(width)
 
 
+def regression_data(n: int, width: int = 16) -> Any:
+    """n (input, target) pairs of random vectors, the same on every rank and run (seeded)."""
+    import torch
+    g = torch.Generator().manual_seed(0)
+    return torch.utils.data.TensorDataset(torch.randn(n, width, generator=g),
+                                          torch.randn(n, width, generator=g))
+
+
 class StepClock:
     """Wall time of each optimizer step, as the job's own loop sees it."""
 
