@@ -32,6 +32,7 @@ import os
 import pathlib
 import re
 import sys
+import typing
 
 SOURCE_SUFFIXES = {".cpp", ".cc", ".c", ".h", ".hpp", ".inc"}
 SKIP_TOP = {"build", ".venv", ".git", "straggler_probe_out"}
@@ -48,23 +49,25 @@ FLAT_LIMIT = 20
 FLAT_EXCEPTIONS = pathlib.Path("scripts") / "flat_exceptions.txt"  # under the root
 
 
-class Layer(tuple):
-    """(N, K) for `layer N.K`, (N, None) for `layer N`, with the folder's top-level folder."""
-
-    def __new__(cls, major: int, minor: int | None, top: str):
-        return super().__new__(cls, (major, minor, top))
+class Layer(typing.NamedTuple):
+    """`layer N.K` (minor None for `layer N`), with the folder's top-level folder."""
+    major: int
+    minor: int | None
+    top: str
 
     def __str__(self):
-        return f"{self[0]}" if self[1] is None else f"{self[0]}.{self[1]}"
+        return f"{self.major}" if self.minor is None else f"{self.major}.{self.minor}"
 
 
-def below(target: "Layer", here: "Layer") -> bool:
+def below(target: Layer, here: Layer) -> bool:
     """May a folder of layer `here` include one of layer `target`?"""
-    if target[0] != here[0]:
-        return target[0] < here[0]
-    if target[1] is not None and here[1] is not None and target[2] == here[2]:
-        return target[1] < here[1]
+    if target.major != here.major:
+        return target.major < here.major
+    if target.minor is not None and here.minor is not None and target.top == here.top:
+        return target.minor < here.minor
     return False
+
+
 _INCLUDE_RE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 _TARGET_INCLUDES_RE = re.compile(r"target_include_directories\s*\(([^)]*)\)")
 
