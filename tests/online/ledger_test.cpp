@@ -198,13 +198,13 @@ TEST(OnlineLedger, StepEntryOfAStageAndOfNoCulprit) {
   v.rank_dp = {0, 1, 0, 1};
   v.rank_stage = {0, 0, 1, 1};
   v.cause = Cause::kStageImbalance;
-  v.worst = "stage:1";
+  v.worst = Culprit::stage(1);
   v.fix_gain_s = 0.25;
   auto j = step_loss_json(step_loss(v));
   EXPECT_EQ(j.dump(), R"({"gpu_s":2.0,"gpus":4,"cause":"stage-imbalance","target":"stage:1","host":null,"gpu":null,)"
                       R"("stage":1,"fix_gain_gpu_s":1.0})");
   v.cause = Cause::kNone;
-  v.worst.clear();
+  v.worst = {};
   v.time_s = 1.0;  // faster than the ideal: nothing lost
   j = step_loss_json(step_loss(v));
   EXPECT_EQ(j.dump(), R"({"gpu_s":0.0,"gpus":4,"cause":"none","target":null,"host":null,"gpu":null,)"
@@ -222,7 +222,7 @@ TEST(OnlineLedger, LineNamesEachCulpritWithItsPlace) {
     v.rank_dp = {0, 1, 0, 1};
     v.rank_stage = {0, 0, 1, 1};
     v.cause = cause;
-    v.worst = worst;
+    v.worst = Culprit::parse(worst).value();
     v.fix_gain_s = fix;
     if (worst == "rank:3") {
       v.worst_host = "node-17";

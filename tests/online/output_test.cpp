@@ -24,7 +24,7 @@ TEST(OnlineOutput, LogLineFormat) {
   v.ideal_s = 1.8431;
   v.S = 1.2009;
   v.cause = Cause::kStageImbalance;
-  v.worst = "stage:3";
+  v.worst = Culprit::stage(3);
   v.worst_S = 1.234;
   v.top_op = "forward-compute";
   v.launch_share = 0.0123;
@@ -34,7 +34,7 @@ TEST(OnlineOutput, LogLineFormat) {
             "worst=stage:3 S_w=1.23 top_op=forward-compute host_gaps=1.2% "
             "evidence=\"fixing stage 3 recovers 80% (M_S=0.80)\"");
   v.cause = Cause::kNone;
-  v.worst.clear();
+  v.worst = {};
   v.evidence = "say \"hi\"";
   EXPECT_EQ(format_log_line(v),
             "straggler_probe step=120 time=2.213s ideal=1.843s S=1.20 cause=none worst=- "

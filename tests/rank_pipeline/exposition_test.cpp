@@ -58,7 +58,7 @@ online::StepVerdict analysed(int64_t step, double time_s, double ideal_s, online
   v.ideal_s = ideal_s;
   v.S = time_s / ideal_s;
   v.cause = cause;
-  v.worst = worst;
+  v.worst = online::Culprit::parse(worst).value();
   return v;
 }
 
@@ -69,7 +69,7 @@ TEST(MetricsBoard, SumsTheLedgerByCauseHostAndRankAndNamesHostsToDrain) {
   online::StepVerdict slow = analysed(10, 1.5, 1.0, online::Cause::kWorker, "rank:1");
   slow.fix_gain_s = 0.4;  // fixing rank 1 alone gives back 0.4 s of the 0.5 s lost
   online::AlarmEvent alarm;
-  alarm.target = "rank:1";
+  alarm.target = online::Culprit::rank(1);
   alarm.cause = online::Cause::kWorker;
   slow.alarms.push_back(alarm);
   online::StepVerdict skipped;

@@ -20,14 +20,14 @@ std::string p_text(double p) {
 }
 
 // A rank's own alarm (its score is S_w); a cause alarm that names a rank carries the steps' S.
-bool is_rank_alarm(const AlarmEvent& e) { return e.unit >= 0 && e.target.rfind("rank:", 0) == 0; }
+bool is_rank_alarm(const AlarmEvent& e) { return e.unit >= 0 && e.target.kind == Culprit::Kind::kRank; }
 
 // A standard error's worth above the null's mean: the short window's mean no longer shows it.
 const double kClearP1 = normal_upper(1.0);
 
 }  // namespace
 
-AlarmEvent AlarmTracker::evidence(const std::string& target, Cause cause, int64_t step, double score, double p,
+AlarmEvent AlarmTracker::evidence(const Culprit& target, Cause cause, int64_t step, double score, double p,
                                   const NamedFilter& counts) const {
   AlarmEvent e;
   e.target = target;
@@ -69,10 +69,10 @@ bool AlarmTracker::cause_alarm_covers(const StepInput& in, size_t u, bool column
   for (size_t a : active_) {
     const AlarmEvent& e = records_[a - dropped_].raised;
     if (e.unit >= 0 || e.cause != cause || e.target.empty()) continue;
-    const int r = target_index(e.target, "rank:");
+    const int r = e.target.rank_index();
     if (columns && r >= 0) {
       if (static_cast<size_t>(r) < in.rank_dp.size() && in.rank_dp[static_cast<size_t>(r)] == static_cast<int>(u)) return true;
-    } else if (!columns && target_index(e.target, "stage:") == static_cast<int>(u)) {
+    } else if (!columns && e.target.stage_index() == static_cast<int>(u)) {
       return true;
     }
   }
@@ -81,7 +81,7 @@ bool AlarmTracker::cause_alarm_covers(const StepInput& in, size_t u, bool column
 
 bool AlarmTracker::stage_has_rank_alarm(const StepInput& in, int stage) const {
   for (size_t a : active_) {
-    const int r = target_index(records_[a - dropped_].raised.target, "rank:");
+    const int r = records_[a - dropped_].raised.target.rank_index();
     if (r >= 0 && static_cast<size_t>(r) < in.rank_stage.size() && in.rank_stage[static_cast<size_t>(r)] == stage) return true;
   }
   return false;
@@ -125,13 +125,13 @@ void AlarmTracker::clear(size_t record, AlarmEvent e, std::vector<AlarmEvent>* o
   active_.erase(std::find(active_.begin(), active_.end(), record));
 }
 
-void AlarmTracker::unit_alarms(const StepInput& in, const UnitFamily& family,
-                               const std::string& prefix, std::vector<AlarmEvent>* out) {
+void AlarmTracker::unit_alarms(const StepInput& in, const UnitFamily& family, Culprit::Kind kind,
+                               std::vector<AlarmEvent>* out) {
   const double n = static_cast<double>(family.units());
-  const bool columns = prefix == "rank:";
+  const bool columns = kind == Culprit::Kind::kRank;
   for (size_t u = 0; u < family.units(); ++u) {
-    const std::string target = columns ? "rank:" + std::to_string(u < in.column_rank.size() ? in.column_rank[u] : static_cast<int>(u))
-                                       : prefix + std::to_string(u);
+    const Culprit target = columns ? Culprit::rank(u < in.column_rank.size() ? in.column_rank[u] : static_cast<int>(u))
+                                   : Culprit::stage(static_cast<int>(u));
     // The steps that named this unit: a rank of its dp column (the rank named may move within
     // the column), or the stage.
     const NamedFilter names_unit = [u, columns](const Named& step) {
@@ -150,7 +150,7 @@ void AlarmTracker::unit_alarms(const StepInput& in, const UnitFamily& family,
     // A dp rank's alarm is kept under its unit (the rank named may move within its column).
     auto it = std::find_if(active_.begin(), active_.end(), [&](size_t a) {
       const AlarmEvent& e = records_[a - dropped_].raised;
-      return e.unit == static_cast<int>(u) && (e.target.rfind("rank:", 0) == 0) == columns;
+      return e.unit == static_cast<int>(u) && (e.target.kind == Culprit::Kind::kRank) == columns;
     });
     if (it != active_.end()) {
       // Hysteresis: cleared once neither window shows it, the short one no longer a standard
@@ -174,10 +174,10 @@ void AlarmTracker::unit_alarms(const StepInput& in, const UnitFamily& family,
     if (!named_on_most_recent(u, columns)) continue;
     // A stage with a rank in alarm is slow because of that rank (ranks are judged against
     // their own stage's peers, so a stage that is heavier as a whole raises no rank alarm).
-    if (prefix == "stage:" && (stage_has_rank_alarm(in, static_cast<int>(u)) || dp_rank_shows(in))) continue;
+    if (!columns && (stage_has_rank_alarm(in, static_cast<int>(u)) || dp_rank_shows(in))) continue;
     // The cause the steps naming the unit gave (a slow p2p link's verdicts say comm, on either
     // of its ranks), unless a cause alarm says it already.
-    const Cause cause = usual_cause(names_unit, prefix == "stage:" ? Cause::kStageImbalance : Cause::kWorker);
+    const Cause cause = usual_cause(names_unit, columns ? Cause::kWorker : Cause::kStageImbalance);
     if (cause_alarm_covers(in, u, columns, cause)) continue;
     AlarmEvent e = evidence(target, cause, in.step, family.window_mean_S(u, cfg_.alarm_long_steps), p, names_unit);
     e.unit = static_cast<int>(u);
@@ -205,7 +205,7 @@ void AlarmTracker::cause_alarms(const StepInput& in, std::vector<AlarmEvent>* ou
     // (a cause named one step in four would otherwise clear and raise again every few steps).
     if (it != active_.end()) {
       if (in_short == 0 && p >= cfg_.alpha) {
-        const std::string& target = records_[*it - dropped_].raised.target;
+        const Culprit target = records_[*it - dropped_].raised.target;
         clear(*it, evidence(target, c, in.step, in.S, 1.0, names_cause(c, target)), out);
       }
       continue;
@@ -215,7 +215,7 @@ void AlarmTracker::cause_alarms(const StepInput& in, std::vector<AlarmEvent>* ou
     bool covered = false;
     for (size_t a : active_) covered = covered || records_[a - dropped_].raised.cause == c;
     if (p >= cfg_.alarm_alpha || covered) continue;
-    const std::string target = usual_target(c, in_long);
+    const Culprit target = usual_target(c, in_long);
     // worker: a rank slow on some steps only (every k-th step), whose own alarm never comes
     // because it is not named on most recent steps; a rank that is, is its own alarm's
     // business, and worker steps scattered over many ranks are not one straggler.
@@ -225,7 +225,7 @@ void AlarmTracker::cause_alarms(const StepInput& in, std::vector<AlarmEvent>* ou
 }
 
 // The steps a cause alarm's evidence counts: those naming the cause (and its target, if any).
-AlarmTracker::NamedFilter AlarmTracker::names_cause(Cause c, const std::string& target) {
+AlarmTracker::NamedFilter AlarmTracker::names_cause(Cause c, const Culprit& target) {
   return [c, target](const Named& n) { return counts_for(n, c) && (target.empty() || n.target == target); };
 }
 
@@ -235,7 +235,7 @@ bool AlarmTracker::counts_for(const Named& n, Cause c) { return n.cause == c && 
 // Whether the recent steps named `target` on at most half of the steps since they first named
 // it: slow on some steps only. A rank that became slow and stays so is named on most of them
 // (its own alarm, unit_alarms, follows within a few steps).
-bool AlarmTracker::intermittent(const std::string& target) const {
+bool AlarmTracker::intermittent(const Culprit& target) const {
   if (target.empty()) return false;
   size_t first = named_.size(), named = 0;
   for (size_t i = 0; i < named_.size(); ++i) {
@@ -247,16 +247,16 @@ bool AlarmTracker::intermittent(const std::string& target) const {
 }
 
 // The rank or stage that most of the `named` steps naming cause c named, when more than half
-// of them named the same one (gc pauses recurring on one rank: "rank:2 cause=gc"); else "".
-std::string AlarmTracker::usual_target(Cause c, int named) const {
-  std::map<std::string, int> count;
+// of them named the same one (gc pauses recurring on one rank: "rank:2 cause=gc"); else none.
+Culprit AlarmTracker::usual_target(Cause c, int named) const {
+  std::map<Culprit, int> count;
   for (const Named& n : named_) {
     if (counts_for(n, c) && !n.target.empty()) ++count[n.target];
   }
   for (const auto& [target, k] : count) {
     if (2 * k > named) return target;
   }
-  return "";
+  return {};
 }
 
 bool AlarmTracker::named_on_most_recent(size_t unit, bool columns) const {
@@ -272,15 +272,15 @@ std::vector<AlarmEvent> AlarmTracker::update(const StepInput& in) {
   Named named{in.step, in.cause, in.target, in.S};
   named.slow_step = in.slow_step;
   if (in.cause != Cause::kNone) {
-    const int r = target_index(in.target, "rank:");
+    const int r = in.target.rank_index();
     if (r >= 0 && static_cast<size_t>(r) < in.rank_dp.size()) named.dp = in.rank_dp[static_cast<size_t>(r)];
-    named.stage = target_index(in.target, "stage:");
+    named.stage = in.target.stage_index();
   }
   named_.push_back(std::move(named));
   while (static_cast<int>(named_.size()) > std::max(1, cfg_.alarm_long_steps)) named_.pop_front();
   std::vector<AlarmEvent> out;
-  if (in.dp) unit_alarms(in, *in.dp, "rank:", &out);
-  if (in.stages) unit_alarms(in, *in.stages, "stage:", &out);
+  if (in.dp) unit_alarms(in, *in.dp, Culprit::Kind::kRank, &out);
+  if (in.stages) unit_alarms(in, *in.stages, Culprit::Kind::kStage, &out);
   cause_alarms(in, &out);
   return out;
 }
@@ -290,7 +290,7 @@ nlohmann::ordered_json alarm_event_json(const AlarmEvent& e) {
   j["event"] = "alarm";
   j["state"] = e.raised ? "raised" : "cleared";
   j["step"] = e.step;
-  j["target"] = e.target;
+  j["target"] = e.target.text();
   j["cause"] = std::string(cause_name(e.cause));
   j["since"] = e.since;
   j["steps"] = e.steps;
@@ -304,7 +304,7 @@ nlohmann::ordered_json AlarmTracker::to_json() const {
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const AlarmRecord& r : records_) {
     nlohmann::ordered_json j;
-    j["target"] = r.raised.target;
+    j["target"] = r.raised.target.text();
     j["cause"] = std::string(cause_name(r.raised.cause));
     j["raised_step"] = r.raised.step;
     j["cleared_step"] = r.cleared ? nlohmann::ordered_json(r.cleared->step) : nlohmann::ordered_json();
@@ -319,7 +319,7 @@ nlohmann::ordered_json AlarmTracker::to_json() const {
 }
 
 std::string format_alarm_line(const AlarmEvent& e) {
-  const std::string what = (e.target.empty() ? std::string("job") : e.target) + " cause=" + std::string(cause_name(e.cause));
+  const std::string what = (e.target.empty() ? std::string("job") : e.target.text()) + " cause=" + std::string(cause_name(e.cause));
   const std::string score = std::string(is_rank_alarm(e) ? "S_w=" : "S=") + fixed(e.score, 2);
   if (e.raised) {
     return "straggler_probe alarm raised: " + what + " since step " + std::to_string(e.since) + " (" +

@@ -57,7 +57,7 @@ class AlarmTracker {
   struct StepInput {
     int64_t step = 0;
     Cause cause = Cause::kNone;   // the step's verdict (kNone: nothing significant)
-    std::string target;
+    Culprit target;
     const UnitFamily* dp = nullptr;      // dp ranks; an alarm names its rank in column_rank
     const UnitFamily* stages = nullptr;  // nullptr without a pipeline
     std::vector<int> column_rank;        // per dp rank: the rank this step's scores point at
@@ -81,7 +81,7 @@ class AlarmTracker {
   struct Named {
     int64_t step;
     Cause cause;
-    std::string target;
+    Culprit target;
     double S;
     int dp = -1, stage = -1;  // the unit the target is in (its rank's dp rank, or the stage)
     bool slow_step = false;   // StepInput::slow_step
@@ -92,15 +92,15 @@ class AlarmTracker {
   };
   using NamedFilter = std::function<bool(const Named&)>;
   // An alarm's evidence: the recent steps `counts` accepts (how many, since when).
-  AlarmEvent evidence(const std::string& target, Cause cause, int64_t step, double score, double p,
+  AlarmEvent evidence(const Culprit& target, Cause cause, int64_t step, double score, double p,
                       const NamedFilter& counts) const;
-  static NamedFilter names_cause(Cause cause, const std::string& target);
+  static NamedFilter names_cause(Cause cause, const Culprit& target);
   bool cause_alarm_covers(const StepInput& in, size_t unit, bool columns, Cause cause) const;
-  std::string usual_target(Cause cause, int named) const;
-  bool intermittent(const std::string& target) const;
+  Culprit usual_target(Cause cause, int named) const;
+  bool intermittent(const Culprit& target) const;
   static bool counts_for(const Named& n, Cause c);
   Cause usual_cause(const NamedFilter& names, Cause fallback) const;
-  void unit_alarms(const StepInput& in, const UnitFamily& family, const std::string& prefix,
+  void unit_alarms(const StepInput& in, const UnitFamily& family, Culprit::Kind kind,
                    std::vector<AlarmEvent>* out);
   void cause_alarms(const StepInput& in, std::vector<AlarmEvent>* out);
   bool stage_has_rank_alarm(const StepInput& in, int stage) const;

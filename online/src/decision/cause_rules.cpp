@@ -28,7 +28,7 @@ struct Step {
   CauseResult named(Cause cause, int rank, double score, const std::string& evidence) const {
     CauseResult out;
     out.cause = cause;
-    out.worst = "rank:" + std::to_string(rank);
+    out.worst = Culprit::rank(rank);
     out.worst_S = score;
     out.top_op = top_op;
     out.evidence = evidence + "; top op " + top_op + " S_t=" + fixed(top_S, 2);
@@ -119,7 +119,7 @@ std::optional<CauseResult> stage_rule(const Step& st) {
   const double recovered = std::min(1.0, share);
   CauseResult out;
   out.cause = Cause::kStageImbalance;
-  out.worst = "stage:" + std::to_string(p);
+  out.worst = Culprit::stage(static_cast<int>(p));
   out.worst_S = 1.0 + recovered * (st.S - 1.0);
   out.top_op = st.top_op;
   const std::string how_much =

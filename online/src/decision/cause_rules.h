@@ -24,7 +24,7 @@ struct CauseInput {
 
 struct CauseResult {
   Cause cause = Cause::kNone;
-  std::string worst;     // "rank:N", "stage:N" or ""
+  Culprit worst;         // none for cause none
   double worst_S = 1.0;
   std::string top_op;
   std::string evidence;

@@ -130,7 +130,7 @@ void NoiseVerdict::name_persistent(const StepModel& m, size_t d, const UnitEvide
   const int r = column_rank(m, *v, static_cast<int>(d));
   if (r < 0) return;
   v->cause = Cause::kWorker;
-  v->worst = "rank:" + std::to_string(r);
+  v->worst = Culprit::rank(r);
   v->worst_S = v->worker_S[static_cast<size_t>(r)];
   v->p = e.p;
   say_evidence(m, e.by, v);
@@ -173,14 +173,14 @@ void NoiseVerdict::find_leaders(const StepModel& m) {
 // names, else of the dp rank that led the most recent steps.
 void NoiseVerdict::say_evidence(const StepModel& m, const char* by, StepVerdict* v) const {
   v->named_by = v->cause == Cause::kNone ? "" : by;
-  const int rank = target_index(v->worst, "rank:");
+  const int rank = v->worst.rank_index();
   const int d = rank >= 0 && rank < m.world ? m.rank_dp[static_cast<size_t>(rank)] : -1;
   const Persistence l =
       d >= 0 && static_cast<size_t>(d) < dp_.units() ? unit_persistence(dp_, dp_lead_, static_cast<size_t>(d)) : dp_lead_;
   const int r = l.unit >= 0 ? column_rank(m, *v, l.unit) : -1;
   v->persist = PersistenceEvidence{};
   if (r < 0) return;
-  v->persist = {"rank:" + std::to_string(r), l.led, l.steps, l.rival_led, l.ahead, l.ahead_of, l.p};
+  v->persist = {Culprit::rank(r), l.led, l.steps, l.rival_led, l.ahead, l.ahead_of, l.p};
 }
 
 }  // namespace sp::online

@@ -103,9 +103,9 @@ double correlation_p(const SeqEvidence& q) {
 // causes of the whole step by this step's own evidence.
 NoiseVerdict::UnitEvidence NoiseVerdict::cause_p(const StepModel& m, const SeqEvidence& seq, double comm_p,
                                                  const StepVerdict& v) const {
-  const int rank = target_index(v.worst, "rank:");
+  const int rank = v.worst.rank_index();
   const int dp = rank >= 0 && rank < m.world ? m.rank_dp[static_cast<size_t>(rank)] : -1;
-  const int stage = target_index(v.worst, "stage:");
+  const int stage = v.worst.stage_index();
   if (v.cause == Cause::kWorker) return dp >= 0 ? worker_evidence(static_cast<size_t>(dp)) : UnitEvidence{};
   if (v.cause == Cause::kStageImbalance) {
     return stage >= 0 && static_cast<size_t>(stage) < stages_.units() ? stage_evidence(static_cast<size_t>(stage))
@@ -186,15 +186,15 @@ void NoiseVerdict::rules_within_noise(const StepModel& m, double p, StepVerdict*
     name_persistent(m, static_cast<size_t>(pick), named, v);
     return;
   }
-  const std::string would = std::string(cause_name(v->cause)) + " " + v->worst;
+  const std::string would = std::string(cause_name(v->cause)) + " " + v->worst.text();
   v->cause = Cause::kNone;
-  v->worst.clear();
+  v->worst = {};
   say_evidence(m, "", v);
   v->evidence = "within the noise: S=" + fixed(v->S, 3) + " against the null's " + fixed(v->S_null, 3) +
                 " (p_S=" + p_value_text(v->p_S) + "); the likeliest culprit, " + would + ", p=" + p_value_text(p) +
                 " >= " + p_value_text(cfg_.alpha);
   if (!v->persist.target.empty()) {
-    v->evidence += "; " + v->persist.target + " led " + std::to_string(v->persist.led) + " of the last " +
+    v->evidence += "; " + v->persist.target.text() + " led " + std::to_string(v->persist.led) + " of the last " +
                    std::to_string(v->persist.of) + " steps (persistence p=" + p_value_text(v->persist.p) + ")";
   }
 }
@@ -231,16 +231,16 @@ void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, double comm
     // rank led most recent steps (an intermittent rank's slow step behind a persistently
     // slightly late one). The persistence test names a unit only where the rules' culprit is
     // within the noise (rules_within_noise).
-    const int rank = target_index(v->worst, "rank:");
+    const int rank = v->worst.rank_index();
     if (v->cause == Cause::kWorker && m.pp_size > 1 && rank >= 0 && rank < m.world) {
       const int r = column_rank(m, *v, m.rank_dp[static_cast<size_t>(rank)]);
       if (r >= 0 && r != rank) {
-        v->worst = "rank:" + std::to_string(r);
+        v->worst = Culprit::rank(r);
         v->worst_S = v->worker_S[static_cast<size_t>(r)];
       }
     }
     say_evidence(m, e.by, v);
-    if (v->named_by == "persistence") v->evidence += "; " + v->persist.target + " " + lead_text(v->persist, "dp rank");
+    if (v->named_by == "persistence") v->evidence += "; " + v->persist.target.text() + " " + lead_text(v->persist, "dp rank");
     v->evidence += "; p=" + p_value_text(e.p);
   }
   // The S null is calibrated to the steps the verdicts leave unexplained, and to what jitter did

@@ -1,9 +1,12 @@
-// What verdict.h declares beside the verdict itself: the names of the causes, and reading a
-// target ("rank:N", "stage:N") back.
+// What verdict.h declares beside the verdict itself: the names of the causes, and a culprit's
+// spelling ("rank:N", "stage:N") both ways.
 #include "straggler_probe/online/verdict.h"
 
-#include <cstdlib>
+#include <charconv>
+#include <ostream>
 #include <string>
+#include <system_error>
+#include <utility>
 
 namespace sp::online {
 
@@ -21,9 +24,40 @@ std::string_view cause_name(Cause c) {
   return "none";
 }
 
-int target_index(std::string_view target, std::string_view prefix) {
-  if (target.substr(0, prefix.size()) != prefix) return -1;
-  return std::atoi(std::string(target.substr(prefix.size())).c_str());
+namespace {
+
+// A non-negative decimal int, nothing else (no sign, no spaces, no overflow).
+std::optional<int> decimal(std::string_view s) {
+  int v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || s.front() == '-' || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return v;
 }
+
+}  // namespace
+
+std::optional<Culprit> Culprit::parse(std::string_view text) {
+  if (text.empty()) return Culprit{};
+  for (const auto& [prefix, kind] : {std::pair{std::string_view("rank:"), Kind::kRank},
+                                     std::pair{std::string_view("stage:"), Kind::kStage}}) {
+    if (text.substr(0, prefix.size()) != prefix) continue;
+    if (const auto n = decimal(text.substr(prefix.size()))) return Culprit{kind, *n};
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::string Culprit::text() const {
+  switch (kind) {
+    case Kind::kRank: return "rank:" + std::to_string(index);
+    case Kind::kStage: return "stage:" + std::to_string(index);
+    case Kind::kNone: break;
+  }
+  return {};
+}
+
+bool operator==(const Culprit& c, std::string_view text) { return c.text() == text; }
+
+void PrintTo(const Culprit& c, std::ostream* os) { *os << '"' << c.text() << '"'; }
 
 }  // namespace sp::online

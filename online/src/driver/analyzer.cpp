@@ -70,11 +70,10 @@ struct OnlineAnalyzer::Impl {
 
 namespace {
 
-// "rank:N" with N in the table: the verdict names its host and GPU.
+// A rank in the table: the verdict names its host and GPU.
 void place_worst(const RankTable& ranks, StepVerdict* v) {
-  if (v->worst.rfind("rank:", 0) != 0) return;
-  const long r = std::strtol(v->worst.c_str() + 5, nullptr, 10);
-  if (r < 0 || r >= static_cast<long>(ranks.size())) return;
+  const int r = v->worst.rank_index();
+  if (r < 0 || r >= static_cast<int>(ranks.size())) return;
   v->worst_host = ranks[static_cast<size_t>(r)].host;
   v->worst_device = ranks[static_cast<size_t>(r)].device;
 }

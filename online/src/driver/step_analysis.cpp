@@ -155,7 +155,7 @@ int StepAnalysis::name_hang(const HangFinding& hang, StepVerdict* v) {
       v->evidence += "; the hang watch found rank " + std::to_string(rank) + " silent (its heartbeat stopped)";
     }
   }
-  v->worst = rank >= 0 ? "rank:" + std::to_string(rank) : std::string();
+  v->worst = Culprit::rank(rank);
   v->worst_S = rank >= 0 && static_cast<size_t>(rank) < v->worker_S.size() ? v->worker_S[static_cast<size_t>(rank)] : v->S;
   return rank;
 }
@@ -238,7 +238,7 @@ StepVerdict StepAnalysis::verdict(int64_t step, const StepModel& model) const {
 // the slowest rank is from step to step, whether or not a step is significant; a job whose
 // steps are all within the noise would otherwise never have a history to tell them by).
 int StepAnalysis::named_rank(const StepVerdict& v) {
-  return v.cause != Cause::kNone ? target_index(v.worst, "rank:") : -1;
+  return v.cause != Cause::kNone ? v.worst.rank_index() : -1;
 }
 
 void StepAnalysis::remember_worst(int rank) {
@@ -276,7 +276,7 @@ void StepAnalysis::record_timeline(int64_t step, const StepModel& model, const S
   TimelineStep ts;
   ts.step = step;
   ts.named_rank = named_rank(v);
-  ts.named_stage = v.cause != Cause::kNone ? target_index(v.worst, "stage:") : -1;
+  ts.named_stage = v.cause != Cause::kNone ? v.worst.stage_index() : -1;
   ts.rank_score = v.worker_S;
   ts.rank_dp = model.rank_dp;
   ts.rank_stage = model.rank_stage;

@@ -18,12 +18,11 @@ json null_if_empty(const std::string& s) { return s.empty() ? json() : json(s); 
 json null_if_negative(int i) { return i < 0 ? json() : json(i); }
 
 // "node-17 gpu 3 (rank 5)", "stage 7", "rank 5": where a user acts.
-std::string place_text(const std::string& target, const std::string& host, int gpu) {
-  const int rank = target_index(target, "rank:");
-  const int stage = target_index(target, "stage:");
+std::string place_text(const Culprit& target, const std::string& host, int gpu) {
+  const int rank = target.rank_index();
+  const int stage = target.stage_index();
   if (stage >= 0) return "stage " + std::to_string(stage);
-  if (target.rfind("host:", 0) == 0) return target.substr(5);
-  if (rank < 0) return target;
+  if (rank < 0) return target.text();
   if (host.empty()) return "rank " + std::to_string(rank);
   std::string out = host;
   if (gpu >= 0) out += " gpu " + std::to_string(gpu);
@@ -44,12 +43,12 @@ std::string percent(double part, double whole) { return fixed(whole > 0 ? 100.0 
 
 double named_fix_gain_s(const SlowdownMetrics& m, const StepVerdict& v) {
   if (v.cause == Cause::kNone) return 0.0;
-  const int rank = target_index(v.worst, "rank:");
+  const int rank = v.worst.rank_index();
   if (rank >= 0 && static_cast<size_t>(rank) < v.rank_dp.size()) {
     const auto dp = static_cast<size_t>(v.rank_dp[static_cast<size_t>(rank)]);
     return dp < m.dp_fix_gain.size() ? std::max(0.0, finite_or_zero(m.dp_fix_gain[dp] * m.T_ideal)) : 0.0;
   }
-  const int stage = target_index(v.worst, "stage:");
+  const int stage = v.worst.stage_index();
   if (stage >= 0 && static_cast<size_t>(stage) < m.fix_stage_share.size()) {
     const double gap = std::max(0.0, m.T_real - m.T_ideal);
     return std::clamp(finite_or_zero(m.fix_stage_share[static_cast<size_t>(stage)] * gap), 0.0, gap);
@@ -65,16 +64,15 @@ StepLoss step_loss(const StepVerdict& v) {
   l.cause = std::string(cause_name(v.cause));
   if (v.cause == Cause::kNone || v.worst.empty()) return l;
   l.target = v.worst;
-  l.rank = target_index(v.worst, "rank:");
+  l.rank = v.worst.rank_index();
   if (l.rank >= 0 && static_cast<size_t>(l.rank) < v.rank_stage.size()) {
     l.host = v.worst_host;
     l.gpu = v.worst_device;
     l.stage = v.rank_stage[static_cast<size_t>(l.rank)];
   } else {
     l.rank = -1;
-    l.stage = target_index(v.worst, "stage:");
+    l.stage = v.worst.stage_index();
   }
-  if (v.worst.rfind("host:", 0) == 0) l.host = v.worst.substr(5);
   l.fix_gain_gpu_s = std::min(l.gpu_s, std::max(0.0, finite_or_zero(v.fix_gain_s)) * l.gpus);
   return l;
 }
@@ -83,7 +81,7 @@ json step_loss_json(const StepLoss& l) {
   return {{"gpu_s", l.gpu_s},
           {"gpus", l.gpus},
           {"cause", l.cause},
-          {"target", null_if_empty(l.target)},
+          {"target", null_if_empty(l.target.text())},
           {"host", null_if_empty(l.host)},
           {"gpu", null_if_negative(l.gpu)},
           {"stage", null_if_negative(l.stage)},
@@ -109,7 +107,7 @@ void Ledger::add(const StepVerdict& v) {
     r.gpu = l.gpu;
     r.gpu_s += gain;
   }
-  Culprit& c = culprits_[l.cause + " " + l.target];
+  CulpritLoss& c = culprits_[l.cause + " " + l.target.text()];
   c.cause = l.cause;
   c.target = l.target;
   c.host = l.host;
@@ -151,15 +149,15 @@ std::string Ledger::text() const {
   std::string out = "lost " + percent(lost_, gpu_seconds_) + " of GPU time (" + fixed(lost_ / 3600.0, 2) + " of " +
                     fixed(gpu_seconds_ / 3600.0, 2) + " GPU-h, " + std::to_string(steps_) + " steps, " +
                     std::to_string(gpus_) + " GPUs)";
-  std::vector<const Culprit*> order;
+  std::vector<const CulpritLoss*> order;
   for (const auto& [key, c] : culprits_) {
     if (c.gpu_s > 0) order.push_back(&c);
   }
-  std::stable_sort(order.begin(), order.end(), [](const Culprit* a, const Culprit* b) { return a->gpu_s > b->gpu_s; });
+  std::stable_sort(order.begin(), order.end(), [](const CulpritLoss* a, const CulpritLoss* b) { return a->gpu_s > b->gpu_s; });
   if (order.empty()) return out + ": no culprit named";
   out += ":";
   for (size_t i = 0; i < order.size() && i < kLineCulprits; ++i) {
-    const Culprit& c = *order[i];
+    const CulpritLoss& c = *order[i];
     out += (i ? ", " : " ") + percent(c.gpu_s, gpu_seconds_) + " " + c.cause + " on " + place_text(c.target, c.host, c.gpu);
   }
   if (order.size() > kLineCulprits) out += ", " + std::to_string(order.size() - kLineCulprits) + " more";
@@ -174,11 +172,14 @@ std::string exclude_hosts_text(const json& alarms, const RankTable& ranks) {
         !a.at("cleared_step").is_null()) {
       continue;
     }
-    const std::string target = a.value("target", "");
+    // A target read from a report: a culprit the analysis names, or "host:NAME" (a host named
+    // by hand or by another tool that writes the same report).
+    const std::string text = a.value("target", "");
+    const std::optional<Culprit> target = Culprit::parse(text);
+    const int rank = target ? target->rank_index() : -1;
     std::string host;
-    const int rank = target_index(target, "rank:");
     if (rank >= 0 && static_cast<size_t>(rank) < ranks.size()) host = ranks[static_cast<size_t>(rank)].host;
-    if (target.rfind("host:", 0) == 0) host = target.substr(5);
+    if (text.rfind("host:", 0) == 0) host = text.substr(5);
     if (hostname_chars(host)) hosts.insert(host);
   }
   std::string out;

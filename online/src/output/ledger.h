@@ -30,7 +30,7 @@ struct StepLoss {
   double gpu_s = 0;           // (time - ideal) x gpus, >= 0
   int gpus = 0;
   std::string cause;          // the step's cause, "none" when it named none
-  std::string target;         // "rank:N", "stage:K", "host:NAME"; "" when none named
+  Culprit target;             // the rank or stage named; none when none is
   std::string host;           // the named rank's host ("" when not known)
   int gpu = -1;               // the named rank's GPU (-1: none or not known)
   int stage = -1;             // the named stage, or the named rank's stage (-1: none)
@@ -65,8 +65,10 @@ class Ledger {
     int gpu = -1;
     double gpu_s = 0;
   };
-  struct Culprit {
-    std::string cause, target, host;
+  struct CulpritLoss {
+    std::string cause;
+    Culprit target;
+    std::string host;
     int gpu = -1;
     double gpu_s = 0;
   };
@@ -75,7 +77,7 @@ class Ledger {
   double gpu_seconds_ = 0, lost_ = 0, fixable_ = 0;
   std::map<std::string, double> by_cause_, by_host_, by_stage_;
   std::map<int, RankLoss> by_rank_;
-  std::map<std::string, Culprit> culprits_;  // key: cause + " " + target
+  std::map<std::string, CulpritLoss> culprits_;  // key: cause + " " + target.text()
 };
 
 // exclude_hosts.txt: the hosts behind open worker alarms (report.json's "alarms": cause worker,

@@ -39,7 +39,7 @@ std::string format_log_line(const StepVerdict& v) {
   line += " ideal=" + fixed(v.ideal_s, 3) + "s";
   line += " S=" + fixed(v.S, 2);
   line += " cause=" + std::string(cause_name(v.cause));
-  line += " worst=" + (v.worst.empty() ? std::string("-") : v.worst);
+  line += " worst=" + (v.worst.empty() ? std::string("-") : v.worst.text());
   if (!v.worst_host.empty()) line += " host=" + v.worst_host;
   if (v.worst_device >= 0) line += " gpu=" + std::to_string(v.worst_device);
   line += " S_w=" + fixed(v.worst_S, 2);

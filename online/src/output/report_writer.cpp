@@ -104,7 +104,7 @@ void ReportTotals::add(const StepVerdict& v) {
   sum_ideal += v.ideal_s;
   sum_launch_share += v.launch_share;
   ++causes[std::string(cause_name(v.cause))];
-  if (!v.worst.empty()) ++worst[v.worst];
+  if (!v.worst.empty()) ++worst[v.worst.text()];
   if (!v.worst_host.empty()) ++worst_hosts[v.worst_host];
   if (sum_worker_S.size() != v.worker_S.size()) {
     // A new layout (first step, or the job changed shape): restart the per-rank totals.

@@ -78,7 +78,7 @@ nlohmann::ordered_json verdict_to_json(const StepVerdict& v) {
   j["launch_share"] = v.launch_share;
   j["fidelity_err"] = v.fidelity_err;
   j["cause"] = std::string(cause_name(v.cause));
-  j["worst"] = v.worst;
+  j["worst"] = v.worst.text();
   if (!v.worst_host.empty()) j["worst_host"] = v.worst_host;
   if (v.worst_device >= 0) j["worst_gpu"] = v.worst_device;
   j["worst_S"] = v.worst_S;
@@ -92,7 +92,7 @@ nlohmann::ordered_json verdict_to_json(const StepVerdict& v) {
     j["p"] = v.p;
     if (!v.named_by.empty()) j["named_by"] = v.named_by;
     if (!v.persist.target.empty()) {
-      j["persist"] = {{"target", v.persist.target}, {"led", v.persist.led},           {"of", v.persist.of},
+      j["persist"] = {{"target", v.persist.target.text()}, {"led", v.persist.led},           {"of", v.persist.of},
                       {"rival_led", v.persist.rival_led}, {"ahead", v.persist.ahead}, {"ahead_of", v.persist.ahead_of},
                       {"p", v.persist.p}};
     }

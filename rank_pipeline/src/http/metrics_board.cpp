@@ -54,9 +54,9 @@ void MetricsBoard::add_loss(const online::StepVerdict& v) {
   if (v.cause == online::Cause::kNone || v.worst.empty()) return;
   const double gain = std::min(lost, std::max(0.0, finite(v.fix_gain_s)) * gpus);
   fixable_gpu_seconds_ += gain;
-  const int rank = online::target_index(v.worst, "rank:");
-  int stage = online::target_index(v.worst, "stage:");
-  std::string host = v.worst.rfind("host:", 0) == 0 ? v.worst.substr(5) : std::string();
+  const int rank = v.worst.rank_index();
+  int stage = v.worst.stage_index();
+  std::string host;
   if (rank >= 0) {
     LostEntry& e = lost_by_rank_[rank];
     e.gpu_s += gain;
@@ -70,7 +70,7 @@ void MetricsBoard::add_loss(const online::StepVerdict& v) {
 }
 
 void MetricsBoard::note_alarm(const online::AlarmEvent& a) {
-  const std::string key = a.target + " " + std::string(online::cause_name(a.cause));
+  const std::string key = a.target.text() + " " + std::string(online::cause_name(a.cause));
   if (a.raised) {
     open_alarms_[key] = a;
   } else {
@@ -146,7 +146,7 @@ std::vector<std::string> MetricsBoard::hosts_to_drain_locked() const {
   std::set<std::string> hosts;
   for (const auto& [key, a] : open_alarms_) {
     if (a.cause != online::Cause::kWorker) continue;
-    const std::string host = host_of(online::target_index(a.target, "rank:"));
+    const std::string host = host_of(a.target.rank_index());
     if (!host.empty()) hosts.insert(host);
   }
   return {hosts.begin(), hosts.end()};

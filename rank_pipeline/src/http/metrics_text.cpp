@@ -41,8 +41,8 @@ void MetricsBoard::write_step_families(Exposition* e) const {
     e->family("straggler_probe_step_ideal_seconds", MetricType::kGauge,
               "The last analysed step's ideal (straggler-free) time.");
     e->sample(none, last_.ideal_s);
-    const int rank = online::target_index(last_.worst, "rank:");
-    const int stage = online::target_index(last_.worst, "stage:");
+    const int rank = last_.worst.rank_index();
+    const int stage = last_.worst.stage_index();
     e->family("straggler_probe_step_worst_slowdown", MetricType::kGauge,
               "S_w of the last step's named rank or stage, with its cause (absent: none named).");
     if (rank >= 0 || stage >= 0) {
@@ -95,8 +95,8 @@ void MetricsBoard::write_alarm_families(Exposition* e) const {
             "1 for each open alarm, labelled with its target (rank with host and gpu, or stage).");
   for (const auto& [key, a] : open_alarms_) {
     Labels l{{"cause", std::string(online::cause_name(a.cause))}};
-    const int rank = online::target_index(a.target, "rank:");
-    const int stage = online::target_index(a.target, "stage:");
+    const int rank = a.target.rank_index();
+    const int stage = a.target.stage_index();
     if (rank >= 0) {
       l.push_back({"rank", std::to_string(rank)});
       l.push_back({"host", host_of(rank)});

@@ -18,7 +18,7 @@ nlohmann::ordered_json verdict_json(const online::StepVerdict& v) {
   j["ideal_s"] = v.ideal_s;
   j["S"] = v.S;
   j["cause"] = std::string(online::cause_name(v.cause));
-  j["worst"] = v.worst.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(v.worst);
+  j["worst"] = v.worst.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(v.worst.text());
   if (!v.worst_host.empty()) j["host"] = v.worst_host;
   if (v.worst_device >= 0) j["gpu"] = v.worst_device;
   j["S_w"] = v.worst_S;
@@ -73,9 +73,9 @@ nlohmann::ordered_json MetricsBoard::status(const ProbeHealth& health) const {
   j["last_verdicts"] = std::move(verdicts);
   nlohmann::ordered_json alarms = nlohmann::ordered_json::array();
   for (const auto& [key, a] : open_alarms_) {
-    nlohmann::ordered_json row{{"target", a.target}, {"cause", std::string(online::cause_name(a.cause))},
+    nlohmann::ordered_json row{{"target", a.target.text()}, {"cause", std::string(online::cause_name(a.cause))},
                                {"since", a.since}, {"raised_at", a.step}, {"p", a.p}};
-    const int rank = online::target_index(a.target, "rank:");
+    const int rank = a.target.rank_index();
     if (rank >= 0) {
       row["host"] = host_of(rank);
       row["gpu"] = gpu_of(rank);

@@ -1,7 +1,10 @@
 // The result of analysing one training step on rank 0.
 #pragma once
 
+#include <compare>
 #include <cstdint>
+#include <iosfwd>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -22,15 +25,39 @@ enum class Cause : uint8_t {
 
 std::string_view cause_name(Cause c);
 
-// The N of a target "rank:N" or "stage:N" with that prefix; -1 when it has another prefix (or
-// none: a cause without a rank or stage).
-int target_index(std::string_view target, std::string_view prefix);
+// Who a verdict, an alarm or the persistence evidence names: one global rank, one pipeline stage,
+// or no one (cause none, or a cause without one place). The line, the JSONL, the report and the
+// metrics spell it "rank:N", "stage:N" or "" (text()); readers of those files get it back with
+// parse(). Inside C++ it is only ever this type, compared and indexed as such.
+struct Culprit {
+  enum class Kind : uint8_t { kNone, kRank, kStage };
+  Kind kind = Kind::kNone;
+  int index = -1;  // the global rank or the stage; -1 for kNone
+
+  static Culprit rank(int r) { return r >= 0 ? Culprit{Kind::kRank, r} : Culprit{}; }
+  static Culprit stage(int s) { return s >= 0 ? Culprit{Kind::kStage, s} : Culprit{}; }
+  // "rank:N" / "stage:N" (N a non-negative decimal int) or "": the culprit; anything else:
+  // nullopt (the caller says what it was reading).
+  static std::optional<Culprit> parse(std::string_view text);
+
+  bool empty() const { return kind == Kind::kNone; }
+  int rank_index() const { return kind == Kind::kRank ? index : -1; }    // -1 unless a rank
+  int stage_index() const { return kind == Kind::kStage ? index : -1; }  // -1 unless a stage
+  std::string text() const;
+
+  friend bool operator==(const Culprit&, const Culprit&) = default;
+  friend auto operator<=>(const Culprit&, const Culprit&) = default;
+};
+// Against the spelling (tests and readers of the outputs): c.text() == text.
+bool operator==(const Culprit& c, std::string_view text);
+// Its spelling, for GoogleTest's messages.
+void PrintTo(const Culprit& c, std::ostream* os);
 
 // A job-level alarm raised or cleared at some step (src/alarms.cpp): the same rank, stage or
 // cause significant over recent steps.
 struct AlarmEvent {
   bool raised = true;         // false: cleared
-  std::string target;         // "rank:N", "stage:N" or "" (a cause without one rank or stage)
+  Culprit target;             // none: a cause without one rank or stage
   Cause cause{};
   int64_t step = 0;           // the step it was raised or cleared at
   int64_t since = 0;          // first step of the evidence (raised_step for a clear)
@@ -44,9 +71,9 @@ struct AlarmEvent {
 // that the verdict would name), on `led` of the last `of` analysed steps; the most any other
 // dp rank led; the fewest steps it was ahead of any one other dp rank (`ahead` of the
 // `ahead_of` steps where the two differed); and the test's p, every dp rank corrected for.
-// target "": no dp rank led a step.
+// target none: no dp rank led a step.
 struct PersistenceEvidence {
-  std::string target;
+  Culprit target;
   int led = 0, of = 0, rival_led = 0, ahead = 0, ahead_of = 0;
   double p = 1.0;
 };
@@ -77,7 +104,7 @@ struct StepVerdict {
   double fb_corr = 0;         // r(forward, backward) over micro-batches, 0 when not measurable
 
   Cause cause = Cause::kNone;
-  std::string worst;          // "rank:N", "stage:N" or "" (cause none)
+  Culprit worst;              // none for cause none
   std::string worst_host;     // the worst rank's host, when worst is a rank and the host is known
   int worst_device = -1;      // ... and its GPU (-1: none or not known)
   double worst_S = 1.0;       // S_w of the worst rank, or the stage score for a stage
