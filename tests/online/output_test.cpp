@@ -226,5 +226,25 @@ TEST(OnlineOutput, ReportToAnUnwritablePlaceIsAnErrorStatus) {
   EXPECT_FALSE(st.message.empty());
 }
 
+// The culprit's spelling both ways: what the line and JSONL write is what readers get back, and
+// anything else is refused rather than guessed (a sign, spaces, another prefix, an overflow).
+TEST(OnlineCulprit, SpelledAndReadBackStrictly) {
+  EXPECT_EQ(Culprit::rank(12).text(), "rank:12");
+  EXPECT_EQ(Culprit::stage(0).text(), "stage:0");
+  EXPECT_EQ(Culprit{}.text(), "");
+  EXPECT_TRUE(Culprit::rank(-1).empty());
+  EXPECT_EQ(Culprit::parse("rank:12"), Culprit::rank(12));
+  EXPECT_EQ(Culprit::parse("stage:3"), Culprit::stage(3));
+  EXPECT_EQ(Culprit::parse(""), Culprit{});
+  for (const char* bad : {"rank:", "rank:-1", "rank: 1", "rank:1x", "rank:99999999999", "host:a", "stage",
+                          "Rank:1"}) {
+    EXPECT_FALSE(Culprit::parse(bad).has_value()) << bad;
+  }
+  EXPECT_EQ(Culprit::rank(2).rank_index(), 2);
+  EXPECT_EQ(Culprit::rank(2).stage_index(), -1);
+  EXPECT_EQ(Culprit::stage(2).rank_index(), -1);
+  EXPECT_NE(Culprit::rank(2), Culprit::stage(2));
+}
+
 }  // namespace
 }  // namespace sp::online
