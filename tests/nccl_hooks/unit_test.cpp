@@ -19,7 +19,7 @@
 #include "preload/own_step_marks.h"
 #include "preload/rank_env.h"
 #include "preload/step_detector.h"
-#include "straggler_probe/gpu/event_sink.h"
+#include "straggler_probe/event_sink.h"
 #include "interposer/stream_timer.h"
 #include "straggler_probe/gpu/graph_capture.h"
 

@@ -8,8 +8,8 @@
 #include "nccl_emit.h"
 #include "nccl_op_names.h"
 #include "interposer/real_nccl.h"
+#include "straggler_probe/event_sink.h"
 #include "straggler_probe/gpu/capture_hooks.h"
-#include "straggler_probe/gpu/event_sink.h"
 #include "straggler_probe/log.h"
 
 namespace sp::nccl {

@@ -11,8 +11,8 @@
 #include "plugin/plugin_handles.h"
 #include "plugin/plugin_operations.h"
 #include "preload/activation.h"
+#include "straggler_probe/event_sink.h"
 #include "straggler_probe/gpu/capture_hooks.h"
-#include "straggler_probe/gpu/event_sink.h"
 #include "straggler_probe/log.h"
 
 namespace sp::nccl {

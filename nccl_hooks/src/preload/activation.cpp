@@ -9,7 +9,7 @@
 #include "preload/nvtx_steps.h"
 #include "straggler_probe/gpu/capture_hooks.h"
 #include "preload/summary_file_writer.h"
-#include "straggler_probe/gpu/event_sink.h"
+#include "straggler_probe/event_sink.h"
 #include "straggler_probe/log.h"
 
 namespace sp::nccl {

@@ -13,8 +13,8 @@
 #include "preload/own_step_marks.h"
 #include "preload/python_presence.h"
 #include "preload/rank_env.h"
+#include "straggler_probe/event_sink.h"
 #include "straggler_probe/gpu/capture_hooks.h"
-#include "straggler_probe/gpu/event_sink.h"
 #include "straggler_probe/log.h"
 
 namespace sp::nccl {

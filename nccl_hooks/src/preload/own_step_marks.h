@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-#include "straggler_probe/gpu/event_sink.h"
+#include "straggler_probe/event_sink.h"
 
 namespace sp::nccl {
 
