@@ -15,13 +15,13 @@
 #include "index_free_list.h"
 #include "interposer/cuda_runtime_api.h"
 #include "interposer/nccl_op.h"
-#include "nccl_op_names.h"
-#include "preload/own_step_marks.h"
-#include "preload/rank_env.h"
-#include "preload/step_detector.h"
-#include "straggler_probe/event_sink.h"
 #include "interposer/stream_timer.h"
+#include "nccl_op_names.h"
+#include "straggler_probe/event_sink.h"
 #include "straggler_probe/gpu/graph_capture.h"
+#include "straggler_probe/preload/own_step_marks.h"
+#include "straggler_probe/preload/rank_env.h"
+#include "straggler_probe/preload/step_detector.h"
 
 namespace sp::nccl {
 namespace {

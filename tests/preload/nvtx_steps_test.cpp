@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "preload/nvtx_steps.h"
+#include "straggler_probe/preload/nvtx_steps.h"
 #include "straggler_probe/step_summary.h"
 #include "summary_file_reader.h"
 

@@ -3,14 +3,14 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "preload/activation.h"
 #include "interposer/cuda_runtime_api.h"
+#include "interposer/real_nccl.h"
 #include "nccl_emit.h"
 #include "nccl_op_names.h"
-#include "interposer/real_nccl.h"
 #include "straggler_probe/event_sink.h"
 #include "straggler_probe/gpu/capture_hooks.h"
 #include "straggler_probe/log.h"
+#include "straggler_probe/preload/activation.h"
 
 namespace sp::nccl {
 

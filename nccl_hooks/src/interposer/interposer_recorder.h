@@ -22,11 +22,11 @@
 #include <mutex>
 
 #include "interposer/nccl_op.h"
-#include "nccl_types.h"
-#include "preload/own_step_marks.h"
-#include "preload/step_detector.h"
-#include "straggler_probe/mpsc_queue.h"
 #include "interposer/stream_timer.h"
+#include "nccl_types.h"
+#include "straggler_probe/mpsc_queue.h"
+#include "straggler_probe/preload/own_step_marks.h"
+#include "straggler_probe/preload/step_detector.h"
 
 namespace sp::nccl {
 

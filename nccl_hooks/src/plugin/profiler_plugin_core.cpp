@@ -10,10 +10,10 @@
 #include "nccl_emit.h"
 #include "plugin/plugin_handles.h"
 #include "plugin/plugin_operations.h"
-#include "preload/activation.h"
 #include "straggler_probe/event_sink.h"
 #include "straggler_probe/gpu/capture_hooks.h"
 #include "straggler_probe/log.h"
+#include "straggler_probe/preload/activation.h"
 
 namespace sp::nccl {
 

@@ -13,7 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "preload/nvtx_steps.h"
+#include "straggler_probe/preload/nvtx_steps.h"
 
 namespace sp::nccl {
 namespace {

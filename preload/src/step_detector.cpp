@@ -1,4 +1,4 @@
-#include "preload/step_detector.h"
+#include "straggler_probe/preload/step_detector.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -1,4 +1,4 @@
-#include "preload/rank_env.h"
+#include "straggler_probe/preload/rank_env.h"
 
 #include <cerrno>
 #include <cstdlib>

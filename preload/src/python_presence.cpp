@@ -1,4 +1,4 @@
-#include "preload/python_presence.h"
+#include "python_presence.h"
 
 #include <dlfcn.h>
 

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <string>
 
-#include "preload/python_presence.h"
+#include "python_presence.h"
 
 namespace {
 

@@ -9,8 +9,8 @@
 // threads and CUPTI state do not exist in it.
 #pragma once
 
-#include "preload/rank_env.h"
-#include "preload/step_detector.h"
+#include "straggler_probe/preload/rank_env.h"
+#include "straggler_probe/preload/step_detector.h"
 
 namespace sp::nccl {
 

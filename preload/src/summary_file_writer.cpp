@@ -1,4 +1,4 @@
-#include "preload/summary_file_writer.h"
+#include "summary_file_writer.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -12,9 +12,9 @@
 #include <thread>
 #include <vector>
 
-#include "preload/activation.h"
-#include "preload/python_presence.h"
+#include "python_presence.h"
 #include "straggler_probe/log.h"
+#include "straggler_probe/preload/activation.h"
 #include "straggler_probe/probe.h"
 #include "straggler_probe/summary_file.h"
 
