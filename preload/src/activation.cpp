@@ -12,7 +12,7 @@
 #include "straggler_probe/preload/nvtx_steps.h"
 #include "summary_file_writer.h"
 
-namespace sp::nccl {
+namespace sp::preload {
 
 namespace log = runtime::log;
 namespace {
@@ -84,4 +84,4 @@ void reset_activation_for_tests() {
   g_forked.store(false);
 }
 
-}  // namespace sp::nccl
+}  // namespace sp::preload

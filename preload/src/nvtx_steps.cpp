@@ -17,7 +17,7 @@
 #include "straggler_probe/preload/own_step_marks.h"
 #include "straggler_probe/preload/rank_env.h"
 
-namespace sp::nccl {
+namespace sp::preload {
 
 namespace log = runtime::log;
 namespace {
@@ -217,4 +217,4 @@ void nvtx_step_range_closed() noexcept {
   }
 }
 
-}  // namespace sp::nccl
+}  // namespace sp::preload

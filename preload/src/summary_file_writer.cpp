@@ -24,7 +24,7 @@ int sp_pop_summary(void* buf, size_t capacity, size_t* size, int32_t timeout_ms)
 int sp_flush(void) __attribute__((weak));
 }
 
-namespace sp::nccl {
+namespace sp::preload {
 
 namespace log = runtime::log;
 namespace {
@@ -122,4 +122,4 @@ bool start_summary_file_writer(int32_t rank, std::string* why) {
   return started;
 }
 
-}  // namespace sp::nccl
+}  // namespace sp::preload

@@ -128,8 +128,8 @@ class InterposerRecorder {
       std::make_unique<runtime::BoundedMpscQueue<FinishedOp, kFinishedQueue>>();
   std::atomic<bool> draining_{false};
   // Touched only by the draining thread.
-  std::unique_ptr<StepDetector> detector_;
-  OwnStepMarks own_marks_;  // the detector stands down when someone else marks steps
+  std::unique_ptr<preload::StepDetector> detector_;
+  preload::OwnStepMarks own_marks_;  // the detector stands down when someone else marks steps
 
 
   struct Counters {

@@ -12,7 +12,7 @@
 #include "straggler_probe/preload/rank_env.h"
 #include "straggler_probe/preload/step_detector.h"
 
-namespace sp::nccl {
+namespace sp::preload {
 
 struct Activation {
   bool is_rank = false;
@@ -29,4 +29,4 @@ bool in_forked_child();
 // Tests: forget the activation (reads the environment again next time).
 void reset_activation_for_tests();
 
-}  // namespace sp::nccl
+}  // namespace sp::preload

@@ -19,7 +19,7 @@
 #include <cstddef>
 #include <string>
 
-namespace sp::nccl {
+namespace sp::preload {
 
 struct NvtxStepRange {
   static constexpr size_t kMaxName = 255;
@@ -55,4 +55,4 @@ void nvtx_step_range_opened() noexcept;
 // A step range closed (or a step mark): marks the step unless the application marks its own.
 void nvtx_step_range_closed() noexcept;
 
-}  // namespace sp::nccl
+}  // namespace sp::preload
