@@ -39,7 +39,7 @@ endif()
 # which are missing otherwise.
 function(sp_component_enabled dir out)
   set(missing "")
-  if(dir MATCHES "^(runtime|cupti|nccl_hooks|rank_pipeline|python|examples)$")
+  if(dir MATCHES "^(runtime|cupti|preload|nccl_hooks|rank_pipeline|python|examples)$")
     list(APPEND missing ${_sp_missing_runtime})
   endif()
   if(dir MATCHES "^(whatif|online|rank_pipeline|cli|python|bench|examples)$")

@@ -25,7 +25,7 @@ import sys
 FUNCTION_LIMIT = 100
 FILE_LIMIT = 400
 
-PRODUCT_DIRS = ("runtime", "cupti", "nccl_hooks", "online", "rank_pipeline", "whatif", "cli",
+PRODUCT_DIRS = ("runtime", "cupti", "preload", "nccl_hooks", "online", "rank_pipeline", "whatif", "cli",
                 "python/src", "python/straggler_probe")
 REPORT_ONLY_DIRS = ("tests", "bench", "examples", "scripts")
 CXX_SUFFIXES = {".cpp", ".cc", ".c", ".h", ".hpp", ".inc"}

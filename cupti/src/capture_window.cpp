@@ -11,7 +11,7 @@
 #include "capture_state.h"
 #include "cupti_records.h"
 #include "record_iterator.h"
-#include "straggler_probe/gpu/event_sink.h"
+#include "straggler_probe/event_sink.h"
 #include "straggler_probe/gpu/external_ids.h"
 #include "straggler_probe/log.h"
 

@@ -13,8 +13,8 @@
 #include <thread>
 
 #include "capture_state.h"
+#include "straggler_probe/event_sink.h"
 #include "straggler_probe/gpu/capture_hooks.h"
-#include "straggler_probe/gpu/event_sink.h"
 #include "straggler_probe/gpu/external_ids.h"
 #include "straggler_probe/gpu/graph_capture.h"
 #include "straggler_probe/log.h"

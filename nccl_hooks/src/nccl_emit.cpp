@@ -4,7 +4,7 @@
 #include <atomic>
 
 #include "nccl_op_names.h"
-#include "straggler_probe/gpu/event_sink.h"
+#include "straggler_probe/event_sink.h"
 
 namespace sp::nccl {
 namespace {

@@ -10,8 +10,8 @@
 
 #include "cupti_records.h"
 #include "fake_cupti.h"
+#include "straggler_probe/event_sink.h"
 #include "straggler_probe/gpu/cupti_capture.h"
-#include "straggler_probe/gpu/event_sink.h"
 #include "straggler_probe/gpu/external_ids.h"
 #include "straggler_probe/log.h"
 

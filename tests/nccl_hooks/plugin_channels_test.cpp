@@ -17,7 +17,7 @@
 #include "plugin/nccl_profiler_api.h"
 #include "plugin/plugin_op_state.h"
 #include "plugin/profiler_plugin_core.h"
-#include "straggler_probe/gpu/event_sink.h"
+#include "straggler_probe/event_sink.h"
 #include "straggler_probe/gpu/nccl_c_api.h"
 
 namespace sp::nccl {

@@ -12,7 +12,7 @@
 #include "interposer/interposer_recorder.h"
 #include "plugin/nccl_profiler_api.h"
 #include "plugin/profiler_plugin_core.h"
-#include "straggler_probe/gpu/event_sink.h"
+#include "straggler_probe/event_sink.h"
 
 namespace sp::nccl {
 namespace {

@@ -15,13 +15,13 @@
 #include "index_free_list.h"
 #include "interposer/cuda_runtime_api.h"
 #include "interposer/nccl_op.h"
-#include "nccl_op_names.h"
-#include "preload/own_step_marks.h"
-#include "preload/rank_env.h"
-#include "preload/step_detector.h"
-#include "straggler_probe/gpu/event_sink.h"
 #include "interposer/stream_timer.h"
+#include "nccl_op_names.h"
+#include "straggler_probe/event_sink.h"
 #include "straggler_probe/gpu/graph_capture.h"
+#include "straggler_probe/preload/own_step_marks.h"
+#include "straggler_probe/preload/rank_env.h"
+#include "straggler_probe/preload/step_detector.h"
 
 namespace sp::nccl {
 namespace {
@@ -138,15 +138,15 @@ const char* fake_getenv(const char* name) {
   return it == g_env->end() ? nullptr : it->second.c_str();
 }
 
-RankEnv env_of(std::map<std::string, std::string> vars) {
+preload::RankEnv env_of(std::map<std::string, std::string> vars) {
   g_env = &vars;
-  RankEnv r = read_rank_env(&fake_getenv);
+  preload::RankEnv r = preload::read_rank_env(&fake_getenv);
   g_env = nullptr;
   return r;
 }
 
 TEST(RankEnv, TorchrunAndFallbacks) {
-  RankEnv r = env_of({{"RANK", "3"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"}});
+  preload::RankEnv r = env_of({{"RANK", "3"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"}});
   EXPECT_TRUE(r.is_rank);
   EXPECT_EQ(r.rank, 3);
   EXPECT_EQ(r.world_size, 8);
@@ -161,7 +161,7 @@ TEST(RankEnv, TorchrunAndFallbacks) {
 TEST(RankEnv, NotARankAndMalformedValues) {
   EXPECT_FALSE(env_of({}).is_rank);
   EXPECT_FALSE(env_of({{"RANK", "0"}}).is_rank) << "torchrun's agent has no WORLD_SIZE rank pair";
-  RankEnv r = env_of({{"RANK", "two"}, {"WORLD_SIZE", "4"}});
+  preload::RankEnv r = env_of({{"RANK", "two"}, {"WORLD_SIZE", "4"}});
   EXPECT_FALSE(r.is_rank);
   EXPECT_NE(r.error.find("RANK='two'"), std::string::npos);
   r = env_of({{"RANK", "4"}, {"WORLD_SIZE", "4"}});
@@ -172,20 +172,20 @@ TEST(RankEnv, NotARankAndMalformedValues) {
 // ---- step detection -----------------------------------------------------------------------------
 
 TEST(StepMarker, Parsing) {
-  StepMarker m;
+  preload::StepMarker m;
   std::string err;
-  ASSERT_TRUE(parse_step_marker(nullptr, &m, &err));
-  EXPECT_EQ(m.mode, StepMarker::Mode::kAuto);
-  ASSERT_TRUE(parse_step_marker("every:12", &m, &err));
+  ASSERT_TRUE(preload::parse_step_marker(nullptr, &m, &err));
+  EXPECT_EQ(m.mode, preload::StepMarker::Mode::kAuto);
+  ASSERT_TRUE(preload::parse_step_marker("every:12", &m, &err));
   EXPECT_EQ(m.every, 12u);
-  ASSERT_TRUE(parse_step_marker("AllReduce:4096", &m, &err));
+  ASSERT_TRUE(preload::parse_step_marker("AllReduce:4096", &m, &err));
   EXPECT_EQ(m.op, SP_COLL_ALL_REDUCE);
   EXPECT_EQ(m.bytes, 4096u);
-  ASSERT_TRUE(parse_step_marker("off", &m, &err));
-  EXPECT_FALSE(parse_step_marker("every:0", &m, &err));
+  ASSERT_TRUE(preload::parse_step_marker("off", &m, &err));
+  EXPECT_FALSE(preload::parse_step_marker("every:0", &m, &err));
   EXPECT_NE(err.find("every:N"), std::string::npos);
-  EXPECT_FALSE(parse_step_marker("AllReduce:big", &m, &err));
-  EXPECT_FALSE(parse_step_marker("Allreduce", &m, &err));
+  EXPECT_FALSE(preload::parse_step_marker("AllReduce:big", &m, &err));
+  EXPECT_FALSE(preload::parse_step_marker("Allreduce", &m, &err));
   EXPECT_NE(err.find("STRAGGLER_PROBE_STEP_MARKER='Allreduce'"), std::string::npos);
 }
 
@@ -203,7 +203,7 @@ const std::vector<Op> kStep = {{SP_COLL_BROADCAST, 64, 50'000'000},
                                {SP_COLL_ALL_REDUCE, 512, 1'000'000}};
 
 TEST(StepDetector, FindsThePeriodAndThePhaseFromGaps) {
-  StepDetector d;
+  preload::StepDetector d;
   uint64_t t = 1'000'000'000;
   std::vector<size_t> boundaries_at;
   size_t n = 0;
@@ -218,7 +218,7 @@ TEST(StepDetector, FindsThePeriodAndThePhaseFromGaps) {
       t += op.gap;
       const uint64_t start = t;
       t += 100'000;
-      if (d.on_op(op.type, 1, op.bytes, start, t) == StepDetector::Boundary::kBefore) {
+      if (d.on_op(op.type, 1, op.bytes, start, t) == preload::StepDetector::Boundary::kBefore) {
         boundaries_at.push_back(n % kStep.size());
       }
       ++n;
@@ -230,7 +230,7 @@ TEST(StepDetector, FindsThePeriodAndThePhaseFromGaps) {
 }
 
 TEST(StepDetector, LosesAndRefindsThePeriodWhenThePatternChanges) {
-  StepDetector d;
+  preload::StepDetector d;
   uint64_t t = 0;
   for (int i = 0; i < 40; ++i, t += 20) d.on_op(SP_COLL_ALL_REDUCE, 1, (i % 2) ? 8 : 16, t, t + 10);
   EXPECT_EQ(d.period(), 2u);
@@ -239,29 +239,31 @@ TEST(StepDetector, LosesAndRefindsThePeriodWhenThePatternChanges) {
 }
 
 TEST(StepDetector, ExplicitMarkers) {
-  StepMarker every;
-  every.mode = StepMarker::Mode::kEveryN;
+  preload::StepMarker every;
+  every.mode = preload::StepMarker::Mode::kEveryN;
   every.every = 3;
-  StepDetector d(every);
+  preload::StepDetector d(every);
   int after = 0;
   for (int i = 0; i < 9; ++i) {
-    after += d.on_op(SP_COLL_ALL_REDUCE, 1, 4, 0, 0) == StepDetector::Boundary::kAfter;
+    after += d.on_op(SP_COLL_ALL_REDUCE, 1, 4, 0, 0) == preload::StepDetector::Boundary::kAfter;
   }
   EXPECT_EQ(after, 3);
 
-  StepMarker op;
-  op.mode = StepMarker::Mode::kOp;
+  preload::StepMarker op;
+  op.mode = preload::StepMarker::Mode::kOp;
   op.op = SP_COLL_ALL_GATHER;
   op.bytes = 128;
-  StepDetector e(op);
-  EXPECT_EQ(e.on_op(SP_COLL_ALL_GATHER, 1, 64, 0, 0), StepDetector::Boundary::kNone);
-  EXPECT_EQ(e.on_op(SP_COLL_ALL_REDUCE, 1, 128, 0, 0), StepDetector::Boundary::kNone);
-  EXPECT_EQ(e.on_op(SP_COLL_ALL_GATHER, 1, 128, 0, 0), StepDetector::Boundary::kAfter);
+  preload::StepDetector e(op);
+  EXPECT_EQ(e.on_op(SP_COLL_ALL_GATHER, 1, 64, 0, 0), preload::StepDetector::Boundary::kNone);
+  EXPECT_EQ(e.on_op(SP_COLL_ALL_REDUCE, 1, 128, 0, 0), preload::StepDetector::Boundary::kNone);
+  EXPECT_EQ(e.on_op(SP_COLL_ALL_GATHER, 1, 128, 0, 0), preload::StepDetector::Boundary::kAfter);
 
-  StepMarker off;
-  off.mode = StepMarker::Mode::kOff;
-  StepDetector f(off);
-  for (int i = 0; i < 100; ++i) EXPECT_EQ(f.on_op(SP_COLL_ALL_REDUCE, 1, 4, 0, 0), StepDetector::Boundary::kNone);
+  preload::StepMarker off;
+  off.mode = preload::StepMarker::Mode::kOff;
+  preload::StepDetector f(off);
+  for (int i = 0; i < 100; ++i) {
+    EXPECT_EQ(f.on_op(SP_COLL_ALL_REDUCE, 1, 4, 0, 0), preload::StepDetector::Boundary::kNone);
+  }
 }
 
 // A stand-in runtime for the step marks: the last marked label, as sp_mark_step keeps it.
@@ -275,7 +277,7 @@ int sim_mark(int64_t step) {
 TEST(OwnStepMarks, MarksWhileAloneAndStandsDownForGoodAtAForeignMark) {
   g_last_marked = -1;
   gpu::set_runtime_step_hooks({&sim_last_marked, &sim_mark});
-  OwnStepMarks own;
+  preload::OwnStepMarks own;
   bool now = false;
   for (int64_t step = 0; step < 3; ++step) {
     ASSERT_TRUE(own.sole_producer(gpu::current_step_label(), &now)) << step;

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "preload/nvtx_steps.h"
+#include "straggler_probe/preload/nvtx_steps.h"
 #include "straggler_probe/step_summary.h"
 #include "summary_file_reader.h"
 
@@ -24,7 +24,7 @@ extern char** environ;
 namespace {
 
 namespace fs = std::filesystem;
-using sp::nccl::NvtxStepRange;
+using sp::preload::NvtxStepRange;
 using sp::runtime::testing::slurp;
 
 constexpr size_t kSteps = 12;  // nvtx_program.cpp
@@ -132,37 +132,37 @@ size_t check_nvtx_steps(const ProgramRun& r) {
 TEST(NvtxStepRange, ParsesExactAndPrefixNames) {
   NvtxStepRange r;
   std::string error;
-  ASSERT_TRUE(sp::nccl::parse_nvtx_step_range("train_step", &r, &error));
+  ASSERT_TRUE(sp::preload::parse_nvtx_step_range("train_step", &r, &error));
   EXPECT_EQ(std::string(r.name), "train_step");
   EXPECT_FALSE(r.prefix);
-  EXPECT_TRUE(sp::nccl::nvtx_range_matches(r, "train_step"));
-  EXPECT_TRUE(sp::nccl::nvtx_range_matches(r, L"train_step"));
-  EXPECT_FALSE(sp::nccl::nvtx_range_matches(r, "train_step_inner"));
-  EXPECT_FALSE(sp::nccl::nvtx_range_matches(r, "train_ste"));
-  EXPECT_FALSE(sp::nccl::nvtx_range_matches(r, L"train_stép"));
-  EXPECT_FALSE(sp::nccl::nvtx_range_matches(r, static_cast<const char*>(nullptr)));
+  EXPECT_TRUE(sp::preload::nvtx_range_matches(r, "train_step"));
+  EXPECT_TRUE(sp::preload::nvtx_range_matches(r, L"train_step"));
+  EXPECT_FALSE(sp::preload::nvtx_range_matches(r, "train_step_inner"));
+  EXPECT_FALSE(sp::preload::nvtx_range_matches(r, "train_ste"));
+  EXPECT_FALSE(sp::preload::nvtx_range_matches(r, L"train_stép"));
+  EXPECT_FALSE(sp::preload::nvtx_range_matches(r, static_cast<const char*>(nullptr)));
 
-  ASSERT_TRUE(sp::nccl::parse_nvtx_step_range("step*", &r, &error));
+  ASSERT_TRUE(sp::preload::parse_nvtx_step_range("step*", &r, &error));
   EXPECT_TRUE(r.prefix);
-  EXPECT_TRUE(sp::nccl::nvtx_range_matches(r, "step"));
-  EXPECT_TRUE(sp::nccl::nvtx_range_matches(r, "step 17"));
-  EXPECT_TRUE(sp::nccl::nvtx_range_matches(r, L"step 17"));
-  EXPECT_FALSE(sp::nccl::nvtx_range_matches(r, "ste"));
-  EXPECT_FALSE(sp::nccl::nvtx_range_matches(r, "a step"));
+  EXPECT_TRUE(sp::preload::nvtx_range_matches(r, "step"));
+  EXPECT_TRUE(sp::preload::nvtx_range_matches(r, "step 17"));
+  EXPECT_TRUE(sp::preload::nvtx_range_matches(r, L"step 17"));
+  EXPECT_FALSE(sp::preload::nvtx_range_matches(r, "ste"));
+  EXPECT_FALSE(sp::preload::nvtx_range_matches(r, "a step"));
 }
 
 TEST(NvtxStepRange, UnsetIsOffAndBadValuesAreNamed) {
   NvtxStepRange r;
   std::string error;
-  ASSERT_TRUE(sp::nccl::parse_nvtx_step_range(nullptr, &r, &error));
+  ASSERT_TRUE(sp::preload::parse_nvtx_step_range(nullptr, &r, &error));
   EXPECT_EQ(r.length, 0u);
-  EXPECT_FALSE(sp::nccl::nvtx_range_matches(r, ""));
-  ASSERT_TRUE(sp::nccl::parse_nvtx_step_range("", &r, &error));
+  EXPECT_FALSE(sp::preload::nvtx_range_matches(r, ""));
+  ASSERT_TRUE(sp::preload::parse_nvtx_step_range("", &r, &error));
   EXPECT_EQ(r.length, 0u);
-  EXPECT_FALSE(sp::nccl::parse_nvtx_step_range("*", &r, &error));
+  EXPECT_FALSE(sp::preload::parse_nvtx_step_range("*", &r, &error));
   EXPECT_NE(error.find("STRAGGLER_PROBE_STEP_NVTX"), std::string::npos) << error;
   error.clear();
-  EXPECT_FALSE(sp::nccl::parse_nvtx_step_range(std::string(300, 'x').c_str(), &r, &error));
+  EXPECT_FALSE(sp::preload::parse_nvtx_step_range(std::string(300, 'x').c_str(), &r, &error));
   EXPECT_NE(error.find("longer than"), std::string::npos) << error;
 }
 

@@ -1,5 +1,5 @@
 // Reads a per-rank summary file (<STRAGGLER_PROBE_OUT_DIR>/rank<R>.spsum, written by
-// nccl_hooks/src/preload/summary_file_writer.cpp), framed as straggler_probe/summary_file.h says. Every record must decode and the file must end on a record boundary (gtest
+// preload/src/summary_file_writer.cpp), framed as straggler_probe/summary_file.h says. Every record must decode and the file must end on a record boundary (gtest
 // expectations); a missing file reads as no summaries. Shared by the preload tests, with the
 // file reading under it.
 #pragma once

@@ -3,14 +3,14 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "preload/activation.h"
 #include "interposer/cuda_runtime_api.h"
+#include "interposer/real_nccl.h"
 #include "nccl_emit.h"
 #include "nccl_op_names.h"
-#include "interposer/real_nccl.h"
+#include "straggler_probe/event_sink.h"
 #include "straggler_probe/gpu/capture_hooks.h"
-#include "straggler_probe/gpu/event_sink.h"
 #include "straggler_probe/log.h"
+#include "straggler_probe/preload/activation.h"
 
 namespace sp::nccl {
 
@@ -43,8 +43,8 @@ uint64_t InterposerRecorder::group_id_of(const ncclUniqueId& id) {
 }
 
 bool InterposerRecorder::should_record() {
-  activate();
-  if (!recording_allowed() || plugin_active_.load(std::memory_order_relaxed)) return false;
+  preload::activate();
+  if (!preload::recording_allowed() || plugin_active_.load(std::memory_order_relaxed)) return false;
   if (disabled_by_env_.load(std::memory_order_relaxed)) return false;
   return tl.nesting == 0;
 }
@@ -266,16 +266,16 @@ void InterposerRecorder::deliver(FinishedOp& op) {
   // Step detection on the queue order of operations, before the event is tagged with its step.
   // While the detector is the only source of marks, the current step is the number of marks it
   // made; otherwise an operation belongs to the step it was launched in.
-  StepDetector::Boundary boundary = StepDetector::Boundary::kNone;
+  preload::StepDetector::Boundary boundary = preload::StepDetector::Boundary::kNone;
   int64_t label = op.launch_step;
-  if (!detector_) detector_ = std::make_unique<StepDetector>(activate().marker);
+  if (!detector_) detector_ = std::make_unique<preload::StepDetector>(preload::activate().marker);
   const int64_t current = gpu::current_step_label();
   bool stood_down_now = false;
   if (own_marks_.sole_producer(current, &stood_down_now)) {
     label = current;
     boundary = detector_->on_op(static_cast<sp_coll_type>(ev.coll), ev.group_id, ev.bytes,
                                 ev.start_ns, ev.end_ns);
-    if (boundary == StepDetector::Boundary::kBefore && label >= 0) {
+    if (boundary == preload::StepDetector::Boundary::kBefore && label >= 0) {
       own_marks_.mark(label);
       ++label;  // this operation opens the next step
     }
@@ -289,8 +289,8 @@ void InterposerRecorder::deliver(FinishedOp& op) {
   } else {
     emit_nccl_event(ev);
   }
-  if (boundary == StepDetector::Boundary::kAfter && label >= 0) own_marks_.mark(label);
-  if (boundary != StepDetector::Boundary::kNone) {
+  if (boundary == preload::StepDetector::Boundary::kAfter && label >= 0) own_marks_.mark(label);
+  if (boundary != preload::StepDetector::Boundary::kNone) {
     counters_.steps_marked.fetch_add(1, std::memory_order_relaxed);
     gpu::capture_request_flush();  // step end: GPU records off the hot path
   }
@@ -300,7 +300,7 @@ void InterposerRecorder::comm_created(ncclComm_t comm, uint64_t group_id, int ra
                               bool known) {
   if (comm == nullptr) return;
   comm_registry().add(comm, group_id, rank, size, known);
-  if (recording_allowed()) gpu::capture_start();  // CUDA surely loaded now
+  if (preload::recording_allowed()) gpu::capture_start();  // CUDA surely loaded now
 }
 
 void InterposerRecorder::comm_split(ncclComm_t parent, ncclComm_t child, uint64_t tag) {
@@ -336,7 +336,7 @@ InterposerStats InterposerRecorder::stats() const {
 
 void InterposerRecorder::reset_for_tests() {
   detector_.reset();
-  own_marks_ = OwnStepMarks();
+  own_marks_ = preload::OwnStepMarks();
   forget_nccl_event_names_for_tests();
 #define SP_RESET(name) counters_.name = 0;
   SP_INTERPOSER_COUNTERS(SP_RESET)

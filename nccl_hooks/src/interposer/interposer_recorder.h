@@ -22,11 +22,11 @@
 #include <mutex>
 
 #include "interposer/nccl_op.h"
-#include "nccl_types.h"
-#include "preload/own_step_marks.h"
-#include "preload/step_detector.h"
-#include "straggler_probe/mpsc_queue.h"
 #include "interposer/stream_timer.h"
+#include "nccl_types.h"
+#include "straggler_probe/mpsc_queue.h"
+#include "straggler_probe/preload/own_step_marks.h"
+#include "straggler_probe/preload/step_detector.h"
 
 namespace sp::nccl {
 
@@ -128,8 +128,8 @@ class InterposerRecorder {
       std::make_unique<runtime::BoundedMpscQueue<FinishedOp, kFinishedQueue>>();
   std::atomic<bool> draining_{false};
   // Touched only by the draining thread.
-  std::unique_ptr<StepDetector> detector_;
-  OwnStepMarks own_marks_;  // the detector stands down when someone else marks steps
+  std::unique_ptr<preload::StepDetector> detector_;
+  preload::OwnStepMarks own_marks_;  // the detector stands down when someone else marks steps
 
 
   struct Counters {

@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "nccl_emit.h"
-#include "straggler_probe/gpu/event_sink.h"
+#include "straggler_probe/event_sink.h"
 #include "straggler_probe/gpu/graph_capture.h"
 
 namespace sp::nccl {

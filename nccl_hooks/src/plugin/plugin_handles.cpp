@@ -1,6 +1,6 @@
 #include "plugin/plugin_handles.h"
 
-#include "straggler_probe/gpu/event_sink.h"
+#include "straggler_probe/event_sink.h"
 
 namespace sp::nccl::plugin {
 

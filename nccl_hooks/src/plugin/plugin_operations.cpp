@@ -5,7 +5,7 @@
 
 #include "nccl_emit.h"
 #include "nccl_op_names.h"
-#include "straggler_probe/gpu/event_sink.h"
+#include "straggler_probe/event_sink.h"
 #include "straggler_probe/log.h"
 
 namespace sp::nccl::plugin {

@@ -10,10 +10,10 @@
 #include "nccl_emit.h"
 #include "plugin/plugin_handles.h"
 #include "plugin/plugin_operations.h"
-#include "preload/activation.h"
+#include "straggler_probe/event_sink.h"
 #include "straggler_probe/gpu/capture_hooks.h"
-#include "straggler_probe/gpu/event_sink.h"
 #include "straggler_probe/log.h"
+#include "straggler_probe/preload/activation.h"
 
 namespace sp::nccl {
 
@@ -38,14 +38,14 @@ int activation_mask_for(int version) {
 }  // namespace
 
 int plugin_init(void** context, int* activation_mask, const PluginInit& init) {
-  const Activation& a = activate();
+  const preload::Activation& a = preload::activate();
   auto* ctx = new plugin::Context();
   ctx->version = init.version;
   ctx->rank = init.rank;
   ctx->nranks = init.nranks;
   ctx->comm_hash = init.comm_hash;
   ctx->hash_known = init.comm_hash_known;
-  ctx->record = a.is_rank && recording_allowed();
+  ctx->record = a.is_rank && preload::recording_allowed();
   ctx->comm = comm_registry().add(ctx, init.comm_hash, init.rank, init.nranks,
                                   init.comm_hash_known);
   *context = ctx;
@@ -70,7 +70,8 @@ int plugin_init(void** context, int* activation_mask, const PluginInit& init) {
 int plugin_start_event(void* context, void** handle, const EventDesc& d) {
   *handle = nullptr;
   auto* ctx = static_cast<plugin::Context*>(context);
-  if (ctx == nullptr || ctx->tag != plugin::kTagContext || !ctx->record || in_forked_child()) {
+  if (ctx == nullptr || ctx->tag != plugin::kTagContext || !ctx->record ||
+      preload::in_forked_child()) {
     return 0;
   }
   switch (d.type) {

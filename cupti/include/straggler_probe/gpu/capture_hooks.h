@@ -1,6 +1,6 @@
-// Everything nccl_hooks/ asks of the GPU capture: this header, event_sink.h (the runtime as the
-// GPU layers see it) and graph_capture.h are the whole nccl_hooks -> cupti interface
-// (docs/ARCHITECTURE.md). Four calls, none of which blocks:
+// Everything nccl_hooks/ asks of the GPU capture: this header and graph_capture.h are the whole
+// nccl_hooks -> cupti interface (docs/ARCHITECTURE.md; events reach the runtime through
+// runtime/'s straggler_probe/event_sink.h). Four calls, none of which blocks:
 //   - start capture when CUDA is surely in the process (a communicator was made);
 //   - ask for a flush at a step end (GPU records leave the hot path);
 //   - bracket an NCCL operation's launch on the launching thread, so that CUPTI tags its kernel

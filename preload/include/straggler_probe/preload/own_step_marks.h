@@ -10,9 +10,9 @@
 
 #include <cstdint>
 
-#include "straggler_probe/gpu/event_sink.h"
+#include "straggler_probe/event_sink.h"
 
-namespace sp::nccl {
+namespace sp::preload {
 
 class OwnStepMarks {
  public:
@@ -41,4 +41,4 @@ class OwnStepMarks {
   bool stood_down_ = false;
 };
 
-}  // namespace sp::nccl
+}  // namespace sp::preload

@@ -5,7 +5,7 @@
 // which is only safe before the interpreter starts threads that read it).
 #pragma once
 
-namespace sp::nccl {
+namespace sp::preload {
 
 // A Python interpreter is linked into this process (it exports its C API from the executable or
 // libpython).
@@ -15,4 +15,4 @@ bool python_in_process();
 // not preloaded into it.
 bool python_interpreter_running();
 
-}  // namespace sp::nccl
+}  // namespace sp::preload

@@ -1,4 +1,4 @@
-#include "preload/summary_file_writer.h"
+#include "summary_file_writer.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -12,9 +12,9 @@
 #include <thread>
 #include <vector>
 
-#include "preload/activation.h"
-#include "preload/python_presence.h"
+#include "python_presence.h"
 #include "straggler_probe/log.h"
+#include "straggler_probe/preload/activation.h"
 #include "straggler_probe/probe.h"
 #include "straggler_probe/summary_file.h"
 
@@ -24,7 +24,7 @@ int sp_pop_summary(void* buf, size_t capacity, size_t* size, int32_t timeout_ms)
 int sp_flush(void) __attribute__((weak));
 }
 
-namespace sp::nccl {
+namespace sp::preload {
 
 namespace log = runtime::log;
 namespace {
@@ -122,4 +122,4 @@ bool start_summary_file_writer(int32_t rank, std::string* why) {
   return started;
 }
 
-}  // namespace sp::nccl
+}  // namespace sp::preload

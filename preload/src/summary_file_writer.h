@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <string>
 
-namespace sp::nccl {
+namespace sp::preload {
 
 // Starts the writer once (idempotent); false (with *why) when it does not apply: no directory
 // set, a Python interpreter in the process, the runtime absent, or the file cannot be opened.
@@ -20,4 +20,4 @@ bool start_summary_file_writer(int32_t rank, std::string* why);
 // Summaries written so far.
 uint64_t summaries_written();
 
-}  // namespace sp::nccl
+}  // namespace sp::preload

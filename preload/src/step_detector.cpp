@@ -1,4 +1,4 @@
-#include "preload/step_detector.h"
+#include "straggler_probe/preload/step_detector.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -7,7 +7,7 @@
 
 #include "nccl_op_names.h"
 
-namespace sp::nccl {
+namespace sp::preload {
 namespace {
 
 uint64_t signature_of(sp_coll_type type, uint64_t group_id, uint64_t bytes) {
@@ -58,7 +58,7 @@ bool parse_step_marker(const char* spec, StepMarker* out, std::string* error) {
   }
   const auto colon = s.find(':');
   const std::string op = s.substr(0, colon);
-  m.op = coll_type_by_name(op.c_str());
+  m.op = nccl::coll_type_by_name(op.c_str());
   if (m.op == SP_COLL_NONE) {
     *error = "STRAGGLER_PROBE_STEP_MARKER='" + s +
              "': expected auto, off, every:N or an NCCL operation (AllReduce, AllGather, "
@@ -162,4 +162,4 @@ void StepDetector::try_detect() {
   }
 }
 
-}  // namespace sp::nccl
+}  // namespace sp::preload

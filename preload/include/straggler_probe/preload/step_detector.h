@@ -22,7 +22,7 @@
 
 #include "straggler_probe/probe.h"
 
-namespace sp::nccl {
+namespace sp::preload {
 
 struct StepMarker {
   enum class Mode { kAuto, kEveryN, kOp, kOff } mode = Mode::kAuto;
@@ -80,4 +80,4 @@ class StepDetector {
   uint64_t boundaries_ = 0;
 };
 
-}  // namespace sp::nccl
+}  // namespace sp::preload

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-namespace sp::nccl {
+namespace sp::preload {
 
 struct RankEnv {
   bool is_rank = false;
@@ -25,4 +25,4 @@ using GetenvFn = const char* (*)(const char* name);
 RankEnv read_rank_env(GetenvFn getenv_fn);
 RankEnv read_rank_env();
 
-}  // namespace sp::nccl
+}  // namespace sp::preload

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <string>
 
-#include "preload/python_presence.h"
+#include "python_presence.h"
 
 namespace {
 
@@ -31,10 +31,10 @@ __attribute__((constructor)) void straggler_probe_python_autoload() {
   // No RANK / WORLD_SIZE test: launchers differ (Lightning's sets LOCAL_RANK in its children and
   // nothing in its first process). sitecustomize.py starts the probe only in a process that
   // initialises torch.distributed, whose process group then says who it is.
-  if (!sp::nccl::python_in_process()) return;
+  if (!sp::preload::python_in_process()) return;
   // Loaded into a running interpreter (the package's _core dlopens the library): too late for
   // PYTHONPATH, and setenv would race with other threads' getenv.
-  if (sp::nccl::python_interpreter_running()) return;
+  if (sp::preload::python_interpreter_running()) return;
   const std::string dir = own_directory();
   if (dir.empty()) return;
   const std::string autoload = dir + "/straggler_probe_autoload";

@@ -11,7 +11,7 @@
 // A step ends at the end of each outermost range with that name on a thread (push/pop), at each
 // end of such a start/end range, and at each NVTX mark with that name. A trailing '*' matches by
 // prefix ("train_step*"). The marks go through the same runtime path as the other step sources
-// (runtime_mark_step). Precedence, see activation.cpp and nccl_hooks/README.md: the application's
+// (runtime_mark_step). Precedence, see activation.cpp and preload/README.md: the application's
 // own marks (the Python package) > STRAGGLER_PROBE_STEP_NVTX > STRAGGLER_PROBE_STEP_MARKER > the
 // period of the NCCL operation sequence.
 #pragma once
@@ -19,7 +19,7 @@
 #include <cstddef>
 #include <string>
 
-namespace sp::nccl {
+namespace sp::preload {
 
 struct NvtxStepRange {
   static constexpr size_t kMaxName = 255;
@@ -55,4 +55,4 @@ void nvtx_step_range_opened() noexcept;
 // A step range closed (or a step mark): marks the step unless the application marks its own.
 void nvtx_step_range_closed() noexcept;
 
-}  // namespace sp::nccl
+}  // namespace sp::preload

@@ -9,10 +9,10 @@
 // threads and CUPTI state do not exist in it.
 #pragma once
 
-#include "preload/rank_env.h"
-#include "preload/step_detector.h"
+#include "straggler_probe/preload/rank_env.h"
+#include "straggler_probe/preload/step_detector.h"
 
-namespace sp::nccl {
+namespace sp::preload {
 
 struct Activation {
   bool is_rank = false;
@@ -29,4 +29,4 @@ bool in_forked_child();
 // Tests: forget the activation (reads the environment again next time).
 void reset_activation_for_tests();
 
-}  // namespace sp::nccl
+}  // namespace sp::preload

@@ -1,4 +1,4 @@
-#include "preload/nvtx_steps.h"
+#include "straggler_probe/preload/nvtx_steps.h"
 
 #include <dlfcn.h>
 #include <sys/stat.h>
@@ -9,15 +9,15 @@
 #include <cstring>
 #include <mutex>
 
-#include "preload/activation.h"
-#include "preload/own_step_marks.h"
-#include "preload/python_presence.h"
-#include "preload/rank_env.h"
+#include "python_presence.h"
+#include "straggler_probe/event_sink.h"
 #include "straggler_probe/gpu/capture_hooks.h"
-#include "straggler_probe/gpu/event_sink.h"
 #include "straggler_probe/log.h"
+#include "straggler_probe/preload/activation.h"
+#include "straggler_probe/preload/own_step_marks.h"
+#include "straggler_probe/preload/rank_env.h"
 
-namespace sp::nccl {
+namespace sp::preload {
 
 namespace log = runtime::log;
 namespace {
@@ -113,7 +113,7 @@ void decide() {
   g_state.store(NvtxStepState::kInjected, std::memory_order_release);
 }
 
-// The one load-time hook of this file (declared in nccl_hooks/CMakeLists.txt): environment
+// The one load-time hook of this file (declared in preload/CMakeLists.txt): environment
 // reads, one setenv, at most one warning. No threads, no CUDA.
 __attribute__((constructor)) void straggler_probe_nvtx_setup() {
   try {
@@ -217,4 +217,4 @@ void nvtx_step_range_closed() noexcept {
   }
 }
 
-}  // namespace sp::nccl
+}  // namespace sp::preload

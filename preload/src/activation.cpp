@@ -1,4 +1,4 @@
-#include "preload/activation.h"
+#include "straggler_probe/preload/activation.h"
 
 #include <pthread.h>
 
@@ -6,13 +6,13 @@
 #include <cstdlib>
 #include <mutex>
 
-#include "preload/nvtx_steps.h"
+#include "straggler_probe/event_sink.h"
 #include "straggler_probe/gpu/capture_hooks.h"
-#include "preload/summary_file_writer.h"
-#include "straggler_probe/gpu/event_sink.h"
 #include "straggler_probe/log.h"
+#include "straggler_probe/preload/nvtx_steps.h"
+#include "summary_file_writer.h"
 
-namespace sp::nccl {
+namespace sp::preload {
 
 namespace log = runtime::log;
 namespace {
@@ -84,4 +84,4 @@ void reset_activation_for_tests() {
   g_forked.store(false);
 }
 
-}  // namespace sp::nccl
+}  // namespace sp::preload

@@ -1,9 +1,9 @@
-#include "preload/rank_env.h"
+#include "straggler_probe/preload/rank_env.h"
 
 #include <cerrno>
 #include <cstdlib>
 
-namespace sp::nccl {
+namespace sp::preload {
 namespace {
 
 // Parses a non-negative int; false (and names it in *error) when malformed.
@@ -63,4 +63,4 @@ RankEnv read_rank_env(GetenvFn env) {
 
 RankEnv read_rank_env() { return read_rank_env([](const char* n) -> const char* { return std::getenv(n); }); }
 
-}  // namespace sp::nccl
+}  // namespace sp::preload

@@ -1,4 +1,5 @@
-// Where the GPU-capture layers send finished events.
+// Where the GPU-capture layers (cupti/, nccl_hooks/) send finished events: the runtime as they see
+// it (library sp_event_sink, src/event_sink.cpp).
 //
 // In libstraggler_probe.so the sink is the runtime's sp_record / sp_intern (probe.h). The layers
 // reference those through weak symbols so that they also link into test programs and test

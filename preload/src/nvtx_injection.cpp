@@ -13,9 +13,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "preload/nvtx_steps.h"
+#include "straggler_probe/preload/nvtx_steps.h"
 
-namespace sp::nccl {
+namespace sp::preload {
 namespace {
 
 // Push/pop nesting of this thread: one bit per level says "a step range". Deeper levels than
@@ -163,7 +163,7 @@ void install(NvtxFunctionTable table, unsigned int size, unsigned int id, Fn fn)
 }
 
 }  // namespace
-}  // namespace sp::nccl
+}  // namespace sp::preload
 
 // Called by each NVTX instance at its first NVTX call (NVTX_INJECTION64_PATH names this
 // library). Returns nonzero: zero would make NVTX print an error and unload us. When NVTX steps
@@ -171,7 +171,7 @@ void install(NvtxFunctionTable table, unsigned int size, unsigned int id, Fn fn)
 // installed and every NVTX call of that instance stays a no-op.
 extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(
     NvtxGetExportTableFunc_t get_export_table) {
-  using namespace sp::nccl;
+  using namespace sp::preload;
   if (get_export_table == nullptr || !active()) return 1;
   const auto* callbacks =
       static_cast<const NvtxExportTableCallbacks*>(get_export_table(NVTX_ETID_CALLBACKS));

@@ -1,8 +1,8 @@
-#include "preload/python_presence.h"
+#include "python_presence.h"
 
 #include <dlfcn.h>
 
-namespace sp::nccl {
+namespace sp::preload {
 namespace {
 
 using IsInitialized = int (*)();
@@ -20,4 +20,4 @@ bool python_interpreter_running() {
   return fn != nullptr && fn() != 0;
 }
 
-}  // namespace sp::nccl
+}  // namespace sp::preload

@@ -1,4 +1,4 @@
-#include "straggler_probe/gpu/event_sink.h"
+#include "straggler_probe/event_sink.h"
 
 #include <time.h>
 
