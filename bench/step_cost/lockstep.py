@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import select
 import statistics
 import subprocess
 import sys
@@ -37,15 +38,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from step_cost import (REPO, build_job, comm_hook_state, free_port, hooks_untouched,  # noqa: E402
                        ratio_interval, timed_step)
 
+REPLY_TIMEOUT_S = 120.0  # a block is a few seconds; start-up and shut-down under 30
+
 
 # ---- one process: runs blocks when told on stdin, answers on stdout ---------------------------
-def worker(mode: str, variant: str) -> None:
-    if mode == "probe":
+def worker(mode: str, variant: str, probe_kwargs: dict) -> None:
+    if mode in ("probe", "import", "residue"):
         import straggler_probe
-        straggler_probe.init()
+        if mode != "import":
+            straggler_probe.init(**probe_kwargs)  # every default unless --b-kwargs
     model, ddp, opt, data = build_job(variant, seed=0)
     before = comm_hook_state(ddp) if ddp is not None else None
     it = iter(data)
+    if mode == "residue":  # what shutdown() leaves behind, after a few steps recorded
+        for _ in range(5):
+            it, _, _ = timed_step(model, opt, data, it)
+        straggler_probe.shutdown()
     wall: list[int] = []
     cpu: list[int] = []
     print("@@ready", flush=True)
@@ -64,6 +72,8 @@ def worker(mode: str, variant: str) -> None:
     if ddp is not None:
         out["hooks_before"] = before
         out["hooks_after_steps"] = comm_hook_state(ddp)
+    if mode in ("import", "residue"):
+        out["recording"] = True  # not recording, by design: the cost of what is left
     if mode == "probe":
         import straggler_probe
         stats = straggler_probe.stats()
@@ -80,19 +90,27 @@ def worker(mode: str, variant: str) -> None:
 class Turn:
     """One worker process of a round, driven line by line."""
 
-    def __init__(self, mode: str, variant: str, cwd: str):
+    def __init__(self, mode: str, variant: str, cwd: str, b_kwargs: str):
         pkg = os.environ.get("STRAGGLER_PROBE_PYTHONPATH") or str(REPO / "build" / "python")
         env = {k: v for k, v in os.environ.items() if not k.startswith("STRAGGLER_PROBE_")}
         env.update(OMP_NUM_THREADS="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),
-                   PYTHONPATH=pkg if mode == "probe" else "")
+                   PYTHONPATH="" if mode == "none" else pkg)
         self.mode = mode
-        self.proc = subprocess.Popen([sys.executable, __file__, "--worker", mode, "--variant", variant],
+        self.proc = subprocess.Popen([sys.executable, __file__, "--worker", mode, "--variant", variant,
+                                      "--b-kwargs", b_kwargs],
                                      env=env, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
 
     def reply(self) -> str:
-        """The worker's next reply ("@@" lines; the probe's own per-step lines pass by)."""
+        """The worker's next reply ("@@" lines; the probe's own per-step lines pass by). A worker
+        silent for REPLY_TIMEOUT_S is stuck: its threads' stacks go to stuck-<pid>.txt (gdb)."""
         while True:
+            ready, _, _ = select.select([self.proc.stdout], [], [], REPLY_TIMEOUT_S)
+            if not ready:
+                dump = Path(f"stuck-{self.proc.pid}.txt").resolve()
+                subprocess.run(["gdb", "-p", str(self.proc.pid), "-batch", "-ex", "thread apply all bt"],
+                               stdout=dump.open("w"), stderr=subprocess.STDOUT, timeout=120, check=False)
+                raise RuntimeError(f"{self.mode}: no reply in {REPLY_TIMEOUT_S} s; stacks in {dump}")
             line = self.proc.stdout.readline()
             if not line or line.startswith("@@"):
                 return line[2:].strip()
@@ -120,7 +138,7 @@ class Turn:
 
 def one_round(variant: str, args: argparse.Namespace, b_first: bool) -> dict:
     with tempfile.TemporaryDirectory(prefix="sp-lockstep-") as cwd:  # the probe's out_dir
-        turns = {"A": Turn("none", variant, cwd), "B": Turn("probe", variant, cwd)}
+        turns = {"A": Turn("none", variant, cwd, "{}"), "B": Turn(args.b_mode, variant, cwd, args.b_kwargs)}
         try:
             for t in turns.values():
                 t.expect("ready")
@@ -155,7 +173,7 @@ def measure(variant: str, args: argparse.Namespace) -> dict:
         print(f"  {variant} round {r}: A {a['median_wall_ns'] / 1e3:8.1f} us  "
               f"B {b['median_wall_ns'] / 1e3:8.1f} us  B/A {b['median_wall_ns'] / a['median_wall_ns']:.4f}",
               flush=True)
-    out = {"variant": variant, "method": "lockstep", "block": args.block, "steps": args.steps,
+    out = {"variant": variant, "method": "lockstep", "b_kwargs": json.loads(args.b_kwargs), "block": args.block, "steps": args.steps,
            "warmup": args.warmup, "settle_ms": args.settle_ms, "problems": problems,
            "load_average_end": os.getloadavg()[0]}
     for key in ("median_wall_ns", "median_cpu_ns"):
@@ -167,7 +185,10 @@ def measure(variant: str, args: argparse.Namespace) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--worker", choices=["none", "probe"])
+    ap.add_argument("--worker", choices=["none", "probe", "import", "residue"])
+    ap.add_argument("--b-mode", default="probe", choices=["probe", "import", "residue"],
+                    help="B calls init() (probe); only imports straggler_probe (import: the cost of "
+                         "loading it); or init() and shutdown() after 5 steps (residue: what is left)")
     ap.add_argument("--variant", default="single", choices=["single", "ddp"])
     ap.add_argument("--variants", nargs="+", default=["single"], choices=["single", "ddp"])
     ap.add_argument("--rounds", type=int, default=16)
@@ -175,10 +196,11 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=40, help="dropped steps per process, in blocks too")
     ap.add_argument("--block", type=int, default=20, help="steps per turn")
     ap.add_argument("--settle-ms", type=float, default=50.0, help="pause between turns")
+    ap.add_argument("--b-kwargs", default="{}", help="init() keywords of B as JSON (default: none)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     if args.worker:
-        worker(args.worker, args.variant)
+        worker(args.worker, args.variant, json.loads(args.b_kwargs))
         return
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}", flush=True)
     results = [measure(v, args) for v in args.variants]
