@@ -36,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from step_cost import (REPO, build_job, comm_hook_state, free_port, hooks_untouched,  # noqa: E402
-                       ratio_interval, timed_step)
+                       print_table, ratio_interval, timed_step)
 
 REPLY_TIMEOUT_S = 120.0  # a block is a few seconds; start-up and shut-down under 30
 
@@ -204,17 +204,7 @@ def main() -> None:
         return
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}", flush=True)
     results = [measure(v, args) for v in args.variants]
-    print("| model | A: never probed (µs/step) | B: init() defaults (µs/step) | B/A | 95% t | "
-          "95% bootstrap | rounds |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
-    for res in results:
-        for key, label in (("median_wall_ns", "wall"), ("median_cpu_ns", "thread CPU")):
-            m = res[key]
-            print(f"| {res['variant']} ({label}) | {m['A_us']:.0f} | {m['B_us']:.0f} | {m['ratio']:.4f} | "
-                  f"{m['t95'][0]:.4f}–{m['t95'][1]:.4f} | {m['boot95'][0]:.4f}–{m['boot95'][1]:.4f} | "
-                  f"{m['rounds']} |")
-        for p in res["problems"]:
-            print("problem:", p)
+    print_table(results)  # step_cost.py's table: the same keys
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     if any(r["problems"] for r in results):
