@@ -80,7 +80,7 @@ online::AnalysisSettings settings_of(const AnalyzeDirArgs& args, int world_size,
   online::AnalysisSettings s;
   s.world_size = world_size;
   s.out_dir = out;
-  s.print_steps = !args.quiet;
+  s.log_lines = !args.quiet;
   s.slowdown_threshold = args.slowdown_threshold;
   s.window_steps = args.window_steps;
   s.significance = args.significance;
@@ -113,26 +113,26 @@ CLI::App* add_analyze_dir_command(CLI::App& app, AnalyzeDirArgs& args) {
   cmd->add_option("--steps", args.steps, "Analyse only these steps, e.g. --steps 12 20-23")->expected(1, -1);
   cmd->add_flag("--quiet,-q", args.quiet, "No per-step lines: only the closing summary and the report line");
   cmd->add_option("--threshold", args.slowdown_threshold,
-                  "A user override: steps with a slowdown S below this name no straggler (default 1: the noise model decides; live: STRAGGLER_PROBE_SLOWDOWN_THRESHOLD)")
-      ->default_val(1.0)
+                  "A user override: steps with a slowdown S below this name no straggler (1: off, the noise model decides; live: STRAGGLER_PROBE_SLOWDOWN_THRESHOLD)")
+      ->default_val(online::setting_defaults::kSlowdownThreshold)
       ->check(CLI::Range(1.0, 1e9));
   cmd->add_option("--window", args.window_steps,
                   "Recent steps the ideal durations are estimated over (live: STRAGGLER_PROBE_WINDOW_STEPS)")
-      ->default_val(20)
+      ->default_val(online::setting_defaults::kWindowSteps)
       ->check(CLI::Range(2, 1 << 20));
   cmd->add_option("--significance", args.significance,
                   "Per-step level: a step names a culprit only when its test against the noise model gives p "
                   "below this (live: STRAGGLER_PROBE_SIGNIFICANCE)")
-      ->default_val(1e-3)
+      ->default_val(online::setting_defaults::kSignificance)
       ->check(CLI::Range(1e-300, 0.999999));
   cmd->add_option("--alarm-significance", args.alarm_significance,
                   "An alarm is raised when its test over the recent steps gives p below this "
                   "(live: STRAGGLER_PROBE_ALARM_SIGNIFICANCE)")
-      ->default_val(1e-5)
+      ->default_val(online::setting_defaults::kAlarmSignificance)
       ->check(CLI::Range(1e-300, 0.999999));
   cmd->add_option("--summary-interval", args.summary_interval,
                   "A text summary with the S_w heatmap every N steps, as a live run (0: none)")
-      ->default_val(50)
+      ->default_val(online::setting_defaults::kSummaryInterval)
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--timeline-ranks", args.timeline_ranks,
                   "Ranks drawn in timeline.json (default: every rank while it stays within 16 MiB, beyond "

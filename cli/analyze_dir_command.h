@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "straggler_probe/online/setting_defaults.h"
+
 namespace CLI {
 class App;
 }
@@ -18,12 +20,18 @@ struct AnalyzeDirArgs {
   std::string out;                 // report directory; empty: DIR/report
   std::vector<std::string> steps;  // raw --steps tokens
   bool quiet = false;              // no per-step lines, only the closing summary and report line
-  int summary_interval = 50;       // a text summary every N steps (the live default); 0: none
-  double slowdown_threshold = 1.0;  // S below this names nothing, a user override (1.0: off; STRAGGLER_PROBE_SLOWDOWN_THRESHOLD live)
-  int window_steps = 20;           // steps the ideal durations are estimated over (..._WINDOW_STEPS)
-  double significance = 1e-3;      // per-step level of the noise model's tests (..._SIGNIFICANCE)
-  double alarm_significance = 1e-5;  // the alarms' level (..._ALARM_SIGNIFICANCE)
-  int timeline_ranks = 0;          // ranks drawn in timeline.json; 0: within 16 MiB (..._TIMELINE_RANKS)
+  // a text summary every N steps (the live default); 0: none
+  int summary_interval = online::setting_defaults::kSummaryInterval;
+  // S below this names nothing, a user override (1.0: off; STRAGGLER_PROBE_SLOWDOWN_THRESHOLD live)
+  double slowdown_threshold = online::setting_defaults::kSlowdownThreshold;
+  // steps the ideal durations are estimated over (..._WINDOW_STEPS)
+  int window_steps = online::setting_defaults::kWindowSteps;
+  // per-step level of the noise model's tests (..._SIGNIFICANCE)
+  double significance = online::setting_defaults::kSignificance;
+  // the alarms' level (..._ALARM_SIGNIFICANCE)
+  double alarm_significance = online::setting_defaults::kAlarmSignificance;
+  // ranks drawn in timeline.json; 0: within 16 MiB (..._TIMELINE_RANKS)
+  int timeline_ranks = online::setting_defaults::kTimelineRanks;
 };
 
 // Registers the subcommand and its options on `app`, filling `args` when parsed.

@@ -10,9 +10,11 @@
 #include <string>
 
 #include "gpu_regions.h"
+#include "pipeline_settings.h"
 #include "pipeline/rank_pipeline.h"
 #include "python_kv_store.h"
 #include "base/runtime_api.h"
+#include "base/seconds.h"
 #include "straggler_probe/probe.h"
 
 namespace py = pybind11;
@@ -27,10 +29,7 @@ py::dict status_of(const sp::rank_pipeline::RankPipeline& p);
 
 using sp::rank_pipeline::runtime;
 
-// The Python API takes seconds; the pipeline counts in milliseconds.
-std::chrono::milliseconds milliseconds_of(double seconds) {
-  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1e3));
-}
+using sp::rank_pipeline::seconds_to_ms;  // the Python API takes seconds
 
 py::tuple init(int rank, int world_size, int local_rank) {
   sp_config cfg;
@@ -103,77 +102,10 @@ py::object cupti_stats() {
   return out;
 }
 
-sp::rank_pipeline::FaultInjection parse_fault(const std::string& fault) {
-  if (fault == "throw") return sp::rank_pipeline::FaultInjection::kThrow;
-  if (fault == "stall") return sp::rank_pipeline::FaultInjection::kStall;
-  if (fault == "slow") return sp::rank_pipeline::FaultInjection::kSlow;
-  // "record" is a fault of the Python recording (straggler_probe/_probe.py), "socket" and
-  // "delay" of the transport (TransportFault), not of the analysis.
-  if (fault == "none" || fault == "record" || fault == "socket" || fault == "delay" ||
-      fault.empty()) {
-    return sp::rank_pipeline::FaultInjection::kNone;
-  }
-  throw py::value_error("fault_inject must be none, throw, stall, slow, record, socket or delay, "
-                        "not '" + fault + "'");
-}
-
 // store: a capsule from straggler_probe._c10d.wrap_store (C++ store, no GIL in the transport),
 // a Python store object (the GIL is taken per call), or None (single rank: in-process store).
-void start_pipeline(py::object store, int rank, int world_size, const std::string& prefix,
-                    int max_lag, int64_t first_step, double step_timeout_s, double analysis_timeout_s,
-                    const std::string& out_dir, bool log_lines, const std::string& fault,
-                    bool discard, bool clock_sync, double clock_sync_period_s,
-                    double slowdown_threshold, double significance, double alarm_significance,
-                    int window_steps, int summary_interval,
-                    const std::string& hostname, int local_rank, int local_world_size,
-                    int device, const std::string& protocol, double hang_after_s,
-                    double hang_multiple, int metrics_port, const std::string& metrics_addr,
-                    const std::string& metrics_file, const std::string& control_token,
-                    const std::string& job, const std::string& config_json, int timeline_ranks) {
-  sp::rank_pipeline::RankPipelineOptions o;
-  o.transport.rank = rank;
-  o.transport.world_size = world_size;
-  o.transport.prefix = prefix;
-  o.transport.max_lag = max_lag;
-  o.transport.first_step = first_step;
-  o.transport.step_timeout = milliseconds_of(step_timeout_s);
-  o.transport.identity.host = hostname;  // "" : the system's host name
-  o.transport.identity.local_rank = local_rank;
-  o.transport.identity.device = device;
-  o.transport.local_world_size = local_world_size;
-  o.transport.protocol = protocol == "host"   ? sp::rank_pipeline::TransportProtocol::kHostAggregated
-                         : protocol == "rank" ? sp::rank_pipeline::TransportProtocol::kPerRank
-                                              : sp::rank_pipeline::TransportProtocol::kAuto;
-  o.analysis.world_size = world_size;
-  o.analysis.max_lag = max_lag;
-  o.analysis.out_dir = out_dir;
-  o.analysis.log_lines = log_lines;
-  o.analysis.slowdown_threshold = slowdown_threshold;
-  o.analysis.significance = significance;
-  o.analysis.alarm_significance = alarm_significance;
-  o.analysis.window_steps = window_steps;
-  o.analysis.summary_interval = summary_interval;
-  o.analysis.fault = parse_fault(fault);
-  o.transport.fault = fault == "socket"  ? sp::rank_pipeline::TransportFault::kCloseSocket
-                      : fault == "delay" ? sp::rank_pipeline::TransportFault::kDelay
-                                         : sp::rank_pipeline::TransportFault::kNone;
-  o.transport.hang_after = milliseconds_of(hang_after_s);
-  o.transport.hang_multiple = hang_multiple;
-  o.analysis.hang_after_s = hang_after_s;  // the step's verdict holds the step to the same bound
-  o.analysis.hang_multiple = hang_multiple;
-  o.analysis.timeline_ranks = timeline_ranks;
-  o.analysis_timeout = milliseconds_of(analysis_timeout_s);
-  o.discard = discard;
-  o.clock_sync = clock_sync;
-  o.clock_sync_period = milliseconds_of(clock_sync_period_s);
-  o.metrics.port = metrics_port;
-  o.metrics.addr = metrics_addr;
-  o.metrics.textfile = metrics_file;
-  o.metrics.token = control_token;
-  o.metrics.job = job;
-  o.config = nlohmann::ordered_json::parse(config_json, nullptr, /*allow_exceptions=*/false);
-  if (o.config.is_discarded()) o.config = nlohmann::ordered_json::object();
-
+void start_pipeline(py::object store, const sp::pyext::PipelineSettings& settings) {
+  sp::rank_pipeline::RankPipelineOptions o = sp::pyext::to_pipeline_options(settings);
   sp_kv_store* kv = nullptr;
   if (PyCapsule_CheckExact(store.ptr())) {
     kv = static_cast<sp_kv_store*>(PyCapsule_GetPointer(store.ptr(), SP_KV_STORE_CAPSULE));
@@ -198,7 +130,7 @@ void stop_pipeline(double drain_s) {
   if (!pipeline) return;
   {
     py::gil_scoped_release release;
-    pipeline->stop(milliseconds_of(drain_s));
+    pipeline->stop(seconds_to_ms(drain_s));
   }
   // Kept for pipeline_status(): bench and tests read the final numbers after the stop.
   if (g_final_status == nullptr) g_final_status = new py::dict();  // never freed: module lifetime
@@ -239,7 +171,7 @@ uint64_t wait_hang_notice(uint64_t seen, double timeout_s) {
   }
   if (!board) return 0;
   py::gil_scoped_release release;
-  return board->wait_notice(seen, milliseconds_of(timeout_s));
+  return board->wait_notice(seen, seconds_to_ms(timeout_s));
 }
 
 py::dict pipeline_status() {
@@ -324,20 +256,9 @@ PYBIND11_MODULE(_core, m) {
   });
   m.def("last_warning", [] { return std::string(runtime().last_warning()); });
 
-  m.def("start_pipeline", &start_pipeline, py::arg("store"), py::arg("rank"),
-        py::arg("world_size"), py::arg("prefix"), py::arg("max_lag"), py::arg("first_step"), py::arg("step_timeout_s"),
-        py::arg("analysis_timeout_s"), py::arg("out_dir"), py::arg("log_lines"),
-        py::arg("fault"), py::arg("discard") = false, py::arg("clock_sync") = true,
-        py::arg("clock_sync_period_s") = 60.0, py::arg("slowdown_threshold") = 1.0,
-        py::arg("significance") = 1e-3, py::arg("alarm_significance") = 1e-5,
-        py::arg("window_steps") = 20, py::arg("summary_interval") = 50,
-        py::arg("hostname") = "", py::arg("local_rank") = -1, py::arg("local_world_size") = -1,
-        py::arg("device") = -1,
-        py::arg("protocol") = "auto", py::arg("hang_after_s") = 10.0,
-        py::arg("hang_multiple") = 20.0, py::arg("metrics_port") = 0,
-        py::arg("metrics_addr") = "127.0.0.1", py::arg("metrics_file") = "",
-        py::arg("control_token") = "", py::arg("job") = "", py::arg("config_json") = "{}",
-        py::arg("timeline_ranks") = 0);
+  sp::pyext::bind_pipeline_settings(m);
+  m.def("start_pipeline", &start_pipeline, py::arg("store"), py::arg("settings"),
+        "Starts this rank's pipeline (transport, clock sync, rank 0's analysis).");
   m.def("wait_hang_notice", &wait_hang_notice, py::arg("seen"), py::arg("timeout_s"),
         "Waits for rank 0's next hang notice after episode `seen`; its episode, or 0.");
   m.def("stop_pipeline", &stop_pipeline, py::arg("drain_s"));

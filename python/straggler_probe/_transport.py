@@ -62,49 +62,50 @@ def _int_env(name: str) -> int:
         return -1
 
 
-def identity() -> dict:
-    """This rank's row of the rank table (host name override, local rank, CUDA device), the
-    ranks on its host (LOCAL_WORLD_SIZE, as torchrun sets it) and the protocol override."""
-    device = -1
+def device() -> int:
+    """The CUDA device this process trains on; -1: none (no CUDA, or not initialised)."""
     try:
         import torch  # noqa: PLC0415 - only to ask which device this process trains on
         if torch.cuda.is_available() and torch.cuda.is_initialized():
-            device = int(torch.cuda.current_device())
+            return int(torch.cuda.current_device())
     except Exception:  # noqa: BLE001 - no CUDA, or a broken one: no device
-        device = -1
-    protocol = os.environ.get("STRAGGLER_PROBE_TRANSPORT_PROTOCOL", "auto")
-    if protocol not in ("auto", "host", "rank"):
-        warnings.warn(f"straggler_probe: STRAGGLER_PROBE_TRANSPORT_PROTOCOL={protocol!r} is not "
-                      "auto, host or rank; auto is used", RuntimeWarning, stacklevel=3)
-        protocol = "auto"
-    return dict(hostname=os.environ.get("STRAGGLER_PROBE_HOSTNAME", ""),
-                local_rank=_int_env("LOCAL_RANK"), local_world_size=_int_env("LOCAL_WORLD_SIZE"),
-                device=device, protocol=protocol)
+        pass
+    return -1
+
+
+def pipeline_settings(core: Any, cfg: Config, rank: int, world: int) -> Any:
+    """_core.PipelineSettings from the resolved settings: every field named after a row of the
+    settings table is copied by name (unset rows keep the struct's default, the table's own),
+    then this rank's place."""
+    settings = core.PipelineSettings()
+    for name in core.PipelineSettings.SETTING_NAMES:
+        value = getattr(cfg, name)
+        if value is not None:
+            setattr(settings, name, value)
+    settings.rank, settings.world_size = rank, world
+    settings.local_rank = _int_env("LOCAL_RANK")
+    settings.local_world_size = _int_env("LOCAL_WORLD_SIZE")
+    settings.device = device()
+    return settings
 
 
 def start(core: Any, cfg: Config, rank: int, world: int, dist: Any, session: int) -> str:
     """Starts the pipeline; returns a word saying how the summaries travel."""
+    settings = pipeline_settings(core, cfg, rank, world)
     if cfg.transport == "none":
-        core.start_pipeline(None, rank=rank, world_size=world, prefix="", max_lag=cfg.max_lag,
-                            first_step=cfg.warmup_steps, step_timeout_s=cfg.step_timeout,
-                            analysis_timeout_s=cfg.analysis_timeout, out_dir="", log_lines=False,
-                            fault="none", discard=True)
+        # Record only: no store, no analysis, no files, no lines, no metrics server.
+        settings.discard, settings.out_dir, settings.log_lines = True, "", False
+        settings.fault_inject, settings.metrics_port, settings.metrics_file = "none", 0, ""
+        core.start_pipeline(None, settings)
         return "none"
     if world > 1:
         store, how = make_store(cfg, dist)
     else:
         store, how = None, "local"
-    core.start_pipeline(store, rank=rank, world_size=world,
-                        prefix=f"straggler_probe/{session}/", max_lag=cfg.max_lag,
-                        first_step=cfg.warmup_steps,
-                        step_timeout_s=cfg.step_timeout, analysis_timeout_s=cfg.analysis_timeout,
-                        out_dir=cfg.out_dir, log_lines=cfg.log_lines, fault=cfg.fault_inject,
-                        clock_sync=cfg.clock_sync, clock_sync_period_s=cfg.clock_sync_period,
-                        slowdown_threshold=cfg.slowdown_threshold, significance=cfg.significance,
-                        alarm_significance=cfg.alarm_significance, window_steps=cfg.window_steps,
-                        summary_interval=cfg.summary_interval, hang_after_s=cfg.hang_after_s,
-                        hang_multiple=cfg.hang_multiple, timeline_ranks=cfg.timeline_ranks or 0,
-                        **identity(), **metrics_settings(cfg))
+    settings.prefix = f"straggler_probe/{session}/"
+    settings.job = job_id()
+    settings.config_json = shown_config(cfg)
+    core.start_pipeline(store, settings)
     return how
 
 
@@ -114,11 +115,9 @@ def job_id(environ: Any = None) -> str:
     return environ.get("SLURM_JOB_ID") or environ.get("TORCHELASTIC_RUN_ID") or ""
 
 
-def metrics_settings(cfg: Config) -> dict:
-    """Rank 0's metrics server, /status and /control (the C++ server in rank_pipeline/src/http:
-    its thread never takes the GIL). /status shows the settings, never the control token."""
+def shown_config(cfg: Config) -> str:
+    """The settings as /status shows them: every one but the control token, which is only
+    said to be on or off."""
     shown = {k: v for k, v in dataclasses.asdict(cfg).items() if k != "control_token"}
     shown["control"] = "on" if cfg.control_token else "off"
-    return dict(metrics_port=cfg.metrics_port, metrics_addr=cfg.metrics_addr,
-                metrics_file=cfg.metrics_file or "", control_token=cfg.control_token or "",
-                job=job_id(), config_json=json.dumps(shown, default=str))
+    return json.dumps(shown, default=str)

@@ -63,13 +63,42 @@ def test_topology_inference():
     assert infer_dp_pp([0, 3], 3, 4) is None  # not a layout we can read: unknown, not guessed
 
 
-def test_every_option_is_documented():
+def test_settings_table_reaches_docs_and_cpp():
+    # docs/CONFIG.md's table and setting_defaults.h are generated from the table: fresh?
+    import subprocess
+    import sys
     from pathlib import Path
 
-    from straggler_probe._config import FIELDS, env_name
-    doc = (Path(__file__).resolve().parents[2] / "docs" / "CONFIG.md").read_text()
-    missing = [env_name(n) for n in FIELDS if f"`{env_name(n)}`" not in doc]
-    assert not missing, f"options missing from docs/CONFIG.md: {missing}"
+    root = Path(__file__).resolve().parents[2]
+    check = subprocess.run([sys.executable, str(root / "scripts" / "gen_settings.py"), "--check"],
+                           capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_pipeline_settings_defaults_are_the_tables():
+    # _core.PipelineSettings's defaults come from setting_defaults.h as compiled: the same values
+    # as Config's (the table's), for every setting the struct carries.
+    from straggler_probe import _native
+    from straggler_probe._config import SETTINGS_BY_NAME, Config
+
+    core = _native.core
+    assert core is not None, _native.IMPORT_ERROR
+    defaults, cfg = core.PipelineSettings(), Config()
+    names = core.PipelineSettings.SETTING_NAMES
+    assert set(names) <= set(SETTINGS_BY_NAME), set(names) - set(SETTINGS_BY_NAME)
+    for name in names:
+        table = getattr(cfg, name)
+        if name == "out_dir":  # "" in C++: no files unless the package names the directory
+            continue
+        expected = SETTINGS_BY_NAME[name].cpp_unset if table is None else table
+        assert getattr(defaults, name) == expected, name
+
+
+def test_bad_transport_protocol_is_one_clear_error():
+    with pytest.raises(ConfigError, match="STRAGGLER_PROBE_TRANSPORT_PROTOCOL='hosts'"):
+        load_config({}, environ={"STRAGGLER_PROBE_TRANSPORT_PROTOCOL": "hosts"})
+    with pytest.raises(ConfigError, match="unknown keyword"):  # environment only
+        load_config({"transport_protocol": "rank"}, environ={})
 
 
 class _FakeEvent:

@@ -32,7 +32,7 @@ OnlineConfig config_of(const AnalysisSettings& s, LineSink print) {
   c.hang_multiple = s.hang_multiple;
   c.timeline_ranks = s.timeline_ranks;
   c.silent_ranks = s.silent_ranks;
-  if (s.print_steps) c.log_sink = std::move(print);
+  if (s.log_lines) c.log_sink = std::move(print);
   return c;
 }
 

@@ -126,7 +126,7 @@ struct AnalysisWorker::Impl {
     settings.cpu_budget = 0.1;
     settings.world_size = o.world_size;
     settings.out_dir = o.out_dir;
-    settings.print_steps = o.log_lines;
+    settings.log_lines = o.log_lines;
     settings.slowdown_threshold = o.slowdown_threshold;
     settings.significance = o.significance;
     settings.alarm_significance = o.alarm_significance;

@@ -24,6 +24,7 @@
 #include "http/metrics_board.h"
 #include "base/loop_thread.h"
 #include "straggler_probe/online/analyzer.h"
+#include "straggler_probe/online/setting_defaults.h"
 #include "transport/transport.h"
 
 namespace sp::rank_pipeline {
@@ -34,18 +35,21 @@ enum class FaultInjection { kNone, kThrow, kStall, kSlow };
 
 struct AnalysisOptions {
   int world_size = 1;
-  int max_lag = 8;
+  int max_lag = online::setting_defaults::kMaxLag;
   std::string out_dir;
-  bool log_lines = true;
+  bool log_lines = online::setting_defaults::kLogLines;
   // The analysis's user-facing knobs (online/include/straggler_probe/online/config.h).
-  double slowdown_threshold = 1.0;
-  double significance = 1e-3;        // NoiseConfig::alpha
-  double alarm_significance = 1e-5;  // NoiseConfig::alarm_alpha
-  int window_steps = 20;
-  int summary_interval = 50;
-  double hang_after_s = 10.0;        // OnlineConfig::hang_after_s / hang_multiple: the hang watch's
-  double hang_multiple = 20.0;       // bound, for the hang cause (online/src/hang_rule.h)
-  int timeline_ranks = 0;            // OnlineConfig::timeline_ranks (0: a 16 MiB file's worth)
+  double slowdown_threshold = online::setting_defaults::kSlowdownThreshold;
+  double significance = online::setting_defaults::kSignificance;             // NoiseConfig::alpha
+  double alarm_significance = online::setting_defaults::kAlarmSignificance;  // ...::alarm_alpha
+  int window_steps = online::setting_defaults::kWindowSteps;
+  int summary_interval = online::setting_defaults::kSummaryInterval;
+  // OnlineConfig::hang_after_s / hang_multiple: the hang watch's bound, for the hang cause
+  // (online/src/decision/hang_rule.h)
+  double hang_after_s = online::setting_defaults::kHangAfterS;
+  double hang_multiple = online::setting_defaults::kHangMultiple;
+  // OnlineConfig::timeline_ranks (0: a 16 MiB file's worth)
+  int timeline_ranks = online::setting_defaults::kTimelineRanks;
   std::shared_ptr<HangBoard> hang_board;  // rank 0's hang episodes: the silent rank of a hang step
   FaultInjection fault = FaultInjection::kNone;
   int fault_after_steps = 3;  // the fault hits once this many steps were analysed

@@ -11,11 +11,13 @@
 #include <string>
 
 #include "analysis_worker.h"
+#include "base/seconds.h"
 #include "clock/clock_sync.h"
 #include "hang/hang_board.h"
 #include "http/metrics_service.h"
 #include "store/kv_store.h"
 #include "straggler_probe/online/analysis_host.h"
+#include "straggler_probe/online/setting_defaults.h"
 #include "transport/transport.h"
 
 namespace sp::rank_pipeline {
@@ -23,10 +25,11 @@ namespace sp::rank_pipeline {
 struct RankPipelineOptions {
   TransportOptions transport;
   AnalysisOptions analysis;
-  std::chrono::milliseconds analysis_timeout{30000};
+  std::chrono::milliseconds analysis_timeout{seconds_to_ms(online::setting_defaults::kAnalysisTimeoutS)};
   bool discard = false;  // transport=none: no store, no analysis; summaries are dropped
-  bool clock_sync = true;  // estimate every rank's clock offset to rank 0 (world_size > 1)
-  std::chrono::milliseconds clock_sync_period{60000};
+  bool clock_sync = online::setting_defaults::kClockSync;  // estimate every rank's clock offset to rank 0 (world_size > 1)
+  std::chrono::milliseconds clock_sync_period{
+      seconds_to_ms(online::setting_defaults::kClockSyncPeriodS)};
   // Rank 0's metrics server, /status and /control, and the textfile (http/; off by default).
   http::MetricsOptions metrics;
   nlohmann::ordered_json config;  // the user's settings, for /status

@@ -39,9 +39,11 @@
 #include <thread>
 #include <vector>
 
+#include "base/rank_table.h"
+#include "base/seconds.h"
 #include "hang/heartbeat.h"
 #include "store/kv_client.h"
-#include "base/rank_table.h"
+#include "straggler_probe/online/setting_defaults.h"
 #include "summary_source.h"
 
 namespace sp::rank_pipeline {
@@ -93,9 +95,9 @@ struct TransportOptions {
   int rank = 0;
   int world_size = 1;
   std::string prefix = "straggler_probe/0/";
-  int max_lag = 8;
+  int max_lag = online::setting_defaults::kMaxLag;
   int64_t first_step = 0;  // steps before it (warm-up, and the set-up step -1) are not sent
-  std::chrono::milliseconds step_timeout{60000};
+  std::chrono::milliseconds step_timeout{seconds_to_ms(online::setting_defaults::kStepTimeoutS)};
   TransportProtocol protocol = TransportProtocol::kAuto;
   // This rank's row of the rank table (rank and leader are filled in by the transport); its
   // host name is also the host the ranks are grouped by (host_identity.h).
@@ -118,8 +120,8 @@ struct TransportOptions {
   // Hang detection (host-aggregated protocol; hang_watch.h): rank 0 suspects a hang once no
   // step has completed on every rank for max(hang_multiple x the job's median step,
   // hang_after); hang_after 0: off. Heartbeats flow over the host sockets either way.
-  std::chrono::milliseconds hang_after{10000};
-  double hang_multiple = 20.0;
+  std::chrono::milliseconds hang_after{seconds_to_ms(online::setting_defaults::kHangAfterS)};
+  double hang_multiple = online::setting_defaults::kHangMultiple;
   // This rank's heartbeat; null: this process's runtime's when `source` is null too, else none.
   HeartbeatSource heartbeat;
   // Rank 0's hang episodes (for report.json) and every rank's hang notices (for the stack

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "straggler_probe/online/analyzer.h"
+#include "straggler_probe/online/setting_defaults.h"
 #include "straggler_probe/step_summary.h"
 
 namespace sp::online {
@@ -26,19 +27,22 @@ namespace sp::online {
 struct AnalysisSettings {
   int world_size = 1;
   std::string out_dir;            // JSONL and report; "" = no files
-  bool print_steps = true;        // per-step lines and periodic summaries
-  double slowdown_threshold = 1.0;  // CauseThresholds::none_below: a user override, 1.0 = off
-  double significance = 1e-3;       // NoiseConfig::alpha
-  double alarm_significance = 1e-5;  // NoiseConfig::alarm_alpha
-  int window_steps = 20;
-  int summary_interval = 50;
+  bool log_lines = setting_defaults::kLogLines;  // per-step lines and periodic summaries
+  // CauseThresholds::none_below: a user override, 1.0 = off
+  double slowdown_threshold = setting_defaults::kSlowdownThreshold;
+  double significance = setting_defaults::kSignificance;             // NoiseConfig::alpha
+  double alarm_significance = setting_defaults::kAlarmSignificance;  // NoiseConfig::alarm_alpha
+  int window_steps = setting_defaults::kWindowSteps;
+  int summary_interval = setting_defaults::kSummaryInterval;
   bool replace_jsonl = false;     // analyze-dir: a rerun replaces the JSONL; a live run appends
   // Share of one core the analysis may use (OnlineConfig::cpu_budget; 0 = no budget): the live
   // thread shares rank 0's CPU with training, analyze-dir has the machine to itself.
   double cpu_budget = 0;
-  double hang_after_s = 10.0;     // OnlineConfig::hang_after_s / hang_multiple: the hang bound
-  double hang_multiple = 20.0;
-  int timeline_ranks = 0;         // OnlineConfig::timeline_ranks: timeline.json's ranks (0: by bytes)
+  // OnlineConfig::hang_after_s / hang_multiple: the hang bound
+  double hang_after_s = setting_defaults::kHangAfterS;
+  double hang_multiple = setting_defaults::kHangMultiple;
+  // OnlineConfig::timeline_ranks: timeline.json's ranks (0: by bytes)
+  int timeline_ranks = setting_defaults::kTimelineRanks;
   std::function<OnlineConfig::SilentRanks()> silent_ranks;  // OnlineConfig::silent_ranks
 };
 

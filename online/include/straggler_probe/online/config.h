@@ -6,13 +6,15 @@
 #include <string>
 #include <vector>
 
+#include "straggler_probe/online/setting_defaults.h"
+
 namespace sp::online {
 
 // Thresholds of the cause classifier (see src/cause_rules.cpp for why each rule exists).
 struct CauseThresholds {
   // A user override: S below this is cause none whatever the noise model says. Off by default
   // (1.0): the default decision is the noise model's (NoiseConfig).
-  double none_below = 1.0;
+  double none_below = setting_defaults::kSlowdownThreshold;
   double ms_min = 0.5;             // stage-imbalance: share of the slowdown one stage explains
   double stage_uniform = 0.5;      // ... and every dp rank of that stage carries >= this share
                                    //     of the stage's excess S_w (a hot row, not one hot cell)
@@ -26,7 +28,7 @@ struct CauseThresholds {
 
 // How the ideal (straggler-free) durations are estimated.
 struct IdealConfig {
-  int window_steps = 20;           // sliding window of recent analysed steps
+  int window_steps = setting_defaults::kWindowSteps;  // sliding window of recent analysed steps
   // Persistent-outlier exclusion for compute means (see src/outlier_guard.h): a worker whose
   // window-mean duration of an op class (per unit of work when the micro-batches' sequence
   // lengths are annotated) exceeds its stage's median by more than
@@ -51,11 +53,11 @@ struct NoiseConfig {
   bool enabled = true;             // false: the old rule (S >= none_below names a cause)
   // A step names a rank, stage or cause only when its test against the null has p < alpha:
   // on a healthy job at most ~alpha of the steps name anyone (issue 10 asks <= 1%).
-  double alpha = 1e-3;
+  double alpha = setting_defaults::kSignificance;
   // An alarm is raised when its test has p < alarm_alpha at some step. Its tests at
   // successive steps share their windows, so this per-step level bounds the false alarms per
   // 1000 steps by 1000 x alarm_alpha (0.01: a healthy job raises none in 1000 steps).
-  double alarm_alpha = 1e-5;
+  double alarm_alpha = setting_defaults::kAlarmSignificance;
   int alarm_short_steps = 8;       // the alarm's two windows of analysed steps (alarms.h)
   int alarm_long_steps = 32;
   // The null is a model of the jitter (normal per op, learned robustly): a real job's jitter can
@@ -85,8 +87,8 @@ struct OnlineConfig {
   // step, hang_after_s) stopped rather than slowed; its verdict names the rank that stopped, and
   // nothing is learned from it. The live probe passes its hang watch's settings, so that the
   // verdict and the hang line mean the same; hang_after_s 0: off.
-  double hang_after_s = 10.0;
-  double hang_multiple = 20.0;
+  double hang_after_s = setting_defaults::kHangAfterS;
+  double hang_multiple = setting_defaults::kHangMultiple;
   // The live hang watch's latest episode (rank_pipeline's HangBoard): its id and the ranks whose
   // heartbeat stopped. A hang the step's events cannot pin on a rank (a stop inside a collective)
   // names the one silent rank of an episode no earlier hang step took. Unset (analyze-dir): no
@@ -99,12 +101,12 @@ struct OnlineConfig {
   // Output. Empty output_dir: no files. summary_interval 0: no periodic summary.
   std::string output_dir;
   std::string jsonl_name = "straggler_probe_steps.jsonl";
-  int summary_interval = 50;
+  int summary_interval = setting_defaults::kSummaryInterval;
   int timeline_steps = 3;          // last steps kept for the report's real-vs-ideal timeline
   // The ranks timeline.json draws: 0, every rank while the file stays within 16 MiB, beyond that
   // rank 0, the named ranks, each stage's slowest and the slowest / fastest by score up to it
   // (src/timeline_ranks.h); N > 0: at most N ranks, chosen the same way (the job's size: all).
-  int timeline_ranks = 0;
+  int timeline_ranks = setting_defaults::kTimelineRanks;
   // Where log lines and summaries go. Unset: nothing is printed (the caller prints verdicts).
   std::function<void(const std::string&)> log_sink;
 };
