@@ -151,8 +151,8 @@ TEST(FuzzHostMessage, ReadByRankZerosCollector) {
 TEST(FuzzHostMessage, RankTableReadByRankZerosCollector) {
   fuzz::Corpus c;
   std::string rows;
-  for (int r = 0; r < kWorld; ++r) rows += encode_rank_row({r, r / 2 * 2, r % 2, r % 2, "node-" + std::to_string(r / 2)});
-  c.seeds = {rows, encode_rank_row({1, 0, 1, -1, "h"}), "0 0 0 0 a.b-c_d\n"};
+  for (int r = 0; r < kWorld; ++r) rows += encode_rank_row(rank_row(r, r / 2 * 2, r % 2, r % 2, "node-" + std::to_string(r / 2)));
+  c.seeds = {rows, encode_rank_row(rank_row(1, 0, 1, -1, "h")), "0 0 0 0 a.b-c_d\n"};
   c.dictionary = {" ", "\n", "-1", "2147483648", "-2147483649", "99999999999999999999", "\t"};
   const Stats st = fuzz::run_cases("rank 0 collector: rank table (store ranks)", c, fuzz::case_count(),
                                    [](const std::string& v) { return Rank0().run("ranks", v); });

@@ -27,8 +27,8 @@ const std::vector<std::string> kNumbers = {"-", "+", "0", "9223372036854775807",
 
 TEST(FuzzStoreValues, RankTableRows) {
   fuzz::Corpus c;
-  c.seeds = {encode_rank_row({0, 0, 0, 3, "node-0"}) + encode_rank_row({1, 0, 1, -1, "node-0"}),
-             encode_rank_row({7, 4, 3, 3, "gpu-host.example_1"}), "2 2 0 0 h\n3 2 1 1 h\n"};
+  c.seeds = {encode_rank_row(rank_row(0, 0, 0, 3, "node-0")) + encode_rank_row(rank_row(1, 0, 1, -1, "node-0")),
+             encode_rank_row(rank_row(7, 4, 3, 3, "gpu-host.example_1")), "2 2 0 0 h\n3 2 1 1 h\n"};
   c.dictionary = kNumbers;
   const Stats st = fuzz::run_cases("rank table rows (store ranks, r/<rank>)", c, fuzz::case_count(),
                                    [](const std::string& text) {

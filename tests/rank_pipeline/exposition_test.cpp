@@ -64,8 +64,7 @@ online::StepVerdict analysed(int64_t step, double time_s, double ideal_s, online
 
 TEST(MetricsBoard, SumsTheLedgerByCauseHostAndRankAndNamesHostsToDrain) {
   MetricsBoard board("job-7", 4, {{"significance", 1e-3}});
-  board.set_rank_table({{0, 0, 0, -1, "node-a"}, {1, 1, 0, 3, "node-b"}, {2, 1, 1, -1, "node-b"},
-                        {3, 3, 0, -1, "node-c"}});
+  board.set_rank_table({{"node-a", 0, -1}, {"node-b", 0, 3}, {"node-b", 1, -1}, {"node-c", 0, -1}});
   online::StepVerdict slow = analysed(10, 1.5, 1.0, online::Cause::kWorker, "rank:1");
   slow.fix_gain_s = 0.4;  // fixing rank 1 alone gives back 0.4 s of the 0.5 s lost
   online::AlarmEvent alarm;

@@ -122,7 +122,7 @@ ViewInput one_host(HangClock::time_point now) {
 
 std::vector<RankInfo> table_of(int n) {
   std::vector<RankInfo> t;
-  for (int r = 0; r < n; ++r) t.push_back(RankInfo{r, 0, r, r, "vm"});
+  for (int r = 0; r < n; ++r) t.push_back(rank_row(r, 0, r, r, "vm"));
   return t;
 }
 

@@ -66,10 +66,10 @@ TEST(HostMessage, EveryCutAndForeignBytesAreRejectedWithOneLine) {
 
 TEST(RankTable, RowsRoundTripAndBadRowsAreCountedNotTaken) {
   std::vector<RankInfo> table(4);
-  const std::string rows = encode_rank_row({0, 0, 0, 3, "node-0"}) +
-                           encode_rank_row({2, 0, 2, -1, "host with spaces/é"}) +
+  const std::string rows = encode_rank_row(rank_row(0, 0, 0, 3, "node-0")) +
+                           encode_rank_row(rank_row(2, 0, 2, -1, "host with spaces/é")) +
                            "1 0 1 nonsense\n" + "7 0 0 0 node-7\n" +
-                           encode_rank_row({0, 0, 0, 4, "node-0"}) + "3 0 1";
+                           encode_rank_row(rank_row(0, 0, 0, 4, "node-0")) + "3 0 1";
   std::string error;
   EXPECT_EQ(parse_rank_rows(rows, &table, &error), 4u);  // malformed, outside, contradicts, cut
   EXPECT_EQ(error, "rank table: row 2 is malformed");

@@ -39,6 +39,10 @@ std::string clean_host_name(std::string_view name) {
   return out.empty() ? "unknown" : out;
 }
 
+online::RankTable places_of(const std::vector<RankInfo>& rows) {
+  return online::RankTable(rows.begin(), rows.end());  // each row's place, sliced off
+}
+
 std::string encode_rank_row(const RankInfo& info) {
   return std::to_string(info.rank) + ' ' + std::to_string(info.leader) + ' ' +
          std::to_string(info.local_rank) + ' ' + std::to_string(info.device) + ' ' +

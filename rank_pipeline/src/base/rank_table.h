@@ -6,17 +6,34 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
+
+#include "straggler_probe/online/rank_table.h"
 
 namespace sp::rank_pipeline {
 
-struct RankInfo {
+// A row as it travels and as rank 0 keeps it: where the rank runs (online::RankPlace, the one
+// type the analysis, the report and the metrics read: host, local rank, CUDA device; a host ""
+// in the table: not reported yet), and for the transport which rank it is and its host's leader.
+struct RankInfo : online::RankPlace {
   int rank = -1;
-  int leader = -1;      // the rank that aggregates this host's summaries (host protocol), or -1
-  int local_rank = -1;  // LOCAL_RANK, -1: unknown
-  int device = -1;      // the CUDA device it trains on, -1: none or unknown
-  std::string host;     // host name as the rank saw it ("" in the table: not reported yet)
+  int leader = -1;  // the rank that aggregates this host's summaries (host protocol), or -1
 };
+
+// A row from its five wire fields, in the wire's order (tests and fuzz seeds).
+inline RankInfo rank_row(int rank, int leader, int local_rank, int device, std::string host) {
+  RankInfo row;
+  row.rank = rank;
+  row.leader = leader;
+  row.local_rank = local_rank;
+  row.device = device;
+  row.host = std::move(host);
+  return row;
+}
+
+// The table as the analysis takes it (index: global rank).
+online::RankTable places_of(const std::vector<RankInfo>& rows);
 
 // One row: "<rank> <leader> <local_rank> <device> <host>\n".
 std::string encode_rank_row(const RankInfo& info);

@@ -9,9 +9,9 @@ namespace sp::rank_pipeline::http {
 MetricsBoard::MetricsBoard(std::string job, int gpus, nlohmann::ordered_json config)
     : job_(std::move(job)), gpus_(std::max(1, gpus)), config_(std::move(config)) {}
 
-void MetricsBoard::set_rank_table(const std::vector<RankInfo>& table) {
+void MetricsBoard::set_rank_table(online::RankTable table) {
   std::lock_guard<std::mutex> lock(mutex_);
-  ranks_ = table;
+  ranks_ = std::move(table);
   ++generation_;
 }
 

@@ -22,8 +22,8 @@
 #include <nlohmann/json.hpp>
 
 #include "exposition.h"
-#include "base/rank_table.h"
 #include "hang/hang_board.h"
+#include "straggler_probe/online/rank_table.h"
 #include "straggler_probe/online/verdict.h"
 
 namespace sp::rank_pipeline::http {
@@ -49,7 +49,7 @@ class MetricsBoard {
   // job: SLURM_JOB_ID / TORCHELASTIC_RUN_ID ("" : none); config: the settings for /status.
   MetricsBoard(std::string job, int gpus, nlohmann::ordered_json config);
 
-  void set_rank_table(const std::vector<RankInfo>& table);
+  void set_rank_table(online::RankTable table);
   // Verdicts of analysed and skipped steps, in step order.
   void add_verdicts(const std::vector<online::StepVerdict>& verdicts);
   // The step the analysis thread took last, analysed or not (/status: while paused it shows how
@@ -91,7 +91,7 @@ class MetricsBoard {
   const nlohmann::ordered_json config_;
   mutable std::mutex mutex_;
   uint64_t generation_ = 0;
-  std::vector<RankInfo> ranks_;
+  online::RankTable ranks_;
   std::deque<online::StepVerdict> recent_;
   bool have_last_ = false;
   online::StepVerdict last_;  // the last analysed step

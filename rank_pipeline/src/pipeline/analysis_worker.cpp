@@ -163,10 +163,9 @@ struct AnalysisWorker::Impl {
 
   void analyze(StepBatch&& batch) {
     if (batch.rank_table) {  // where each rank runs: sent once, with the first batches
-      online::RankTable table;
-      for (const RankInfo& r : *batch.rank_table) table.push_back({r.host, r.local_rank, r.device});
-      host->set_rank_table(std::move(table));
-      if (o.board) o.board->set_rank_table(*batch.rank_table);
+      online::RankTable places = places_of(*batch.rank_table);
+      if (o.board) o.board->set_rank_table(places);
+      host->set_rank_table(std::move(places));
     }
     if (apply_control(batch.step)) {  // paused
       end_recording_pause();  // the ranks' own paused steps before it, a range of their own
