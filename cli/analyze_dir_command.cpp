@@ -1,5 +1,5 @@
-// The analyze-dir subcommand: per-rank summary files -> StepAssembler -> AnalysisHost (the live
-// analysis thread's host, rank_pipeline/src/pipeline/analysis_worker.cpp) -> per-step lines and the live
+// The analyze-dir subcommand: per-rank summary files -> StepAssembler -> AnalysisDriver (the live
+// analysis thread's driver, rank_pipeline/src/pipeline/analysis_worker.cpp) -> per-step lines and the live
 // path's report: complete steps only, every rank's summary in rank order, oldest first.
 #include "analyze_dir_command.h"
 
@@ -13,7 +13,7 @@
 #include "exit_codes.h"
 #include "output_dir.h"
 #include "step_selection.h"
-#include "straggler_probe/online/analysis_host.h"
+#include "straggler_probe/online/analysis_driver.h"
 #include "straggler_probe/online/step_assembly.h"
 #include "summary_dir_reader.h"
 
@@ -164,21 +164,21 @@ int run_analyze_dir(const AnalyzeDirArgs& args) {
 
   const std::string out = args.out.empty() ? (fs::path(args.dir) / "report").string() : args.out;
   create_output_dir(out);
-  online::AnalysisHost host(settings_of(args, index.world_size, out), online::print_line,
+  online::AnalysisDriver driver(settings_of(args, index.world_size, out), online::print_line,
                             [](const std::string& warning) { spdlog::warn("{}", warning); });
   size_t verdicts = 0;
   std::string first_skip;  // "step N: reason" of the first step the analysis skipped
   for (const int64_t step : plan.complete) {
     std::vector<runtime::StepSummary> by_rank;
     for (int32_t r = 0; r < index.world_size; ++r) by_rank.push_back(index.load(r, step));
-    for (const auto& v : host.analyze_step(step, std::move(by_rank))) {
+    for (const auto& v : driver.analyze_step(step, std::move(by_rank))) {
       ++verdicts;
       if (!v.analyzed && first_skip.empty()) first_skip = "step " + std::to_string(v.step) + ": " + v.skip_reason;
     }
   }
-  host.finish();
+  driver.finish();
 
-  const online::OnlineStats stats = host.analyzer().stats();
+  const online::OnlineStats stats = driver.analyzer().stats();
   if (stats.analysis_errors > 0) {
     spdlog::warn("{} error(s) inside the analysis; the last: {}", stats.analysis_errors, stats.last_error);
   }
@@ -192,11 +192,11 @@ int run_analyze_dir(const AnalyzeDirArgs& args) {
   }
   // The closing summary (unless the periodic one has just been printed), then the report line.
   if (args.summary_interval > 0 && (args.quiet || verdicts % static_cast<size_t>(args.summary_interval) != 0)) {
-    online::print_line(host.analyzer().summary_text());
+    online::print_line(driver.analyzer().summary_text());
   }
   online::ReportOptions report;
   report.sections["summary_files"] = summary_files_section(args, index.world_size, plan);
-  const online::Status status = host.write_report(std::move(report));
+  const online::Status status = driver.write_report(std::move(report));
   if (!status.ok) throw std::runtime_error("report not written to " + out + ": " + status.message);
   return kExitOk;
 }

@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "output/ledger.h"
-#include "straggler_probe/online/analysis_host.h"
+#include "straggler_probe/online/analysis_driver.h"
 #include "straggler_probe/online/analyzer.h"
 #include "synthetic_job.h"
 
@@ -59,12 +59,12 @@ LedgerRun run_ledger(const SyntheticRun& run, const std::string& name) {
   s.out_dir = dir.string();
   s.summary_interval = 20;
   LedgerRun out;
-  AnalysisHost host(
+  AnalysisDriver driver(
       s, [&](const std::string& l) { out.lines.push_back(l); }, [](const std::string&) {});
-  host.set_rank_table(hosts(s.world_size));
-  for (const auto& step : run.steps) host.analyze_step(step[0].step, step);
-  host.finish();
-  EXPECT_TRUE(host.write_report({}).ok);
+  driver.set_rank_table(hosts(s.world_size));
+  for (const auto& step : run.steps) driver.analyze_step(step[0].step, step);
+  driver.finish();
+  EXPECT_TRUE(driver.write_report({}).ok);
   std::ifstream jsonl(dir / "straggler_probe_steps.jsonl");
   for (std::string row; std::getline(jsonl, row);) {
     auto j = nlohmann::json::parse(row);

@@ -5,7 +5,7 @@
 
 #include "host/heartbeat_link.h"
 #include "host/host_keys.h"
-#include "straggler_probe/online/analysis_host.h"
+#include "straggler_probe/online/analysis_driver.h"
 
 namespace sp::rank_pipeline {
 

@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "straggler_probe/online/analysis_host.h"
+#include "straggler_probe/online/analysis_driver.h"
 #include "straggler_probe/online/thread_priority.h"
 #include "straggler_probe/step_summary.h"
 
@@ -49,7 +49,7 @@ struct AnalysisWorker::Impl {
   bool draining = false;
   int64_t behind_first = -1, behind_last = -1;  // steps dropped since the last notice
   std::atomic<int64_t> busy_since{0};
-  std::unique_ptr<online::AnalysisHost> host;
+  std::unique_ptr<online::AnalysisDriver> driver;
   // Partial reports (the first is due after the first step): when each kind is next due, and the
   // last cost of a write without the timeline (to tell the timeline's own cost).
   Steady::time_point next_partial_report{}, next_partial_timeline{};
@@ -90,7 +90,7 @@ struct AnalysisWorker::Impl {
           continue;
         }
         if (dropped_first >= 0) {
-          publish(host->skip_steps(dropped_first, dropped_last, "behind",
+          publish(driver->skip_steps(dropped_first, dropped_last, "behind",
                            "rank-0 analysis fell behind: " +
                                std::to_string(dropped_last - dropped_first + 1) +
                                " whole steps skipped"));
@@ -141,7 +141,7 @@ struct AnalysisWorker::Impl {
         return online::OnlineConfig::SilentRanks{episode, std::move(ranks)};
       };
     }
-    host = std::make_unique<online::AnalysisHost>(
+    driver = std::make_unique<online::AnalysisDriver>(
         std::move(settings),
         [this](const std::string& line) {
           print(line);
@@ -165,7 +165,7 @@ struct AnalysisWorker::Impl {
     if (batch.rank_table) {  // where each rank runs: sent once, with the first batches
       online::RankTable places = places_of(*batch.rank_table);
       if (o.board) o.board->set_rank_table(places);
-      host->set_rank_table(std::move(places));
+      driver->set_rank_table(std::move(places));
     }
     if (apply_control(batch.step)) {  // paused
       end_recording_pause();  // the ranks' own paused steps before it, a range of their own
@@ -181,7 +181,7 @@ struct AnalysisWorker::Impl {
     // counted in report.json), the others analysed.
     if (!batch.complete) {
       counters->steps_incomplete++;
-      publish(host->skip_steps(batch.step, batch.step, "incomplete",
+      publish(driver->skip_steps(batch.step, batch.step, "incomplete",
                                batch.why_incomplete.empty() ? "no summary from rank(s) " + batch.missing
                                                             : batch.why_incomplete));
       return;
@@ -190,14 +190,14 @@ struct AnalysisWorker::Impl {
     for (size_t r = 0; r < batch.by_rank.size(); ++r) {
       std::string error;
       if (!runtime::decode_summary(batch.by_rank[r], &summaries[r], &error)) {
-        publish(host->skip_steps(batch.step, batch.step, "malformed",
+        publish(driver->skip_steps(batch.step, batch.step, "malformed",
                                  "summary of rank " + std::to_string(r) + " is malformed: " + error));
         return;
       }
     }
     if (skip_if_recording_paused(batch.step, summaries)) return;
     end_recording_pause();
-    publish(host->analyze_step(batch.step, std::move(summaries)));
+    publish(driver->analyze_step(batch.step, std::move(summaries)));
     counters->steps_analyzed++;
   }
 
@@ -220,7 +220,7 @@ struct AnalysisWorker::Impl {
     online::ReportOptions options = report_options(false);
     options.write_timeline = timeline;
     const auto cpu0 = thread_cpu();
-    (void)host->write_report(std::move(options));
+    (void)driver->write_report(std::move(options));
     const auto now = Steady::now();
     const std::chrono::nanoseconds cost = thread_cpu() - cpu0;
     if (timeline) {
@@ -257,7 +257,7 @@ struct AnalysisWorker::Impl {
       }
     }
     if (change.significance) {
-      host->set_significance(change.significance->first, change.significance->second);
+      driver->set_significance(change.significance->first, change.significance->second);
       char levels[96];
       std::snprintf(levels, sizeof(levels), "significance=%g alarm_significance=%g",
                     change.significance->first, change.significance->second);
@@ -268,8 +268,8 @@ struct AnalysisWorker::Impl {
       print("straggler_probe control: report written" + at);
     }
     if (!change.empty() && o.board) {
-      o.board->set_control_view(paused_first >= 0, host->settings().significance,
-                                host->settings().alarm_significance);
+      o.board->set_control_view(paused_first >= 0, driver->settings().significance,
+                                driver->settings().alarm_significance);
     }
     if (paused_first < 0) return false;
     paused_last = step;
@@ -295,14 +295,14 @@ struct AnalysisWorker::Impl {
 
   void end_recording_pause() {
     if (recording_paused_first < 0) return;
-    publish(host->skip_steps(recording_paused_first, recording_paused_last, "paused",
+    publish(driver->skip_steps(recording_paused_first, recording_paused_last, "paused",
                              "recording paused by /control on rank(s) " + recording_paused_ranks));
     recording_paused_first = recording_paused_last = -1;
   }
 
   void end_pause() {
     if (paused_first >= 0 && paused_last >= paused_first) {
-      publish(host->skip_steps(paused_first, paused_last, "paused", "analysis paused by /control"));
+      publish(driver->skip_steps(paused_first, paused_last, "paused", "analysis paused by /control"));
     }
     paused_first = paused_last = -1;
   }
@@ -310,8 +310,8 @@ struct AnalysisWorker::Impl {
   void close() {
     end_recording_pause();
     end_pause();
-    host->finish();
-    if (!o.out_dir.empty()) (void)host->write_report(report_options(true));
+    driver->finish();
+    if (!o.out_dir.empty()) (void)driver->write_report(report_options(true));
   }
 };
 

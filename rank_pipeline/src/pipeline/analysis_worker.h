@@ -1,5 +1,5 @@
 // Rank 0's analysis thread: decodes each step's summaries and feeds the analysis
-// (online::AnalysisHost), which prints the per-step lines and writes the JSONL; every few steps it
+// (online::AnalysisDriver), which prints the per-step lines and writes the JSONL; every few steps it
 // rewrites the report (marked partial), and at the end writes the final one.
 //
 // It must never hold up training: it takes steps from a bounded queue, and when it falls more

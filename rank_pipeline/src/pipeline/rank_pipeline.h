@@ -16,7 +16,7 @@
 #include "hang/hang_board.h"
 #include "http/metrics_service.h"
 #include "store/kv_store.h"
-#include "straggler_probe/online/analysis_host.h"
+#include "straggler_probe/online/analysis_driver.h"
 #include "straggler_probe/online/setting_defaults.h"
 #include "transport/transport.h"
 

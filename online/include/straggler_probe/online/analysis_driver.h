@@ -1,4 +1,4 @@
-// AnalysisHost: what both hosts of rank 0's analysis share, the live analysis thread
+// AnalysisDriver: what both callers of rank 0's analysis share, the live analysis thread
 // (rank_pipeline/src/pipeline/analysis_worker.cpp) and `straggler-probe analyze-dir`
 // (cli/analyze_dir_command.cpp): the OnlineAnalyzer set up from the user's settings, where its
 // lines go, whole steps in (each caller assembles steps with its own StepAssembler,
@@ -48,14 +48,14 @@ struct AnalysisSettings {
 
 using LineSink = std::function<void(const std::string&)>;
 
-class AnalysisHost {
+class AnalysisDriver {
  public:
   // print: the per-step lines, summaries and the report line; warn: the health warning (one
   // line, without a prefix: the sink adds its own).
-  AnalysisHost(AnalysisSettings settings, LineSink print, LineSink warn);
-  ~AnalysisHost();
-  AnalysisHost(const AnalysisHost&) = delete;
-  AnalysisHost& operator=(const AnalysisHost&) = delete;
+  AnalysisDriver(AnalysisSettings settings, LineSink print, LineSink warn);
+  ~AnalysisDriver();
+  AnalysisDriver(const AnalysisDriver&) = delete;
+  AnalysisDriver& operator=(const AnalysisDriver&) = delete;
 
   // A complete step (by_rank[r] = rank r's summary), analysed. Returns its verdict.
   std::vector<StepVerdict> analyze_step(int64_t step, std::vector<runtime::StepSummary> by_rank);

@@ -1,4 +1,4 @@
-#include "straggler_probe/online/analysis_host.h"
+#include "straggler_probe/online/analysis_driver.h"
 
 #include <cstdio>
 #include <filesystem>
@@ -46,7 +46,7 @@ void write_line(std::FILE* stream, const std::string& line) {
 
 }  // namespace
 
-struct AnalysisHost::Impl {
+struct AnalysisDriver::Impl {
   AnalysisSettings settings;
   LineSink print, warn;
   std::unique_ptr<OnlineAnalyzer> analyzer;
@@ -90,31 +90,31 @@ struct AnalysisHost::Impl {
   }
 };
 
-AnalysisHost::AnalysisHost(AnalysisSettings settings, LineSink print, LineSink warn)
+AnalysisDriver::AnalysisDriver(AnalysisSettings settings, LineSink print, LineSink warn)
     : impl_(std::make_unique<Impl>(std::move(settings), std::move(print), std::move(warn))) {}
 
-AnalysisHost::~AnalysisHost() = default;
+AnalysisDriver::~AnalysisDriver() = default;
 
-std::vector<StepVerdict> AnalysisHost::analyze_step(int64_t step,
+std::vector<StepVerdict> AnalysisDriver::analyze_step(int64_t step,
                                                     std::vector<runtime::StepSummary> by_rank) {
   const bool comm = has_communication(by_rank);
   return impl_->observe(impl_->analyzer->add_step(step, std::move(by_rank)), "", comm);
 }
 
-std::vector<StepVerdict> AnalysisHost::skip_steps(int64_t first, int64_t last,
+std::vector<StepVerdict> AnalysisDriver::skip_steps(int64_t first, int64_t last,
                                                   const std::string& kind,
                                                   const std::string& reason) {
   return impl_->observe(impl_->analyzer->skip_steps(first, last, kind, reason), kind, false);
 }
 
-void AnalysisHost::finish() {
+void AnalysisDriver::finish() {
   if (impl_->finished) return;
   impl_->finished = true;
   impl_->observe(impl_->analyzer->finish(), "", false);
   impl_->check_health(true);
 }
 
-Status AnalysisHost::write_report(ReportOptions options) {
+Status AnalysisDriver::write_report(ReportOptions options) {
   if (impl_->settings.out_dir.empty()) return {false, "no report directory"};
   options.sections["health"] = impl_->health.section(impl_->finished);
   const Status status = impl_->analyzer->write_report(impl_->settings.out_dir, options);
@@ -126,13 +126,13 @@ Status AnalysisHost::write_report(ReportOptions options) {
   return status;
 }
 
-void AnalysisHost::set_rank_table(RankTable table) { impl_->analyzer->set_rank_table(std::move(table)); }
+void AnalysisDriver::set_rank_table(RankTable table) { impl_->analyzer->set_rank_table(std::move(table)); }
 
-const OnlineAnalyzer& AnalysisHost::analyzer() const { return *impl_->analyzer; }
+const OnlineAnalyzer& AnalysisDriver::analyzer() const { return *impl_->analyzer; }
 
-const AnalysisSettings& AnalysisHost::settings() const { return impl_->settings; }
+const AnalysisSettings& AnalysisDriver::settings() const { return impl_->settings; }
 
-void AnalysisHost::set_significance(double significance, double alarm_significance) {
+void AnalysisDriver::set_significance(double significance, double alarm_significance) {
   impl_->settings.significance = significance;
   impl_->settings.alarm_significance = alarm_significance;
   impl_->analyzer->set_significance(significance, alarm_significance);

@@ -1,4 +1,4 @@
-// AnalysisHost, shared by the live analysis thread and analyze-dir: a job in which the probe sees
+// AnalysisDriver, shared by the live analysis thread and analyze-dir: a job in which the probe sees
 // nothing useful says so in one warning within the first steps, and report.json's "health" says
 // why (every skip counted and classified by its reason) instead of zeros; a healthy job warns
 // nothing.
@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "driver/run_health.h"
-#include "straggler_probe/online/analysis_host.h"
+#include "straggler_probe/online/analysis_driver.h"
 #include "synthetic_job.h"
 
 namespace sp::online {
@@ -38,21 +38,21 @@ HostRun host_run(int steps, Mutate mutate, const std::string& name) {
   s.out_dir = dir.string();
   s.summary_interval = 0;
   HostRun run;
-  AnalysisHost host(
+  AnalysisDriver driver(
       s, [&](const std::string& l) { run.lines.push_back(l); },
       [&](const std::string& w) { run.warnings.push_back(w); });
   for (size_t i = 0; i < synthetic.steps.size(); ++i) {
-    host.analyze_step(synthetic.steps[i][0].step, synthetic.steps[i]);
+    driver.analyze_step(synthetic.steps[i][0].step, synthetic.steps[i]);
     if (i == 4) run.warnings_after_5_steps = run.warnings.size();
   }
-  host.finish();
-  EXPECT_TRUE(host.write_report({}).ok);
+  driver.finish();
+  EXPECT_TRUE(driver.write_report({}).ok);
   std::ifstream in(dir / "report.json");
   run.report = nlohmann::json::parse(in);
   return run;
 }
 
-TEST(AnalysisHost, EveryStepMalformedIsOneWarningWithinTheFirstStepsAndClassifiedInTheReport) {
+TEST(AnalysisDriver, EveryStepMalformedIsOneWarningWithinTheFirstStepsAndClassifiedInTheReport) {
   // As when three ranks all ran as "rank 0": every collective has only its own member.
   const HostRun run = host_run(12, [](testing::SyntheticRun& r) {
     for (auto& step : r.steps) {
@@ -86,7 +86,7 @@ TEST(AnalysisHost, EveryStepMalformedIsOneWarningWithinTheFirstStepsAndClassifie
   EXPECT_EQ(run.report.at("stats").at("skip_reasons").at("malformed").get<int>(), 12);
 }
 
-TEST(AnalysisHost, NoCollectiveSeenInAMultiRankJobIsOneWarning) {
+TEST(AnalysisDriver, NoCollectiveSeenInAMultiRankJobIsOneWarning) {
   const HostRun run = host_run(10, [](testing::SyntheticRun& r) {
     for (auto& step : r.steps) {
       for (auto& s : step) {
@@ -102,7 +102,7 @@ TEST(AnalysisHost, NoCollectiveSeenInAMultiRankJobIsOneWarning) {
   EXPECT_EQ(run.report.at("health").at("steps_with_communication").get<int>(), 0);
 }
 
-TEST(AnalysisHost, AHealthyJobWarnsNothingAndItsReportSaysUseful) {
+TEST(AnalysisDriver, AHealthyJobWarnsNothingAndItsReportSaysUseful) {
   const HostRun run = host_run(10, [](testing::SyntheticRun&) {}, "healthy");
   EXPECT_TRUE(run.warnings.empty()) << ::testing::PrintToString(run.warnings);
   const auto& health = run.report.at("health");
@@ -116,24 +116,24 @@ TEST(AnalysisHost, AHealthyJobWarnsNothingAndItsReportSaysUseful) {
   EXPECT_EQ(run.lines.back().rfind("straggler_probe lost ", 0), 0u) << run.lines.back();
 }
 
-TEST(AnalysisHost, StepsDroppedForFallingBehindDoNotMakeAJobLookUseless) {
+TEST(AnalysisDriver, StepsDroppedForFallingBehindDoNotMakeAJobLookUseless) {
   testing::SyntheticJob job;
   const testing::SyntheticRun synthetic = testing::run_synthetic(job, 3);
   AnalysisSettings s;
   s.world_size = 4;
   std::vector<std::string> warnings;
-  AnalysisHost host(s, [](const std::string&) {}, [&](const std::string& w) { warnings.push_back(w); });
-  host.skip_steps(0, 9, "behind", "rank-0 analysis fell behind: 10 whole steps skipped");
-  for (const auto& step : synthetic.steps) host.analyze_step(step[0].step + 10, [&] {
+  AnalysisDriver driver(s, [](const std::string&) {}, [&](const std::string& w) { warnings.push_back(w); });
+  driver.skip_steps(0, 9, "behind", "rank-0 analysis fell behind: 10 whole steps skipped");
+  for (const auto& step : synthetic.steps) driver.analyze_step(step[0].step + 10, [&] {
       auto copy = step;
       for (auto& x : copy) x.step += 10;
       return copy;
     }());
-  host.finish();
+  driver.finish();
   EXPECT_TRUE(warnings.empty()) << ::testing::PrintToString(warnings);
 }
 
-TEST(AnalysisHost, ReasonClassesFoldNumbers) {
+TEST(AnalysisDriver, ReasonClassesFoldNumbers) {
   EXPECT_EQ(RunHealth::reason_class("malformed: collective (group 12 seq 7) has 1 of 4 members"),
             "malformed: collective (group N seq N) has N of N members");
 }
