@@ -145,6 +145,33 @@ TEST(HostAggregated, AStalledRankIsNamedMissingAfterTheHostTimeout) {
   EXPECT_EQ(batches[2].missing, "6");
 }
 
+// The per-rank collector's steps close through StepAssembler (step_assembly.h): a rank that
+// stalls (sends nothing more, never moves past) holds its step until the step timeout, which
+// then gives it up naming that rank, and the steps behind it follow in order.
+TEST(PerRank, AStalledRankIsNamedMissingAfterTheStepTimeout) {
+  TransportOptions o = fast_options();
+  o.step_timeout = 400ms;
+  SimulatedJob job(4, 2, o, LocalKvApi::kBasic);
+  job.start();
+  const auto t0 = std::chrono::steady_clock::now();
+  job.push(0);
+  job.push(1, [](int r) { return r != 3; });  // rank 3 stalls: nothing more from it
+  job.push(2, [](int r) { return r != 3; });
+  ASSERT_TRUE(job.wait_for_batches(3, 10s));
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 400ms);  // not given up before the timeout
+  const auto batches = job.batches();
+  EXPECT_EQ(job.rank(0).counters->protocol.load(), 2);
+  ASSERT_EQ(batches.size(), 3u);
+  EXPECT_TRUE(batches[0].complete);
+  for (size_t i = 1; i < 3; ++i) {
+    EXPECT_EQ(batches[i].step, static_cast<int64_t>(i));
+    EXPECT_FALSE(batches[i].complete);
+    EXPECT_EQ(batches[i].missing, "3");
+    EXPECT_TRUE(batches[i].by_rank[3].empty());
+    EXPECT_FALSE(batches[i].by_rank[2].empty());
+  }
+}
+
 TEST(HostAggregated, BackPressureKeepsTheStoreBoundedWhileRankZeroIsBehind) {
   TransportOptions o = fast_options();
   SimulatedJob job(8, 4, o);

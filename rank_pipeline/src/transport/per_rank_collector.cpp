@@ -1,9 +1,16 @@
-// Rank 0, per-rank protocol (transport.h): reads every rank's summary key of every step.
+// Rank 0, per-rank protocol (transport.h): reads every rank's summary key of every step. Which
+// steps are complete or given up is the StepAssembler's decision (step_assembly.h), as for
+// analyze-dir and OnlineAnalyzer::add: complete, every missing rank moved past it (its cursor),
+// the step timeout, or the end of the run. Its other two rules stay off here: the ack protocol
+// already bounds the pending steps (no rank sends beyond ack + max_lag), and a step is not given
+// up because a later one completed (a rank's keys are read in step order, so a late rank's step
+// is read before its later ones).
 #include <algorithm>
-#include <map>
+#include <limits>
 #include <thread>
 
 #include "per_rank_keys.h"
+#include "straggler_probe/online/step_assembly.h"
 #include "straggler_probe/wire_io.h"
 #include "transport_loop.h"
 
@@ -19,6 +26,7 @@ class PerRankCollector final : public StoppableLoop {
       : c_(std::move(c)), warning_(0, c_.warn),
         cursor_(static_cast<size_t>(c_.o.world_size), c_.o.first_step),
         next_head_check_(static_cast<size_t>(c_.o.world_size), Clock::now()),
+        assembler_(assembly_limits(c_.o)),
         table_(static_cast<size_t>(c_.o.world_size)) {
     table_[0] = c_.o.identity;
     table_[0].rank = 0;
@@ -27,11 +35,16 @@ class PerRankCollector final : public StoppableLoop {
   }
 
  private:
-  struct Slot {
-    std::vector<std::string> by_rank;
-    int have = 0;
-    Clock::time_point first_seen;
-  };
+  using Assembler = online::StepAssembler<std::string>;
+
+  static online::AssemblyLimits assembly_limits(const TransportOptions& o) {
+    online::AssemblyLimits limits;
+    limits.world_size = o.world_size;
+    limits.incomplete_lag_steps = std::numeric_limits<int>::max();  // off: see the top
+    limits.max_pending_steps = std::numeric_limits<int>::max();     // off: the ack bounds it
+    limits.step_timeout = o.step_timeout;
+    return limits;
+  }
 
   void run() {
     std::string error;
@@ -56,7 +69,7 @@ class PerRankCollector final : public StoppableLoop {
       bool progress = pull_own();
       for (int r = 1; r < c_.o.world_size; ++r) progress |= pull_rank(r);
       progress |= settle();
-      if (stopping() && (own_closed_ && slots_.empty() && all_caught_up())) break;
+      if (stopping() && (own_closed_ && assembler_.empty() && all_caught_up())) break;
       if (past_deadline()) {
         give_up_all();
         break;
@@ -80,6 +93,7 @@ class PerRankCollector final : public StoppableLoop {
           if (s.step < c_.o.first_step) continue;
           put(s.step, 0, std::move(s.bytes));
           cursor_[0] = std::max(cursor_[0], s.step + 1);
+          assembler_.rank_moved_to(0, cursor_[0]);
           progress = true;
           continue;
         case SummarySource::Status::kEmpty:
@@ -107,7 +121,7 @@ class PerRankCollector final : public StoppableLoop {
       if (!value) {
         if (!error.empty()) return store_error(error), progress;
         if (!skipped_by(r, cursor)) return progress;
-        ++cursor;
+        assembler_.rank_moved_to(r, ++cursor);
         progress = true;
         continue;
       }
@@ -115,7 +129,7 @@ class PerRankCollector final : public StoppableLoop {
       c_.counters->summaries_received++;
       c_.counters->bytes_received += value->size();
       put(cursor, r, std::move(*value));
-      ++cursor;
+      assembler_.rank_moved_to(r, ++cursor);
       progress = true;
     }
     return progress;
@@ -165,69 +179,43 @@ class PerRankCollector final : public StoppableLoop {
   }
 
   void put(int64_t step, int rank, std::string bytes) {
-    if (step <= ack_) return;  // already given up on
-    auto& slot = slots_[step];
-    if (slot.by_rank.empty()) {
-      slot.by_rank.resize(static_cast<size_t>(c_.o.world_size));
-      slot.first_seen = Clock::now();
-    }
-    auto& dst = slot.by_rank[static_cast<size_t>(rank)];
-    if (dst.empty()) ++slot.have;
-    dst = std::move(bytes);
+    // Late (already given up on) or a second copy: the assembler keeps what it had.
+    (void)assembler_.put(step, rank, std::move(bytes));
   }
 
-  // Hands over complete steps and gives up on steps no rank can complete any more, in order.
+  // Hands over, in order, the steps that are complete or that no rank can complete any more.
   bool settle() {
-    bool progress = false;
-    while (!slots_.empty()) {
-      auto it = slots_.begin();
-      const int64_t step = it->first;
-      Slot& slot = it->second;
-      const bool complete = slot.have == c_.o.world_size;
-      bool passed = true;  // every missing rank has moved past this step
-      for (int r = 0; r < c_.o.world_size; ++r) {
-        if (slot.by_rank[static_cast<size_t>(r)].empty() && cursor_[static_cast<size_t>(r)] <= step)
-          passed = false;
-      }
-      const bool timed_out = Clock::now() - slot.first_seen > c_.o.step_timeout;
-      if (!complete && !passed && !timed_out) break;
-      hand_over(step, std::move(slot), complete);
-      slots_.erase(it);
-      progress = true;
-    }
-    if (progress) {
-      std::string error;
-      if (!c_.store->set(ack_key(c_.o), std::to_string(ack_), &error)) store_error(error);
-    }
-    return progress;
+    std::vector<Assembler::Closed> closed = assembler_.take_ready();
+    for (Assembler::Closed& step : closed) hand_over(std::move(step));
+    if (closed.empty()) return false;
+    std::string error;
+    if (!c_.store->set(ack_key(c_.o), std::to_string(ack_), &error)) store_error(error);
+    return true;
   }
 
-  void hand_over(int64_t step, Slot&& slot, bool complete) {
+  void hand_over(Assembler::Closed&& step) {
     StepBatch batch;
-    batch.step = step;
-    batch.complete = complete;
-    for (int r = 0; r < c_.o.world_size; ++r) {
-      if (slot.by_rank[static_cast<size_t>(r)].empty()) {
-        if (!batch.missing.empty()) batch.missing += ",";
-        batch.missing += std::to_string(r);
-      }
+    batch.step = step.step;
+    batch.complete = step.complete;
+    for (int r : step.missing) {
+      if (!batch.missing.empty()) batch.missing += ",";
+      batch.missing += std::to_string(r);
     }
-    batch.by_rank = std::move(slot.by_rank);
+    batch.by_rank.reserve(step.by_rank.size());
+    for (std::optional<std::string>& bytes : step.by_rank) {
+      batch.by_rank.push_back(bytes ? std::move(*bytes) : std::string());
+    }
     if (table_changed_) {
       batch.rank_table = std::make_shared<const std::vector<RankInfo>>(table_);
       table_changed_ = false;
     }
-    (complete ? c_.counters->steps_complete : c_.counters->steps_incomplete)++;
-    ack_ = std::max(ack_, step);
+    (step.complete ? c_.counters->steps_complete : c_.counters->steps_incomplete)++;
+    ack_ = std::max(ack_, step.step);
     c_.deliver(std::move(batch));
   }
 
   void give_up_all() {
-    while (!slots_.empty()) {
-      auto it = slots_.begin();
-      hand_over(it->first, std::move(it->second), it->second.have == c_.o.world_size);
-      slots_.erase(it);
-    }
+    for (Assembler::Closed& step : assembler_.take_all()) hand_over(std::move(step));
   }
 
   // Counted; a store that keeps failing is said once, when lost (kv_client.h).
@@ -237,7 +225,7 @@ class PerRankCollector final : public StoppableLoop {
   TransportWarning warning_;
   std::vector<int64_t> cursor_;  // per rank: the next step expected from it
   std::vector<Clock::time_point> next_head_check_;
-  std::map<int64_t, Slot> slots_;
+  Assembler assembler_;  // the steps read so far, by rank, until complete or given up
   std::vector<RankInfo> table_;
   int rows_next_ = 1;  // the next rank whose row is read
   bool table_changed_ = true;

@@ -1,8 +1,11 @@
 // StepAssembler: the one owner of "this step is complete / given up".
 //
-// Every path that turns per-rank summaries into whole steps uses it: rank 0's collector
-// (rank_pipeline/src/transport/transport.cpp, payload = encoded bytes), OnlineAnalyzer::add (decoded
-// summaries) and `analyze-dir` (summary files). It keeps each pending step's per-rank payloads
+// The paths that turn per-rank summaries into whole steps use it: rank 0's per-rank collector
+// (rank_pipeline/src/transport/per_rank_collector.cpp, payload = encoded bytes), OnlineAnalyzer::add
+// (decoded summaries) and `analyze-dir` (summary files). The host-aggregated protocol's collector
+// (rank_pipeline/src/host_transport/step_collector.cpp) is the exception, by design: it decides
+// on the hosts' counter of a step in the store (whole, timed out, or overtaken by a whole later
+// step) before it reads the step's bytes at all, one get per step, so it never holds payloads. It keeps each pending step's per-rank payloads
 // and closes steps strictly in step order, each either complete (every rank's payload) or given up
 // with one reason naming the missing ranks. A step is given up, checked in this order, when
 //   - every missing rank has moved past it (rank_moved_to: that rank skipped the step),
@@ -50,8 +53,15 @@ struct ClosedStep {
 
 // "60" or "2.5": a limit in seconds, to a tenth.
 inline std::string seconds_text(std::chrono::milliseconds d) {
-  const int64_t tenths = (d.count() + 50) / 100;
-  return std::to_string(tenths / 10) + (tenths % 10 ? "." + std::to_string(tenths % 10) : "");
+  const int64_t tenths = (std::max<int64_t>(0, d.count()) + 50) / 100;
+  // Appended piece by piece: GCC 12 at -O3 warns (-Wrestrict, a false positive) on the
+  // concatenation of temporaries once this is inlined into a template's caller.
+  std::string out = std::to_string(tenths / 10);
+  if (tenths % 10 != 0) {
+    out += '.';
+    out += static_cast<char>('0' + tenths % 10);
+  }
+  return out;
 }
 
 // "1,3,7" for at most 8 ranks, then ",... (N ranks)".
