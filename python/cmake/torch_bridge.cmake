@@ -39,7 +39,7 @@ set_target_properties(sp_c10d_kv_store PROPERTIES POSITION_INDEPENDENT_CODE ON
 target_include_directories(sp_c10d_kv_store SYSTEM PUBLIC
   ${SP_TORCH_DIR}/include ${SP_TORCH_DIR}/include/torch/csrc/api/include)
 target_include_directories(sp_c10d_kv_store PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/src
-                           ${PROJECT_SOURCE_DIR}/rank_pipeline/src)
+                           ${PROJECT_SOURCE_DIR}/rank_pipeline/include)
 target_compile_definitions(sp_c10d_kv_store PUBLIC _GLIBCXX_USE_CXX11_ABI=${SP_TORCH_CXX11_ABI})
 target_link_libraries(sp_c10d_kv_store PUBLIC ${SP_TORCH_CPU_LIB} ${SP_C10_LIB})
 sp_set_warnings(sp_c10d_kv_store)

@@ -1,4 +1,4 @@
-// The job's c10d::Store as an sp_kv_store (rank_pipeline/src/store/kv_store.h), for the transport's
+// The job's c10d::Store as an sp_kv_store (rank_pipeline/include/straggler_probe/rank_pipeline/kv_store.h), for the transport's
 // C++ threads: the core of straggler_probe._c10d, and what bench/scale drives a real TCPStore
 // with. Built against the installed torch (python/cmake/torch_bridge.cmake), with its C++ ABI.
 #pragma once
@@ -7,7 +7,7 @@
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
-#include "store/kv_store.h"
+#include "straggler_probe/rank_pipeline/kv_store.h"
 #include "tcp_kv_store.h"
 
 namespace sp::pyext {

@@ -11,10 +11,10 @@
 
 #include "gpu_regions.h"
 #include "pipeline_settings.h"
-#include "pipeline/rank_pipeline.h"
 #include "python_kv_store.h"
-#include "base/runtime_api.h"
-#include "base/seconds.h"
+#include "straggler_probe/rank_pipeline/rank_pipeline.h"
+#include "straggler_probe/rank_pipeline/runtime_api.h"
+#include "straggler_probe/rank_pipeline/seconds.h"
 #include "straggler_probe/probe.h"
 
 namespace py = pybind11;
@@ -104,8 +104,8 @@ py::object cupti_stats() {
 
 // store: a capsule from straggler_probe._c10d.wrap_store (C++ store, no GIL in the transport),
 // a Python store object (the GIL is taken per call), or None (single rank: in-process store).
-void start_pipeline(py::object store, const sp::pyext::PipelineSettings& settings) {
-  sp::rank_pipeline::RankPipelineOptions o = sp::pyext::to_pipeline_options(settings);
+void start_pipeline(py::object store, const sp::rank_pipeline::PipelineSettings& settings) {
+  sp::rank_pipeline::check_pipeline_settings(settings);  // before the store changes hands
   sp_kv_store* kv = nullptr;
   if (PyCapsule_CheckExact(store.ptr())) {
     kv = static_cast<sp_kv_store*>(PyCapsule_GetPointer(store.ptr(), SP_KV_STORE_CAPSULE));
@@ -118,7 +118,7 @@ void start_pipeline(py::object store, const sp::pyext::PipelineSettings& setting
   std::lock_guard<std::mutex> lock(g_pipeline_mutex);
   if (g_pipeline) throw std::runtime_error("the straggler_probe pipeline is already running");
   py::gil_scoped_release release;  // the constructor starts threads that may want the GIL
-  g_pipeline = std::make_unique<sp::rank_pipeline::RankPipeline>(std::move(o), kv);
+  g_pipeline = std::make_unique<sp::rank_pipeline::RankPipeline>(settings, kv);
 }
 
 void stop_pipeline(double drain_s) {
@@ -171,7 +171,7 @@ uint64_t wait_hang_notice(uint64_t seen, double timeout_s) {
   }
   if (!board) return 0;
   py::gil_scoped_release release;
-  return board->wait_notice(seen, seconds_to_ms(timeout_s));
+  return sp::rank_pipeline::wait_hang_notice(*board, seen, seconds_to_ms(timeout_s));
 }
 
 py::dict pipeline_status() {

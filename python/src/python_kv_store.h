@@ -5,7 +5,7 @@
 
 #include <pybind11/pybind11.h>
 
-#include "store/kv_store.h"
+#include "straggler_probe/rank_pipeline/kv_store.h"
 
 namespace sp::pyext {
 

@@ -4,7 +4,7 @@
 
 #include <cstddef>
 
-#include "store/kv_store.h"
+#include "straggler_probe/rank_pipeline/kv_store.h"
 
 namespace sp::pyext {
 

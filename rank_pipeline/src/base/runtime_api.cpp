@@ -1,4 +1,4 @@
-#include "runtime_api.h"
+#include "straggler_probe/rank_pipeline/runtime_api.h"
 
 #include <dlfcn.h>
 #include <unistd.h>

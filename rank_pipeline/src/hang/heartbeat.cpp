@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "base/runtime_api.h"
+#include "straggler_probe/rank_pipeline/runtime_api.h"
 #include "straggler_probe/op_kinds.h"
 #include "straggler_probe/wire_io.h"
 

@@ -5,10 +5,10 @@
 
 #include "store/local_kv_store.h"
 #include "report_sections.h"
-#include "base/runtime_api.h"
+#include "straggler_probe/rank_pipeline/runtime_api.h"
 
 namespace sp::rank_pipeline {
-RankPipeline::RankPipeline(RankPipelineOptions options, sp_kv_store* store)
+RunningPipeline::RunningPipeline(RankPipelineOptions options, sp_kv_store* store)
     : options_(std::move(options)),
       store_(std::make_shared<KvClient>(store != nullptr ? store : make_local_kv_store())) {
   auto warn = [](const std::string& line) { warn_line(line); };
@@ -68,7 +68,7 @@ RankPipeline::RankPipeline(RankPipelineOptions options, sp_kv_store* store)
 }
 
 // After the analysis thread exists: the board it fills is what the server shows.
-void RankPipeline::start_metrics() {
+void RunningPipeline::start_metrics() {
   if (!options_.analysis.board) return;
   metrics_ = http::MetricsService::start(
       options_.metrics, options_.analysis.board, options_.analysis.control,
@@ -97,11 +97,11 @@ void RankPipeline::start_metrics() {
       [](const std::string& line) { warn_line(line); });
 }
 
-RankPipeline::~RankPipeline() {
+RunningPipeline::~RunningPipeline() {
   if (metrics_) metrics_->stop();  // its thread reads this object
 }
 
-void RankPipeline::start_clock_sync() {
+void RunningPipeline::start_clock_sync() {
   if (!options_.clock_sync || options_.transport.world_size < 2) return;
   ClockSyncOptions o;
   o.rank = options_.transport.rank;
@@ -117,7 +117,7 @@ void RankPipeline::start_clock_sync() {
   clock_ = std::make_unique<ClockSync>(std::move(o), store_, std::move(hooks));
 }
 
-void RankPipeline::note_batch() {
+void RunningPipeline::note_batch() {
   const int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
   const int64_t last = last_batch_ns_.exchange(now);
   if (last == 0) return;
@@ -126,7 +126,7 @@ void RankPipeline::note_batch() {
 }
 
 // The sections of every report rank 0 writes that only this pipeline knows.
-online::ReportOptions RankPipeline::report_sections(bool final) const {
+online::ReportOptions RunningPipeline::report_sections(bool final) const {
   online::ReportOptions o;
   o.final = final;
   if (clock_) o.sections["clock"] = clock_section(clock_->table(), options_.clock_sync_period);
@@ -139,7 +139,7 @@ online::ReportOptions RankPipeline::report_sections(bool final) const {
 // The job's store stopped answering (kv_client.h: failures in a row): nothing of the probe's
 // travels any more. One warning; this rank steps aside (its host's members hear it over their
 // sockets and go quiet; other hosts' leaders find the store lost themselves).
-void RankPipeline::store_lost(const std::string& why) {
+void RunningPipeline::store_lost(const std::string& why) {
   const std::string message = "the job's store is unreachable (" + why + ")";
   if (options_.transport.rank == 0 || options_.discard) return fail(message);
   if (failed_once_.exchange(true)) return;
@@ -154,7 +154,7 @@ void RankPipeline::store_lost(const std::string& why) {
   stop_->raise(message);
 }
 
-void RankPipeline::fail(const std::string& message) {
+void RunningPipeline::fail(const std::string& message) {
   if (failed_once_.exchange(true)) return;
   {
     std::lock_guard<std::mutex> lock(message_mutex_);
@@ -168,7 +168,7 @@ void RankPipeline::fail(const std::string& message) {
   stop_->raise(message);  // the collector tells the other ranks (if it still runs), then ends
 }
 
-void RankPipeline::request_stop(const std::string& why) {
+void RunningPipeline::request_stop(const std::string& why) {
   if (options_.transport.rank == 0 || options_.discard) {
     fail("this rank's recording failed (" + why + ")");
     return;
@@ -181,17 +181,17 @@ void RankPipeline::request_stop(const std::string& why) {
   stop_->raise(why);  // the sender writes the stop key; rank 0 and the others step aside
 }
 
-void RankPipeline::stop(std::chrono::milliseconds drain) {
+void RunningPipeline::stop(std::chrono::milliseconds drain) {
   const auto deadline = std::chrono::steady_clock::now() + drain;
   hang_board_->close();
   if (clock_) clock_->request_stop();
   if (worker_) worker_->set_draining();
   if (transport_) {
     transport_->request_stop(deadline);
-    // Stuck in a store call: the thread keeps running, so this RankPipeline must outlive it.
+    // Stuck in a store call: the thread keeps running, so this RunningPipeline must outlive it.
     if (!transport_->join(drain + std::chrono::milliseconds(2000))) leaked_ = true;
   }
-  // A clock thread stuck in a store call keeps using this RankPipeline's store: leak it then.
+  // A clock thread stuck in a store call keeps using this RunningPipeline's store: leak it then.
   if (clock_ && !clock_->join(std::chrono::milliseconds(1000))) leaked_ = true;
   if (worker_) {
     const bool aside = state_.load() == RankPipelineState::kSteppedAside;
@@ -207,12 +207,12 @@ void RankPipeline::stop(std::chrono::milliseconds drain) {
   if (metrics_) metrics_->stop();
 }
 
-std::string RankPipeline::message() const {
+std::string RunningPipeline::message() const {
   std::lock_guard<std::mutex> lock(message_mutex_);
   return message_;
 }
 
-std::map<std::string, double> RankPipeline::stats() const {
+std::map<std::string, double> RunningPipeline::stats() const {
   std::map<std::string, double> out;
   auto put = [&](const char* name, const std::atomic<uint64_t>& v) {
     out[name] = static_cast<double>(v.load());

@@ -1,6 +1,8 @@
-// Everything the probe runs in the background of one rank, wired together: the transport thread
-// (sender on ranks != 0, collector on rank 0) and, on rank 0, the analysis thread. Owns the
-// store. Knows whether the probe is running, stopped, or has stepped aside after a failure.
+// RunningPipeline: everything the probe runs in the background of one rank, wired together (the
+// public face is include/straggler_probe/rank_pipeline/rank_pipeline.h's RankPipeline): the
+// transport thread (sender on ranks != 0, collector on rank 0) and, on rank 0, the analysis
+// thread. Owns the store. Knows whether the probe is running, stopped, or has stepped aside after
+// a failure.
 #pragma once
 
 #include <atomic>
@@ -11,13 +13,14 @@
 #include <string>
 
 #include "analysis_worker.h"
-#include "base/seconds.h"
 #include "clock/clock_sync.h"
 #include "hang/hang_board.h"
 #include "http/metrics_service.h"
-#include "store/kv_store.h"
 #include "straggler_probe/online/analysis_driver.h"
 #include "straggler_probe/online/setting_defaults.h"
+#include "straggler_probe/rank_pipeline/kv_store.h"
+#include "straggler_probe/rank_pipeline/rank_pipeline.h"
+#include "straggler_probe/rank_pipeline/seconds.h"
 #include "transport/transport.h"
 
 namespace sp::rank_pipeline {
@@ -35,13 +38,15 @@ struct RankPipelineOptions {
   nlohmann::ordered_json config;  // the user's settings, for /status
 };
 
-enum class RankPipelineState { kRunning, kStopped, kSteppedAside, kStoppedRemotely };
+// The options from the public settings; std::invalid_argument for a fault_inject or
+// transport_protocol it does not know (pipeline_options.cpp).
+RankPipelineOptions to_pipeline_options(const PipelineSettings& settings);
 
-class RankPipeline {
+class RunningPipeline {
  public:
   // Takes ownership of `store` (may be null for a single-rank job: an in-process store is used).
-  RankPipeline(RankPipelineOptions options, sp_kv_store* store);
-  ~RankPipeline();
+  RunningPipeline(RankPipelineOptions options, sp_kv_store* store);
+  ~RunningPipeline();
 
   // After sp_shutdown: send / collect what is left (up to drain), then on rank 0 finish the
   // analysis and write the report (up to analysis_timeout). Threads that do not finish in time

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "base/runtime_api.h"
+#include "straggler_probe/rank_pipeline/runtime_api.h"
 
 namespace sp::rank_pipeline {
 namespace {

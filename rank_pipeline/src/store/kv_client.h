@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "kv_store.h"
+#include "straggler_probe/rank_pipeline/kv_store.h"
 
 namespace sp::rank_pipeline {
 

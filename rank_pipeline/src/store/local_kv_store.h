@@ -6,7 +6,7 @@
 
 #include <memory>
 
-#include "kv_store.h"
+#include "straggler_probe/rank_pipeline/kv_store.h"
 
 namespace sp::rank_pipeline {
 

@@ -1,6 +1,6 @@
 #include "summary_source.h"
 
-#include "base/runtime_api.h"
+#include "straggler_probe/rank_pipeline/runtime_api.h"
 #include "straggler_probe/probe.h"
 #include "straggler_probe/step_summary.h"
 

@@ -1,7 +1,7 @@
 // Which protocol a rank speaks (transport.h), and the threads that speak it.
 #include "transport.h"
 
-#include "base/runtime_api.h"
+#include "straggler_probe/rank_pipeline/runtime_api.h"
 #include "transport_loop.h"
 
 namespace sp::rank_pipeline {

@@ -40,7 +40,7 @@
 #include <vector>
 
 #include "base/rank_table.h"
-#include "base/seconds.h"
+#include "straggler_probe/rank_pipeline/seconds.h"
 #include "hang/heartbeat.h"
 #include "store/kv_client.h"
 #include "straggler_probe/online/setting_defaults.h"

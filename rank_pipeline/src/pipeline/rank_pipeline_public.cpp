@@ -1,0 +1,48 @@
+// RankPipeline (include/straggler_probe/rank_pipeline/rank_pipeline.h): the public class in front of the
+// running pipeline, forwarding to it.
+#include "straggler_probe/rank_pipeline/rank_pipeline.h"
+
+#include "rank_pipeline.h"
+#include "store/kv_client.h"
+
+namespace sp::rank_pipeline {
+
+namespace {
+
+// The options, or the store released (it is ours from the call on) and the error rethrown.
+RankPipelineOptions options_or_release(const PipelineSettings& settings, sp_kv_store* store) {
+  try {
+    return to_pipeline_options(settings);
+  } catch (...) {
+    KvClient release(store);  // destroys the store as the running pipeline would have
+    throw;
+  }
+}
+
+}  // namespace
+
+RankPipeline::RankPipeline(const PipelineSettings& settings, sp_kv_store* store)
+    : run_(std::make_unique<RunningPipeline>(options_or_release(settings, store), store)) {}
+
+void check_pipeline_settings(const PipelineSettings& settings) {
+  (void)to_pipeline_options(settings);
+}
+
+RankPipeline::~RankPipeline() {
+  // stop() left a thread that still uses the running pipeline: it must outlive this face.
+  if (run_ && run_->leaked()) (void)run_.release();
+}
+
+void RankPipeline::stop(std::chrono::milliseconds drain) { run_->stop(drain); }
+void RankPipeline::request_stop(const std::string& why) { run_->request_stop(why); }
+RankPipelineState RankPipeline::state() const { return run_->state(); }
+bool RankPipeline::leaked() const { return run_->leaked(); }
+std::string RankPipeline::message() const { return run_->message(); }
+std::map<std::string, double> RankPipeline::stats() const { return run_->stats(); }
+std::shared_ptr<HangBoard> RankPipeline::hang_board() const { return run_->hang_board(); }
+
+uint64_t wait_hang_notice(HangBoard& board, uint64_t seen, std::chrono::milliseconds timeout) {
+  return board.wait_notice(seen, timeout);
+}
+
+}  // namespace sp::rank_pipeline
