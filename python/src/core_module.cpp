@@ -135,7 +135,6 @@ void stop_pipeline(double drain_s) {
   // Kept for pipeline_status(): bench and tests read the final numbers after the stop.
   if (g_final_status == nullptr) g_final_status = new py::dict();  // never freed: module lifetime
   *g_final_status = status_of(*pipeline);
-  if (pipeline->leaked()) (void)pipeline.release();  // a thread still uses it
 }
 
 std::string state_name(sp::rank_pipeline::RankPipelineState s) {

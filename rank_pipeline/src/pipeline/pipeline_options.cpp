@@ -17,7 +17,8 @@ FaultInjection analysis_fault(const std::string& fault) {
       fault.empty()) {
     return FaultInjection::kNone;
   }
-  throw std::invalid_argument("fault_inject must be none, throw, stall, slow, record, socket or delay");
+  throw std::invalid_argument("fault_inject must be none, throw, stall, slow, record, socket or "
+                              "delay, not '" + fault + "'");
 }
 
 TransportFault transport_fault(const std::string& fault) {
@@ -30,10 +31,16 @@ TransportProtocol protocol_of(const std::string& protocol) {
   if (protocol == "host") return TransportProtocol::kHostAggregated;
   if (protocol == "rank") return TransportProtocol::kPerRank;
   if (protocol == "auto" || protocol.empty()) return TransportProtocol::kAuto;
-  throw std::invalid_argument("transport_protocol must be auto, host or rank");
+  throw std::invalid_argument("transport_protocol must be auto, host or rank, not '" + protocol +
+                              "'");
 }
 
 }  // namespace
+
+void check_pipeline_settings(const PipelineSettings& settings) {
+  (void)analysis_fault(settings.fault_inject);
+  (void)protocol_of(settings.transport_protocol);
+}
 
 RankPipelineOptions to_pipeline_options(const PipelineSettings& s) {
   RankPipelineOptions o;

@@ -1,5 +1,5 @@
-// RankPipeline (include/straggler_probe/rank_pipeline/rank_pipeline.h): the public class in front of the
-// running pipeline, forwarding to it.
+// RankPipeline (include/straggler_probe/rank_pipeline/rank_pipeline.h): the public class in
+// front of the running pipeline, forwarding to it.
 #include "straggler_probe/rank_pipeline/rank_pipeline.h"
 
 #include "rank_pipeline.h"
@@ -24,12 +24,8 @@ RankPipelineOptions options_or_release(const PipelineSettings& settings, sp_kv_s
 RankPipeline::RankPipeline(const PipelineSettings& settings, sp_kv_store* store)
     : run_(std::make_unique<RunningPipeline>(options_or_release(settings, store), store)) {}
 
-void check_pipeline_settings(const PipelineSettings& settings) {
-  (void)to_pipeline_options(settings);
-}
-
 RankPipeline::~RankPipeline() {
-  // stop() left a thread that still uses the running pipeline: it must outlive this face.
+  // stop() left a thread that still uses the running pipeline: it must outlive this object.
   if (run_ && run_->leaked()) (void)run_.release();
 }
 

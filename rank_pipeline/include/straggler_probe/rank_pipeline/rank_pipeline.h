@@ -95,7 +95,8 @@ class RankPipeline {
   void request_stop(const std::string& why);
 
   RankPipelineState state() const;
-  // True when stop() left a thread running: the owner must then never destroy this object.
+  // True when stop() left a thread running. Destroying this object is still safe: the running
+  // pipeline that thread uses is then kept (leaked on purpose), not destroyed.
   bool leaked() const;
   std::string message() const;
   std::map<std::string, double> stats() const;
