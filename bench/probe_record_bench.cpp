@@ -50,7 +50,7 @@ void BM_Record(benchmark::State& state) {
 }
 BENCHMARK(BM_Record)->Threads(1)->Threads(2)->Threads(4)->UseRealTime();
 
-// A host-timed region: begin + end (two clock reads) making one event.
+// A CPU-timed region: begin + end (two clock reads) making one event.
 void BM_RegionBeginEnd(benchmark::State& state) {
   sp_stats before{};
   if (state.thread_index() == 0) sp_get_stats(&before);

@@ -1,6 +1,6 @@
 """Per-rank compute time for the demo: an emulated accelerator, and the injected straggler.
 
-On a real cluster every rank computes on its own accelerator while its host thread mostly waits.
+On a real cluster every rank computes on its own accelerator while its CPU thread mostly waits.
 Here four ranks share two CPU cores, so their real CPU compute contends for the cores and the
 scheduler alone makes random ranks late by more than the 30% we inject. The demo therefore gives
 each rank an emulated accelerator: the model's real (small) CPU forward/backward, plus a fixed

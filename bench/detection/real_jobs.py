@@ -38,7 +38,7 @@ JOBS = {
     "clean-cpu": ({"device_ms": 0.0, "batch": 16}, None, None),
     "slow-30": ({"slow_rank": 2, "slowdown": 0.3}, "worker", 2),
     "gc": ({"gc_rank": 1, "gc_every": 4, "gc_pause_ms": 60}, "gc", 1),
-    "data-stall": ({"stall_rank": 3, "stall_every": 3, "stall_ms": 60}, "host-delay", 3),
+    "data-stall": ({"stall_rank": 3, "stall_every": 3, "stall_ms": 60}, "cpu-delay", 3),
 }
 MIN_EFFECT = 0.01
 

@@ -9,7 +9,7 @@ namespace sp::bench::detection {
 namespace {
 
 const std::vector<std::string> kCauses = {"none", "worker", "stage-imbalance", "seq-imbalance",
-                                          "gc", "comm", "host-delay"};
+                                          "gc", "comm", "cpu-delay"};
 
 std::string percent(double share) {
   char buf[32];

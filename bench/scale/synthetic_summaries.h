@@ -24,7 +24,7 @@ struct ScaleJob {
 // [step][rank] encoded summaries.
 std::vector<std::vector<std::string>> make_summaries(const ScaleJob& job);
 
-// What a GPU rank records besides the host times (cupti/README.md, nccl_hooks/README.md): every
+// What a GPU rank records besides the CPU times (cupti/README.md, nccl_hooks/README.md): every
 // compute region again as a CUPTI span and a CUDA-event span (both pinned to the step that
 // launched them), every collective and p2p operation again with NCCL times, and two memcpys per
 // micro-batch.

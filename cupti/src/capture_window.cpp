@@ -29,7 +29,7 @@ uint64_t cupti_now(void* ctx) {
   return ts;
 }
 
-uint64_t host_now(void*) { return probe_now_ns(); }
+uint64_t cpu_now(void*) { return probe_now_ns(); }
 
 }  // namespace
 
@@ -44,7 +44,7 @@ void CuptiCapture::Impl::emit(const sp_event& ev) {
 void CuptiCapture::Impl::calibrate_locked() {
   if (api.get_timestamp == nullptr) return;
   const uint32_t before = clock.time_base_changes();
-  const cupti::ClockSample first = cupti::best_of_burst(&cupti_now, &api, &host_now, nullptr, 7);
+  const cupti::ClockSample first = cupti::best_of_burst(&cupti_now, &api, &cpu_now, nullptr, 7);
   if (first.device_ts == 0) {
     log::warn_once("cupti_timestamp_failed",
                    "cuptiGetTimestamp failed: GPU times keep the last clock fit");
@@ -56,7 +56,7 @@ void CuptiCapture::Impl::calibrate_locked() {
   // needs a baseline (ClockCalibrationOptions::min_slope_baseline_ns), or this window's records
   // would be mapped as if a tick were a nanosecond. One short wait, once per switch.
   std::this_thread::sleep_for(std::chrono::milliseconds(6));
-  const cupti::ClockSample second = cupti::best_of_burst(&cupti_now, &api, &host_now, nullptr, 7);
+  const cupti::ClockSample second = cupti::best_of_burst(&cupti_now, &api, &cpu_now, nullptr, 7);
   if (second.device_ts != 0) clock.add(second);
   if (clock.time_base_changes() != before && before_changes_warned != clock.time_base_changes()) {
     before_changes_warned = clock.time_base_changes();
@@ -150,8 +150,8 @@ void CuptiCapture::Impl::bracket_locked(std::vector<cupti::GpuActivity>& acts, u
 void CuptiCapture::Impl::handle_activity_locked(const cupti::GpuActivity& raw, uint64_t window) {
   // Onto the probe clock first, through the fit: in a tick base a duration in ticks is not ns.
   cupti::GpuActivity a = raw;
-  a.start = clock.to_host(raw.start);
-  a.end = clock.to_host(raw.end);
+  a.start = clock.to_cpu(raw.start);
+  a.end = clock.to_cpu(raw.end);
   if (a.end < a.start) a.end = a.start;
   regions.add(a, window);
   uint64_t op = 0;

@@ -28,7 +28,7 @@ ClockCalibration::Model ClockCalibration::current_model() const {
   Model m;
   m.valid = !samples_.empty();
   m.anchor_device = anchor_device_;
-  m.anchor_host = anchor_host_;
+  m.anchor_cpu = anchor_cpu_;
   m.slope = slope_;
   m.intercept = intercept_;
   return m;
@@ -52,19 +52,19 @@ double ClockCalibration::skew_ppm() const {
 }
 
 bool ClockCalibration::add(const ClockSample& s) {
-  if (s.host_after < s.host_before || s.host_after - s.host_before > opts_.max_bracket_ns) {
+  if (s.cpu_after < s.cpu_before || s.cpu_after - s.cpu_before > opts_.max_bracket_ns) {
     return false;
   }
-  const uint64_t half = (s.host_after - s.host_before) / 2;
-  const uint64_t host_mid = s.host_before + half;
+  const uint64_t half = (s.cpu_after - s.cpu_before) / 2;
+  const uint64_t cpu_mid = s.cpu_before + half;
 
   if (!samples_.empty()) {
     // Does the sample agree with the model? Allow the bracket widths plus a drift allowance.
     // Differences are taken in integers first: a double holds an epoch-ns value only to 256 ns.
     const double error =
-        std::fabs(static_cast<double>(static_cast<int64_t>(host_mid - to_host(s.device_ts))));
+        std::fabs(static_cast<double>(static_cast<int64_t>(cpu_mid - to_cpu(s.device_ts))));
     const double elapsed =
-        std::fabs(static_cast<double>(static_cast<int64_t>(host_mid - anchor_host_)));
+        std::fabs(static_cast<double>(static_cast<int64_t>(cpu_mid - anchor_cpu_)));
     const double allowed = static_cast<double>(opts_.tolerance_ns + half + best_half_bracket_) +
                            elapsed * opts_.tolerance_ppm * 1e-6;
     // With one sample the slope is unknown (it may be a TSC base): fit it instead of judging.
@@ -79,13 +79,13 @@ bool ClockCalibration::add(const ClockSample& s) {
 
   if (samples_.empty()) {
     anchor_device_ = s.device_ts;
-    anchor_host_ = host_mid;
+    anchor_cpu_ = cpu_mid;
     best_half_bracket_ = half;
   }
   if (half < best_half_bracket_) best_half_bracket_ = half;
   if (samples_.size() >= opts_.max_samples) samples_.erase(samples_.begin() + 1);  // keep anchor
   samples_.push_back(Point{static_cast<double>(static_cast<int64_t>(s.device_ts - anchor_device_)),
-                           static_cast<double>(static_cast<int64_t>(host_mid - anchor_host_))});
+                           static_cast<double>(static_cast<int64_t>(cpu_mid - anchor_cpu_))});
   refit();
   return true;
 }
@@ -126,14 +126,14 @@ uint64_t ClockCalibration::map(const Model& m, uint64_t device_ts) {
   const double dy = m.intercept + m.slope * dx;
   // The integer anchor is added separately to keep ns precision (a double holds epoch ns only to
   // 256 ns); clamp at the ends of the range.
-  if (dy < 0 && -dy >= static_cast<double>(m.anchor_host)) return 0;
-  if (dy > 0 && dy >= static_cast<double>(std::numeric_limits<uint64_t>::max() - m.anchor_host)) {
+  if (dy < 0 && -dy >= static_cast<double>(m.anchor_cpu)) return 0;
+  if (dy > 0 && dy >= static_cast<double>(std::numeric_limits<uint64_t>::max() - m.anchor_cpu)) {
     return std::numeric_limits<uint64_t>::max();
   }
-  return m.anchor_host + static_cast<uint64_t>(static_cast<int64_t>(std::llround(dy)));
+  return m.anchor_cpu + static_cast<uint64_t>(static_cast<int64_t>(std::llround(dy)));
 }
 
-uint64_t ClockCalibration::to_host(uint64_t device_ts) const {
+uint64_t ClockCalibration::to_cpu(uint64_t device_ts) const {
   if (samples_.empty()) {
     return previous_.valid ? map(previous_, device_ts) : device_ts;
   }
@@ -153,23 +153,23 @@ int64_t ClockCalibration::offset_ns() const {
   if (time_base() != TimeBase::kTicks) {
     // Both in ns: the difference at the anchor (scaling epoch ns by a slope of 1 +- 1e-6 would
     // turn the skew into seconds of offset).
-    return static_cast<int64_t>(anchor_host_ - anchor_device_) + std::llround(intercept_);
+    return static_cast<int64_t>(anchor_cpu_ - anchor_device_) + std::llround(intercept_);
   }
   const double device_ns = static_cast<double>(anchor_device_) * slope_;
-  return static_cast<int64_t>(anchor_host_) + std::llround(intercept_) -
+  return static_cast<int64_t>(anchor_cpu_) + std::llround(intercept_) -
          static_cast<int64_t>(std::llround(device_ns));
 }
 
-ClockSample best_of_burst(TimestampFn device, void* device_ctx, TimestampFn host, void* host_ctx,
+ClockSample best_of_burst(TimestampFn device, void* device_ctx, TimestampFn cpu, void* cpu_ctx,
                           int n) {
   ClockSample best;
   uint64_t best_width = std::numeric_limits<uint64_t>::max();
   for (int i = 0; i < n; ++i) {
     ClockSample s;
-    s.host_before = host(host_ctx);
+    s.cpu_before = cpu(cpu_ctx);
     s.device_ts = device(device_ctx);
-    s.host_after = host(host_ctx);
-    const uint64_t width = s.host_after >= s.host_before ? s.host_after - s.host_before
+    s.cpu_after = cpu(cpu_ctx);
+    const uint64_t width = s.cpu_after >= s.cpu_before ? s.cpu_after - s.cpu_before
                                                          : std::numeric_limits<uint64_t>::max();
     if (width < best_width) {
       best_width = width;

@@ -2,8 +2,8 @@
 //
 // CUPTI's default time base is CLOCK_REALTIME already, but nothing guarantees it: torch.profiler
 // (Kineto) installs a TSC timestamp callback by default, after which CUPTI records carry raw TSC
-// ticks. So we never assume; we fit host = a + b * cupti over bracketed sample pairs
-// (host read, cuptiGetTimestamp, host read; the tightest bracket of a burst wins), re-fit as the
+// ticks. So we never assume; we fit cpu = a + b * cupti over bracketed sample pairs
+// (CPU read, cuptiGetTimestamp, CPU read; the tightest bracket of a burst wins), re-fit as the
 // baseline grows, and reset the model when a new sample disagrees with it (a time-base switch).
 // The fitted slope gives the skew between the two clocks, reported in ppm.
 //
@@ -23,8 +23,8 @@ namespace sp::cupti {
 
 struct ClockSample {
   uint64_t device_ts = 0;    // cuptiGetTimestamp
-  uint64_t host_before = 0;  // probe clock just before
-  uint64_t host_after = 0;   // probe clock just after
+  uint64_t cpu_before = 0;  // probe clock just before
+  uint64_t cpu_after = 0;   // probe clock just after
 };
 
 struct ClockCalibrationOptions {
@@ -44,7 +44,7 @@ class ClockCalibration {
   bool add(const ClockSample& s);
 
   // Probe-clock time of a CUPTI timestamp. Before any sample: the timestamp unchanged.
-  uint64_t to_host(uint64_t device_ts) const;
+  uint64_t to_cpu(uint64_t device_ts) const;
 
   enum class TimeBase { kUnknown, kNanoseconds, kTicks };
   TimeBase time_base() const;
@@ -52,14 +52,14 @@ class ClockCalibration {
   double ns_per_unit() const { return slope_; }
 
   bool calibrated() const { return !samples_.empty(); }
-  // How fast the CUPTI clock runs against the host clock, in ppm: in the ns base (slope - 1) * 1e6;
+  // How fast the CUPTI clock runs against the CPU clock, in ppm: in the ns base (slope - 1) * 1e6;
   // in a tick base, against the first slope fitted in that base (a tick has no nominal length
   // here). 0 until a slope could be fitted.
   double skew_ppm() const;
   double slope() const { return slope_; }
   bool slope_fitted() const { return slope_fitted_; }
-  // Host time minus the device time converted to ns, at the anchor: in the ns base the offset
-  // between the clocks; in a tick base the host time at tick 0 (boot, for the TSC).
+  // CPU time minus the device time converted to ns, at the anchor: in the ns base the offset
+  // between the clocks; in a tick base the CPU time at tick 0 (boot, for the TSC).
   int64_t offset_ns() const;
   // Half-width of the tightest bracket seen: the precision of any single mapping.
   uint64_t uncertainty_ns() const { return best_half_bracket_; }
@@ -72,12 +72,12 @@ class ClockCalibration {
  private:
   struct Point {
     double dx;  // device - anchor device
-    double dy;  // host midpoint - anchor host
+    double dy;  // CPU midpoint - anchor CPU
   };
   struct Model {
     bool valid = false;
     uint64_t anchor_device = 0;
-    uint64_t anchor_host = 0;
+    uint64_t anchor_cpu = 0;
     double slope = 1.0;
     double intercept = 0.0;
   };
@@ -89,7 +89,7 @@ class ClockCalibration {
   ClockCalibrationOptions opts_;
   std::vector<Point> samples_;
   uint64_t anchor_device_ = 0;
-  uint64_t anchor_host_ = 0;
+  uint64_t anchor_cpu_ = 0;
   double slope_ = 1.0;
   double intercept_ = 0.0;  // in dy units at dx = 0
   bool slope_fitted_ = false;
@@ -101,7 +101,7 @@ class ClockCalibration {
 
 // Takes `n` bracketed samples with the given clocks and returns the tightest one.
 using TimestampFn = uint64_t (*)(void* ctx);
-ClockSample best_of_burst(TimestampFn device, void* device_ctx, TimestampFn host, void* host_ctx,
+ClockSample best_of_burst(TimestampFn device, void* device_ctx, TimestampFn cpu, void* cpu_ctx,
                           int n);
 
 }  // namespace sp::cupti

@@ -84,7 +84,7 @@ StepDetector::Entry StepDetector::at(size_t back) const {
 }
 
 StepDetector::Boundary StepDetector::on_op(sp_coll_type type, uint64_t group_id, uint64_t bytes,
-                                           uint64_t host_start_ns, uint64_t host_end_ns) {
+                                           uint64_t cpu_start_ns, uint64_t cpu_end_ns) {
   switch (marker_.mode) {
     case StepMarker::Mode::kOff: return Boundary::kNone;
     case StepMarker::Mode::kEveryN:
@@ -103,8 +103,8 @@ StepDetector::Boundary StepDetector::on_op(sp_coll_type type, uint64_t group_id,
   }
 
   const uint64_t gap =
-      count_ > 0 && host_start_ns > last_end_ns_ ? host_start_ns - last_end_ns_ : 0;
-  last_end_ns_ = host_end_ns;
+      count_ > 0 && cpu_start_ns > last_end_ns_ ? cpu_start_ns - last_end_ns_ : 0;
+  last_end_ns_ = cpu_end_ns;
   ring_[head_] = Entry{signature_of(type, group_id, bytes), gap};
   head_ = (head_ + 1) % ring_.size();
   const uint64_t index = count_++;

@@ -229,7 +229,7 @@ PYBIND11_MODULE(_core, m) {
         py::arg("microbatch") = -1, py::arg("name_id") = 0, py::arg("stream") = 0,
         py::arg("coll") = static_cast<uint32_t>(SP_COLL_NONE), py::arg("group_id") = 0,
         py::arg("seq") = 0, py::arg("bytes") = 0, py::arg("peer") = -1, py::arg("group_size") = 0,
-        py::arg("time_source") = static_cast<uint32_t>(SP_TIME_HOST), py::arg("step_plus_one") = 0,
+        py::arg("time_source") = static_cast<uint32_t>(SP_TIME_CPU), py::arg("step_plus_one") = 0,
         "sp_record of one complete event; returns its status (SP_OK, or why it was not kept)");
   m.def("region_begin", [](uint32_t kind, int32_t mb, uint32_t name_id) {
     return runtime().region_begin(kind, mb, name_id);

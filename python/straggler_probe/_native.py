@@ -33,7 +33,7 @@ COLL_GATHER = 10
 COLL_SCATTER = 11
 
 # sp_time_source
-TIME_HOST = 0
+TIME_CPU = 0
 TIME_CUDA_EVENT = 1
 
 # Logical streams of the Python probe (sp_event.stream). Ops on one stream run one after another;
@@ -43,7 +43,7 @@ STREAM_ASYNC_COMM = 1  # collectives launched async (DDP buckets, async_op=True)
 STREAM_P2P_SEND = 2    # pipeline sends
 STREAM_P2P_RECV = 3    # pipeline receives
 STREAM_GC = 4          # GC pauses: they overlap whatever the thread was doing
-STREAM_HOST_WAIT = 5   # data waits when regions are CUDA-timed (host and GPU time differ)
+STREAM_CPU_WAIT = 5   # data waits when regions are CUDA-timed (CPU and GPU time differ)
 
 try:
     from . import _core  # type: ignore[attr-defined]

@@ -21,7 +21,7 @@ from . import _native as N
 from . import _identity, _topology, _transport
 from ._config import Config, ConfigError
 from ._recorder import Recorder
-from ._timing import CudaEventTimer, CuptiRegionTimer, GpuRegionTags, HostTimer
+from ._timing import CudaEventTimer, CuptiRegionTimer, GpuRegionTags, CpuTimer
 
 
 class Probe:
@@ -61,10 +61,10 @@ class Probe:
         if self._topology_explicit:
             self.core.set_topology(-1 if cfg.dp_rank is None else cfg.dp_rank,
                                    -1 if cfg.pp_stage is None else cfg.pp_stage)
-        # Host timing until training starts: only then is it known whether the model runs on
+        # CPU timing until training starts: only then is it known whether the model runs on
         # CUDA (and on which device), and creating CUDA events earlier would open a context on
         # device 0 in every rank.
-        self.timer: Any = HostTimer(self.core.record)
+        self.timer: Any = CpuTimer(self.core.record)
         self.rec = Recorder(self.core, self.timer)
         self.rec.on_step_marked = self._on_step_marked
         self.rec.on_training_start = self._on_training_start
@@ -107,12 +107,12 @@ class Probe:
         """At the first sign of training: whether the job uses CUDA (it has initialised it by
         now, e.g. by moving the model). On CUDA the GPU capture starts (NCCL's first communicator
         would too) and, while it is active, its CUPTI spans time the regions (tagged here) and
-        they take host stamps; without it, CUDA events do (_timing.py)."""
+        they take CPU stamps; without it, CUDA events do (_timing.py)."""
         cuda = self.torch.cuda
         setting = self.cfg.cuda_events
         on_cuda = cuda.is_available() and cuda.is_initialized()
         if not on_cuda and setting != "on":
-            return  # a CPU job: host time
+            return  # a CPU job: CPU time
         on_capture = getattr(self.core, "gpu_graph_capture", None)
         gpu_capture = on_cuda and self._start_gpu_capture()
         if gpu_capture:
@@ -122,7 +122,7 @@ class Probe:
         elif gpu_capture:
             self.timer = CuptiRegionTimer(self.core.record, self.torch, on_capture=on_capture)
         else:
-            return  # cuda_events=off and no GPU capture: host time
+            return  # cuda_events=off and no GPU capture: CPU time
         self.rec.timer = self.timer
 
     def _start_gpu_capture(self) -> bool:

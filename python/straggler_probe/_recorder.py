@@ -3,7 +3,7 @@
 Hooks (straggler_probe.hooks.*) report what happened; the Recorder numbers micro-batches, merges
 what belongs to one forward, and hands complete events to the core. Everything here runs on the
 training thread except comm completions, GC pauses and CUDA resolution, which only call
-record_comm/record_host (thread-safe: the core's rings are per thread).
+record_comm/record_cpu (thread-safe: the core's rings are per thread).
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import warnings
 from typing import Any, Callable
 
 from . import _native as N
-from ._timing import HostTimer, now_ns
+from ._timing import CpuTimer, now_ns
 
 
 # Forwards in one step without a step boundary before the probe says it sees no steps: more
@@ -43,7 +43,7 @@ class Recorder:
         self.paused = False
         self._paused_now = getattr(core, "recording_paused", None)  # None: a core without it
         self._last_compute = 0       # FORWARD or BACKWARD: which micro-batch a send follows
-        self.compute_end_ns = 0      # host time the last forward/backward call returned
+        self.compute_end_ns = 0      # CPU time the last forward/backward call returned
         self._pending_recv: list[dict] = []  # receives wait for the compute they feed
         self.p2p_tags: Any = None    # hooks/pipelining.P2pTags: micro-batches named by a schedule
         self._training = False       # set at the first data wait / forward / backward / optimizer
@@ -192,9 +192,9 @@ class Recorder:
         """The training thread waited for a collective (Work.wait()) inside a forward or
         backward (FSDP waits for each layer's all-gather in its forward): the region so far is
         one piece, and the next starts when the wait ended, so the wait is a gap that the
-        analysis ties to the collective instead of compute of this rank. Host-timed regions
+        analysis ties to the collective instead of compute of this rank. CPU-timed regions
         only: on CUDA a wait blocks the stream, not this thread."""
-        if not isinstance(self.timer, HostTimer):
+        if not isinstance(self.timer, CpuTimer):
             return
         fwd = self._fwd
         if self.in_backward and self._bwd_start is not None:
@@ -242,15 +242,15 @@ class Recorder:
         if self.on_step_marked is not None:
             self.on_step_marked()
 
-    # ---- host-only and communication events ---------------------------------------------------
+    # ---- CPU-only and communication events ---------------------------------------------------
     # Positional calls: pybind11 takes keyword arguments at ~4x the cost (1.8 vs 0.4 µs a call),
     # and GC pauses, data waits and every collective come through here. The order is
     # _core.record's: kind, start, end, microbatch, name_id, stream, coll, group_id, seq, bytes,
     # peer, group_size, time_source, step_plus_one.
-    def record_host(self, kind: int, start_ns: int, end_ns: int, stream: int, name_id: int = 0,
+    def record_cpu(self, kind: int, start_ns: int, end_ns: int, stream: int, name_id: int = 0,
                     mb: int = -1) -> None:
         self.core.record(kind, start_ns, end_ns, mb, name_id, stream, N.COLL_NONE, 0, 0, 0, -1, 0,
-                         N.TIME_HOST, 0)
+                         N.TIME_CPU, 0)
 
     def record_comm(self, kind: int, coll: int, start_ns: int, end_ns: int, stream: int,
                     group_id: int, seq: int, nbytes: int, peer: int, group_size: int,
@@ -265,7 +265,7 @@ class Recorder:
                                        seq, nbytes, peer, group_size))
         else:
             self.core.record(kind, start_ns, end_ns, -1 if mb is None else mb, name_id, stream,
-                             coll, group_id, seq, nbytes, peer, group_size, N.TIME_HOST, 0)
+                             coll, group_id, seq, nbytes, peer, group_size, N.TIME_CPU, 0)
 
     def _last_output_mb(self) -> int:
         """The micro-batch whose output a send carries: that of the compute that just ran."""
@@ -276,7 +276,7 @@ class Recorder:
             for kind, start, end, name_id, stream, coll, gid, seq, nbytes, peer, size in \
                     self._pending_recv:
                 self.core.record(kind, start, end, mb, name_id, stream, coll, gid, seq, nbytes,
-                                 peer, size, N.TIME_HOST, 0)
+                                 peer, size, N.TIME_CPU, 0)
             self._pending_recv.clear()
 
     def annotate(self, mb: int, key: str, value: str) -> None:

@@ -1,11 +1,11 @@
-"""Clocks for regions: host time on CPU; on a GPU, host time under the GPU capture's spans, or
+"""Clocks for regions: CPU time on CPU; on a GPU, CPU time under the GPU capture's spans, or
 CUDA events on the stream where there is no GPU capture.
 
-All give times on the probe clock (CLOCK_REALTIME ns, what time.time_ns() reads), so host and
+All give times on the probe clock (CLOCK_REALTIME ns, what time.time_ns() reads), so CPU and
 GPU regions share one axis. On a CUDA job whose GPU capture (CUPTI) is active the regions' GPU
 times are the spans of their kernels (GpuRegionTags below): the online model prefers them to any
-other time of the same region (online/src/model/source_selection.h: CUPTI > CUDA events > host), so
-the regions take host stamps there (CuptiRegionTimer) and no CUDA event is made. Without GPU
+other time of the same region (online/src/model/source_selection.h: CUPTI > CUDA events > CPU), so
+the regions take CPU stamps there (CuptiRegionTimer) and no CUDA event is made. Without GPU
 capture CUDA events time them (CudaEventTimer): it never synchronises the training thread; it
 records pooled events and a resolver thread turns them into times once the GPU has passed them.
 """
@@ -27,8 +27,8 @@ now_ns = time.time_ns  # the probe clock (runtime/src/clock.h reads CLOCK_REALTI
 Meta = tuple
 
 
-class HostTimer:
-    """CPU regions: a stamp is the host time; events are recorded at once."""
+class CpuTimer:
+    """CPU regions: a stamp is the CPU time; events are recorded at once."""
 
     is_cuda = False
 
@@ -42,19 +42,19 @@ class HostTimer:
                step: int) -> None:
         # step_plus_one = 0: the runtime files the event under the step whose marks enclose start.
         self._record(kind, start, end, mb, name_id, stream, N.COLL_NONE, 0, 0, 0, -1, 0,
-                     N.TIME_HOST, 0)
+                     N.TIME_CPU, 0)
 
     def close(self) -> None:
         pass
 
 
 class CuptiRegionTimer:
-    """CUDA regions while the GPU capture is active: host stamps, recorded at once (time source
+    """CUDA regions while the GPU capture is active: CPU stamps, recorded at once (time source
     host), beside the CUPTI spans of the regions' kernels that supersede them in the analysis.
     A region the capture has no span for (paused for a torch.profiler session) keeps its host
     time. CUDA graph captures are still watched: the runtime's NCCL stream timer must be told."""
 
-    is_cuda = True  # host-timed data waits go on their own stream (they overlap GPU time)
+    is_cuda = True  # CPU-timed data waits go on their own stream (they overlap GPU time)
 
     def __init__(self, record: Callable[..., Any], torch_mod: Any,
                  on_capture: Callable[[bool], Any] | None = None):
@@ -68,7 +68,7 @@ class CuptiRegionTimer:
     def submit(self, kind: int, start: Any, end: Any, mb: int, name_id: int, stream: int,
                step: int) -> None:
         self._record(kind, start, end, mb, name_id, stream, N.COLL_NONE, 0, 0, 0, -1, 0,
-                     N.TIME_HOST, 0)
+                     N.TIME_CPU, 0)
 
     def close(self) -> None:
         self.capture.close()
@@ -143,9 +143,9 @@ class GraphCaptureWatch:
 class CudaEventTimer:
     """GPU regions timed by events on the current stream, resolved off the training thread.
 
-    Times come from elapsed_time() against an anchor event whose host time was taken when it
+    Times come from elapsed_time() against an anchor event whose CPU time was taken when it
     completed; the anchor is renewed every few seconds (by the resolver, never the training
-    thread) so that drift between the GPU and host clocks stays small.
+    thread) so that drift between the GPU and CPU clocks stays small.
 
     The resolver thread works on the rank's device: the one current on the training thread when
     the timer was made (the job's torch.cuda.set_device(LOCAL_RANK)), else LOCAL_RANK. A new
@@ -292,7 +292,7 @@ class GpuRegionTags:
     by libstraggler_probe.so's launch markers (cupti/src/launch_markers.h: a marker at push and at
     pop), so that its GPU capture attributes every kernel launched in between, from any thread
     (autograd's device threads in a CUDA backward too), to the region and emits the region's GPU
-    span (time source CUPTI; the online model then prefers it to the CUDA-event or host time of the
+    span (time source CUPTI; the online model then prefers it to the CUDA-event or CPU time of the
     same region). Only for CUDA jobs whose runtime has GPU capture; a push costs one call that
     returns at once while capture is off or paused, else one asynchronous driver call.
     """

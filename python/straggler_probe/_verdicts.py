@@ -13,7 +13,10 @@ JSONL_NAME = "straggler_probe_steps.jsonl"  # online/include/straggler_probe/onl
 
 # Causes as numbers, for loggers that take scalars only (TensorBoard); docs/PYTHON.md lists them.
 CAUSE_CODES = {"none": 0, "worker": 1, "stage-imbalance": 2, "seq-imbalance": 3, "gc": 4,
-               "comm": 5, "host-delay": 6, "hang": 7}
+               "comm": 5, "cpu-delay": 6, "hang": 7}
+# Files written before "host" came to mean the machine only name cpu-delay "host-delay"; read for
+# one release, so that a reader started on an older run's directory still gets code 6.
+OLD_CAUSE_NAMES = {"host-delay": "cpu-delay"}
 
 
 class VerdictReader:
@@ -53,6 +56,7 @@ def scalars(verdict: dict[str, Any], prefix: str = "straggler/") -> dict[str, fl
     if not verdict.get("analyzed"):
         return {}
     cause = str(verdict.get("cause", "none"))
+    cause = OLD_CAUSE_NAMES.get(cause, cause)
     out = {f"{prefix}S": float(verdict.get("S", 0.0)),
            f"{prefix}S_w": float(verdict.get("worst_S", 0.0)),
            f"{prefix}cause": float(CAUSE_CODES.get(cause, -1)),

@@ -126,7 +126,7 @@ SP_API uint64_t sp_region_begin(uint32_t kind, int32_t microbatch, uint32_t name
 
 SP_API int sp_region_end(uint64_t token) {
   return guarded("sp_region_end", static_cast<int>(SP_ERR_INTERNAL), [&] {
-    const int status = sp::runtime::end_region(token);  // the host end time first
+    const int status = sp::runtime::end_region(token);  // the CPU end time first
     pop_gpu_tags(token);
     return status;
   });

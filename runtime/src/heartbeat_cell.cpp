@@ -11,7 +11,7 @@ namespace {
 constexpr uint64_t kRepublishNs = 1'000'000'000ull;
 
 // Kinds that show where the training thread is in its step. GPU kernels and copies arrive in
-// CUPTI's buffers long after they ran, under mangled names: they would hide the host's last op.
+// CUPTI's buffers long after they ran, under mangled names: they would hide the training thread's last op.
 bool shows_progress(uint32_t kind) {
   return kind != SP_OP_KERNEL && kind != SP_OP_MEMCPY && kind != SP_OP_GC;
 }

@@ -171,7 +171,7 @@ int end_region(uint64_t token) noexcept {
   ev.microbatch = f.microbatch;
   ev.peer = -1;
   ev.name_id = f.name_id;
-  ev.time_source = SP_TIME_HOST;
+  ev.time_source = SP_TIME_CPU;
   return b->ring->try_push(ev) ? SP_OK : SP_ERR_DROPPED;
 }
 

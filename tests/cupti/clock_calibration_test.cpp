@@ -8,22 +8,22 @@
 namespace sp::cupti {
 namespace {
 
-ClockSample sample(uint64_t device, uint64_t host_mid, uint64_t half_bracket = 500) {
-  return ClockSample{device, host_mid - half_bracket, host_mid + half_bracket};
+ClockSample sample(uint64_t device, uint64_t cpu_mid, uint64_t half_bracket = 500) {
+  return ClockSample{device, cpu_mid - half_bracket, cpu_mid + half_bracket};
 }
 
 TEST(ClockCalibration, IdentityBeforeAnySample) {
   ClockCalibration c;
   EXPECT_FALSE(c.calibrated());
-  EXPECT_EQ(c.to_host(123456789), 123456789u);
+  EXPECT_EQ(c.to_cpu(123456789), 123456789u);
 }
 
 TEST(ClockCalibration, OffsetFromOneSample) {
   ClockCalibration c;
-  const uint64_t host = 1'700'000'000'000'000'000ull;
-  ASSERT_TRUE(c.add(sample(host - 2500, host)));
+  const uint64_t cpu = 1'700'000'000'000'000'000ull;
+  ASSERT_TRUE(c.add(sample(cpu - 2500, cpu)));
   EXPECT_EQ(c.offset_ns(), 2500);
-  EXPECT_EQ(c.to_host(host - 2500 + 1'000'000), host + 1'000'000);
+  EXPECT_EQ(c.to_cpu(cpu - 2500 + 1'000'000), cpu + 1'000'000);
   EXPECT_EQ(c.uncertainty_ns(), 500u);
 }
 
@@ -37,7 +37,7 @@ TEST(ClockCalibration, EstimatesSkewInPpm) {
   ClockCalibration c;
   const uint64_t h0 = 1'700'000'000'000'000'000ull;
   const uint64_t d0 = 5'000'000'000ull;
-  // The device clock runs 50 ppm fast: 1 s of host time is 1.00005 s of device time.
+  // The device clock runs 50 ppm fast: 1 s of CPU time is 1.00005 s of device time.
   for (int i = 0; i <= 10; ++i) {
     const uint64_t dh = static_cast<uint64_t>(i) * 1'000'000'000ull;
     const uint64_t dd = dh + dh / 20000;
@@ -46,7 +46,7 @@ TEST(ClockCalibration, EstimatesSkewInPpm) {
   ASSERT_TRUE(c.slope_fitted());
   EXPECT_NEAR(c.skew_ppm(), -50.0, 0.5) << "device faster => slope below 1";
   const uint64_t d = d0 + 5'000'000'000ull + 5'000'000'000ull / 20000;
-  EXPECT_NEAR(static_cast<double>(c.to_host(d)), static_cast<double>(h0 + 5'000'000'000ull), 50);
+  EXPECT_NEAR(static_cast<double>(c.to_cpu(d)), static_cast<double>(h0 + 5'000'000'000ull), 50);
   EXPECT_EQ(c.time_base_changes(), 0u);
 }
 
@@ -59,7 +59,7 @@ TEST(ClockCalibration, FitsATscTimeBase) {
     ASSERT_TRUE(c.add(sample(1'000'000 + dh * 3, h0 + dh, 100)));
   }
   EXPECT_NEAR(c.slope(), 1.0 / 3.0, 1e-6);
-  EXPECT_NEAR(static_cast<double>(c.to_host(1'000'000 + 3'000'000'000ull)),
+  EXPECT_NEAR(static_cast<double>(c.to_cpu(1'000'000 + 3'000'000'000ull)),
               static_cast<double>(h0 + 1'000'000'000ull), 1000);
 }
 
@@ -76,7 +76,7 @@ TEST(ClockCalibration, RestartsWhenTheTimeBaseChanges) {
   ASSERT_TRUE(c.add(sample(42'000'000'000ull, h1)));
   EXPECT_EQ(c.time_base_changes(), 1u);
   EXPECT_EQ(c.sample_count(), 1u);
-  EXPECT_EQ(c.to_host(42'000'000'000ull), h1);
+  EXPECT_EQ(c.to_cpu(42'000'000'000ull), h1);
 }
 
 TEST(ClockCalibration, ATscBaseIsToldAndReportedInNanoseconds) {
@@ -91,12 +91,12 @@ TEST(ClockCalibration, ATscBaseIsToldAndReportedInNanoseconds) {
   EXPECT_NEAR(c.ns_per_unit(), 1.0 / 2.1, 1e-6);
   // Issue 22: the skew was reported as -523809 ppm (the slope read as if a tick were a ns).
   EXPECT_NEAR(c.skew_ppm(), 0.0, 1.0);
-  // The offset is the host time at tick 0 (boot), in ns: h0 - 75 s.
+  // The offset is the CPU time at tick 0 (boot), in ns: h0 - 75 s.
   EXPECT_NEAR(static_cast<double>(c.offset_ns()),
               static_cast<double>(h0) - static_cast<double>(tsc0) / 2.1, 1e4);
   // A 1 ms kernel is 2.1 M ticks long: mapped through the fit it is 1 ms again.
   const uint64_t start = tsc0 + 210'000'000ull;
-  EXPECT_NEAR(static_cast<double>(c.to_host(start + 2'100'000) - c.to_host(start)), 1e6, 2.0);
+  EXPECT_NEAR(static_cast<double>(c.to_cpu(start + 2'100'000) - c.to_cpu(start)), 1e6, 2.0);
 }
 
 TEST(ClockCalibration, RecordsOfTheOldBaseAfterASwitchMidWindowKeepTheirMapping) {
@@ -117,28 +117,28 @@ TEST(ClockCalibration, RecordsOfTheOldBaseAfterASwitchMidWindowKeepTheirMapping)
   EXPECT_EQ(c.time_base_changes(), 1u);
   EXPECT_EQ(c.time_base(), ClockCalibration::TimeBase::kTicks);
   // The old record still maps by the old model, the new ones by the new fit.
-  EXPECT_NEAR(static_cast<double>(c.to_host(old_kernel_start)),
+  EXPECT_NEAR(static_cast<double>(c.to_cpu(old_kernel_start)),
               static_cast<double>(h0 + 35'000'000ull), 200.0);
-  EXPECT_NEAR(static_cast<double>(c.to_host(tsc1 + 2'100'000ull)),
+  EXPECT_NEAR(static_cast<double>(c.to_cpu(tsc1 + 2'100'000ull)),
               static_cast<double>(h1 + 1'000'000ull), 200.0);
   c.reset();
-  EXPECT_EQ(c.to_host(old_kernel_start), old_kernel_start) << "reset forgets both models";
+  EXPECT_EQ(c.to_cpu(old_kernel_start), old_kernel_start) << "reset forgets both models";
 }
 
 TEST(ClockCalibration, BestOfBurstKeepsTheTightestBracket) {
   struct Clocks {
-    uint64_t host = 1000;
+    uint64_t cpu = 1000;
     int call = 0;
   } clocks;
-  auto host = [](void* ctx) -> uint64_t {
+  auto cpu = [](void* ctx) -> uint64_t {
     auto* c = static_cast<Clocks*>(ctx);
     // Alternating brackets: 450 ns wide, then 50 ns wide.
-    c->host += (c->call++ % 4 < 2) ? 450 : 50;
-    return c->host;
+    c->cpu += (c->call++ % 4 < 2) ? 450 : 50;
+    return c->cpu;
   };
-  auto device = [](void* ctx) -> uint64_t { return static_cast<Clocks*>(ctx)->host + 7; };
-  const ClockSample s = best_of_burst(device, &clocks, host, &clocks, 4);
-  EXPECT_EQ(s.host_after - s.host_before, 50u);
+  auto device = [](void* ctx) -> uint64_t { return static_cast<Clocks*>(ctx)->cpu + 7; };
+  const ClockSample s = best_of_burst(device, &clocks, cpu, &clocks, 4);
+  EXPECT_EQ(s.cpu_after - s.cpu_before, 50u);
 }
 
 }  // namespace

@@ -20,7 +20,7 @@ namespace {
 
 using cupti::testing::fake_cupti;
 using cupti::testing::fake_cupti_api;
-using cupti::testing::fake_host_now;
+using cupti::testing::fake_cpu_now;
 using cupti::testing::fake_device_time;
 using cupti::testing::SyntheticActivityBuffer;
 
@@ -60,7 +60,7 @@ class CuptiCaptureTest : public ::testing::Test {
   }
   bool start() { return capture_.start_with(fake_cupti_api(), 13, 130001, opts_); }
 
-  // Device time of a host time under the fake clock.
+  // Device time of a CPU time under the fake clock.
   uint64_t device(uint64_t host) const { return cupti::testing::fake_device_time(host); }
 
   CuptiCaptureOptions opts_;
@@ -99,7 +99,7 @@ TEST_F(CuptiCaptureTest, KernelsOnlyEnablesKernelsAndTheirCorrelationsAlone) {
 }
 
 TEST_F(CuptiCaptureTest, KernelsOfARegionBecomeOneEventWithProbeClockTimes) {
-  fake_cupti().clock_offset = 123'456'789;  // CUPTI clock far from the host clock
+  fake_cupti().clock_offset = 123'456'789;  // CUPTI clock far from the CPU clock
   ASSERT_TRUE(start());
 
   capture_.push_region(SP_OP_FORWARD, 2, 17);
@@ -111,7 +111,7 @@ TEST_F(CuptiCaptureTest, KernelsOfARegionBecomeOneEventWithProbeClockTimes) {
   capture_.pop_region();
   EXPECT_TRUE(fake_cupti().pushed.empty());
 
-  const uint64_t h = fake_host_now();
+  const uint64_t h = fake_cpu_now();
   SyntheticActivityBuffer b1, b2;
   // Out of order: the second kernel's tag arrives in a later buffer of the same window.
   b1.external(cupti::kProbeExternalKind, id, 1).kernel(device(h), device(h + 1000), 1, "k_a");
@@ -140,7 +140,7 @@ TEST_F(CuptiCaptureTest, KernelsOfARegionBecomeOneEventWithProbeClockTimes) {
 
 TEST_F(CuptiCaptureTest, MemcpysAreEmittedWithTheirBytes) {
   ASSERT_TRUE(start());
-  const uint64_t h = fake_host_now();
+  const uint64_t h = fake_cpu_now();
   SyntheticActivityBuffer b;
   b.memcpy_rec(device(h), device(h + 2000), 5, 1 << 20);
   fake_cupti().pending.push_back(b);
@@ -156,7 +156,7 @@ TEST_F(CuptiCaptureTest, PauseHandsCuptiOverAndResumeTakesItBack) {
   capture_.push_region(SP_OP_BACKWARD, 0, 3);
   const uint64_t id = fake_cupti().pushed.back();
   capture_.pop_region();
-  const uint64_t h = fake_host_now();
+  const uint64_t h = fake_cpu_now();
   SyntheticActivityBuffer b;
   b.external(cupti::kProbeExternalKind, id, 9).kernel(device(h), device(h + 100), 9, "k");
   fake_cupti().pending.push_back(b);
@@ -173,7 +173,7 @@ TEST_F(CuptiCaptureTest, PauseHandsCuptiOverAndResumeTakesItBack) {
   // torch.profiler ran and installed a TSC timestamp callback.
   fake_cupti().clock_rate = 3.0;
   fake_cupti().clock_offset = 0;
-  fake_cupti().clock_base = fake_host_now();
+  fake_cupti().clock_base = fake_cpu_now();
   ASSERT_TRUE(capture_.resume());
   EXPECT_EQ(fake_cupti().register_calls, 2) << "callbacks re-registered";
   EXPECT_TRUE(contains(fake_cupti().enabled, cupti::kKindConcurrentKernel));
@@ -185,7 +185,7 @@ TEST_F(CuptiCaptureTest, PauseHandsCuptiOverAndResumeTakesItBack) {
   capture_.push_region(SP_OP_FORWARD, 1, 4);
   const uint64_t id2 = fake_cupti().pushed.back();
   capture_.pop_region();
-  const uint64_t h2 = fake_host_now();
+  const uint64_t h2 = fake_cpu_now();
   SyntheticActivityBuffer b2;
   b2.external(cupti::kProbeExternalKind, id2, 10)
       .kernel(device(h2), device(h2 + 30'000), 10, "after");
@@ -252,7 +252,7 @@ TEST_F(CuptiCaptureTest, NoticesATimeBaseSwitchWhileRunning) {
   EXPECT_EQ(capture_.stats().time_base_changes, 0u);
   EXPECT_NEAR(capture_.stats().clock_skew_ppm, 0.0, 2000.0);
   fake_cupti().clock_rate = 3.0;  // someone installed a TSC timestamp callback
-  fake_cupti().clock_base = fake_host_now();
+  fake_cupti().clock_base = fake_cpu_now();
   std::this_thread::sleep_for(std::chrono::milliseconds(6));
   capture_.flush_now();
   EXPECT_EQ(capture_.stats().time_base_changes, 1u);
@@ -290,7 +290,7 @@ TEST_F(CuptiCaptureTest, NcclTaggedKernelsReachTheObserver) {
   capture_.push_nccl_op(77);
   const uint64_t id = fake_cupti().pushed.back();
   capture_.pop_nccl_op();
-  const uint64_t h = fake_host_now();
+  const uint64_t h = fake_cpu_now();
   SyntheticActivityBuffer b;
   b.external(cupti::kProbeExternalKind, id, 3)
       .kernel(device(h), device(h + 4000), 3, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");

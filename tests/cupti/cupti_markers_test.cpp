@@ -26,7 +26,7 @@ using cupti::testing::fake_cupti;
 using cupti::testing::fake_cupti_api;
 using cupti::testing::fake_device_time;
 using cupti::testing::fake_driver;
-using cupti::testing::fake_host_now;
+using cupti::testing::fake_cpu_now;
 using cupti::testing::SyntheticActivityBuffer;
 
 std::vector<sp_event> g_events;
@@ -88,7 +88,7 @@ TEST_F(CuptiMarkersTest, KernelsLaunchedBetweenARegionsMarkersAreItsFromAnyThrea
   EXPECT_TRUE(cupti::LaunchMarkers::is_marker_value(v_begin, 4));
   EXPECT_GT(fake_driver().capture_mode_exchanges, 0) << "a marker never joins a graph capture";
 
-  const uint64_t h = fake_host_now();
+  const uint64_t h = fake_cpu_now();
   SyntheticActivityBuffer b;
   b.kernel(device(h), device(h + 500), 9, "before");
   marker(b, v_begin, 10, h);
@@ -121,7 +121,7 @@ TEST_F(CuptiMarkersTest, AKernelWaitsForAMarkerLaunchedAfterIt) {
   ASSERT_TRUE(start());
   ASSERT_TRUE(capture_.push_region(SP_OP_FORWARD, 1, 0));
   const uint32_t v_begin = fake_driver().values.at(0);
-  const uint64_t h = fake_host_now();
+  const uint64_t h = fake_cpu_now();
   SyntheticActivityBuffer w1;
   marker(w1, v_begin, 20, h);
   w1.kernel(device(h + 100), device(h + 900), 21, "fwd");
@@ -180,10 +180,10 @@ TEST_F(CuptiMarkersTest, RegionDurationsAreNanosecondsInATscTimeBase) {
   ASSERT_TRUE(start());
   ASSERT_TRUE(capture_.push_region(SP_OP_OPTIMIZER, -1, 0));
   capture_.pop_region();
-  const uint64_t h = fake_host_now();
+  const uint64_t h = fake_cpu_now();
   SyntheticActivityBuffer b;
   marker(b, fake_driver().values.at(0), 30, h);
-  b.kernel(device(h + 1000), device(h + 1'001'000), 31, "adam");  // 1 ms of host time
+  b.kernel(device(h + 1000), device(h + 1'001'000), 31, "adam");  // 1 ms of CPU time
   marker(b, fake_driver().values.at(1), 32, h + 500);
   fake_cupti().pending.push_back(b);
   ASSERT_TRUE(capture_.flush_now());

@@ -19,7 +19,7 @@ int get_version(uint32_t* v) {
 }
 
 int get_timestamp(uint64_t* ts) {
-  *ts = fake_device_time(fake_host_now());
+  *ts = fake_device_time(fake_cpu_now());
   return 0;
 }
 
@@ -132,17 +132,17 @@ FakeCupti& fake_cupti() { return *g_fake; }
 void reset_fake_cupti() {
   delete g_fake;
   g_fake = new FakeCupti();
-  g_fake->clock_base = fake_host_now();
+  g_fake->clock_base = fake_cpu_now();
 }
 
-uint64_t fake_device_time(uint64_t host) {
-  if (g_fake->clock_rate == 1.0) return host + g_fake->clock_offset;
-  const double since = static_cast<double>(static_cast<int64_t>(host - g_fake->clock_base));
+uint64_t fake_device_time(uint64_t cpu) {
+  if (g_fake->clock_rate == 1.0) return cpu + g_fake->clock_offset;
+  const double since = static_cast<double>(static_cast<int64_t>(cpu - g_fake->clock_base));
   return static_cast<uint64_t>(static_cast<int64_t>(since * g_fake->clock_rate)) +
          g_fake->clock_offset;
 }
 
-uint64_t fake_host_now() {
+uint64_t fake_cpu_now() {
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);

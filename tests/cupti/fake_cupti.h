@@ -14,8 +14,8 @@ namespace sp::cupti::testing {
 struct FakeCupti {
   // Behaviour.
   int enable_result = 0;          // 999 mimics "no driver"
-  uint64_t clock_offset = 0;      // device = host + offset, or with rate != 1:
-  double clock_rate = 1.0;        // (host - clock_base) * rate + offset (3.0: a 3 GHz TSC)
+  uint64_t clock_offset = 0;      // device = cpu + offset, or with rate != 1:
+  double clock_rate = 1.0;        // (cpu - clock_base) * rate + offset (3.0: a 3 GHz TSC)
   uint64_t clock_base = 0;        // set at reset
   size_t dropped_to_report = 0;   // returned once by GetNumDroppedRecords
 
@@ -47,8 +47,8 @@ struct FakeCupti {
 FakeCupti& fake_cupti();
 void reset_fake_cupti();
 CuptiApi fake_cupti_api();
-uint64_t fake_host_now();
-// The fake CUPTI clock at a given host time.
-uint64_t fake_device_time(uint64_t host);
+uint64_t fake_cpu_now();
+// The fake CUPTI clock at a given CPU time.
+uint64_t fake_device_time(uint64_t cpu);
 
 }  // namespace sp::cupti::testing

@@ -26,7 +26,7 @@ namespace {
 using cupti::testing::fake_cupti;
 using cupti::testing::fake_cupti_api;
 using cupti::testing::fake_device_time;
-using cupti::testing::fake_host_now;
+using cupti::testing::fake_cpu_now;
 using cupti::testing::SyntheticActivityBuffer;
 
 RegionKey decoded(uint64_t id) {
@@ -133,7 +133,7 @@ TEST_F(RuntimeRegionsTest, TheRegionsGpuSpanReachesTheStepThatLaunchedIt) {
   const uint64_t t = sp_region_begin(SP_OP_BACKWARD, 2, 0);
   ASSERT_EQ(fake_cupti().pushed.size(), 1u);
   const uint64_t id = fake_cupti().pushed[0];
-  const uint64_t h = fake_host_now();
+  const uint64_t h = fake_cpu_now();
   sp_region_end(t);
   ASSERT_EQ(sp_mark_step(1), SP_OK);
 
@@ -162,7 +162,7 @@ TEST_F(RuntimeRegionsTest, TheRegionsGpuSpanReachesTheStepThatLaunchedIt) {
       if (ev.time_source == SP_TIME_CUPTI) {
         gpu = &ev;
         gpu_step = st.step;
-      } else if (ev.time_source == SP_TIME_HOST) {
+      } else if (ev.time_source == SP_TIME_CPU) {
         host = &ev;
       }
     }

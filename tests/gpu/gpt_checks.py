@@ -19,7 +19,7 @@ autograd engine's end, before DDP's bucket wait; optimizer: opt.step()), and rea
   step GPU-bound, so the events bracket kernels back to back, as the spans do.
 - the clock after the take-back: time_base_changes >= 1, time_base 2 (ticks: Kineto's TSC
   callback), skew within 1000 ppm, clock_offset_ns sane (ns base: |offset| < 1 ms; ticks base:
-  the host time at tick 0, a moment in the past).
+  the CPU time at tick 0, a moment in the past).
 - the hand-over: capture paused during the session, active after, torch.profiler saw kernels,
   one hand-over and one take-back counted; steps completed.
 - DDP's comm hook untouched (no hook registered by the probe on an NCCL model).
@@ -266,7 +266,7 @@ def check_gpt(args) -> int:
     sources = collections.Counter(f"{OP_NAMES.get(o['kind'])}/{TIME_SOURCES.get(o['time_source'])}"
                                   for o in ops)
     for p in (before, after):
-        if not cuda:  # the smoke matches its host stamps against the host-timed regions
+        if not cuda:  # the smoke matches its CPU stamps against the CPU-timed regions
             p["smoke_host_match"] = _match(p["regions"], [o for o in ops if o["time_source"] == 0])
         p["match"] = _match(p.pop("regions"), spans)
         p.pop("s0")

@@ -138,7 +138,7 @@ class Probe:
         self.lib.sp_cupti_region_pop()
 
     def region_begin(self, kind: int, microbatch: int, name_id: int) -> int:
-        """A host-timed runtime region; it also brackets the GPU work launched inside (CUPTI)."""
+        """A CPU-timed runtime region; it also brackets the GPU work launched inside (CUPTI)."""
         return self.lib.sp_region_begin(kind, microbatch, name_id)
 
     def region_end(self, token: int) -> None:

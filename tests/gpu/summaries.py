@@ -1,5 +1,5 @@
 """The runtime's step summaries as the analysis receives them, for the gpt check: which region
-times reached them (CUPTI spans, host stamps, CUDA events) and what they say.
+times reached them (CUPTI spans, CPU stamps, CUDA events) and what they say.
 
 A summary is taken with sp_set_summary_callback (sp_ctypes.Probe.set_summary_callback), which
 observes every finished summary just before it is queued for the transport, and decoded here

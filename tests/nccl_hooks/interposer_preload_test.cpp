@@ -99,7 +99,7 @@ TEST_F(InterposerPreload, AllReduceReachesNcclIntactAndIsRecorded) {
     EXPECT_EQ(ev[i].group_id, djb2a(id_)) << "group_id is NCCL's commHash of the unique id";
     EXPECT_EQ(ev[i].group_size, 4);
     EXPECT_EQ(ev[i].peer, -1);
-    EXPECT_EQ(ev[i].time_source, static_cast<uint32_t>(SP_TIME_HOST)) << "no GPU here";
+    EXPECT_EQ(ev[i].time_source, static_cast<uint32_t>(SP_TIME_CPU)) << "no GPU here";
     EXPECT_LE(ev[i].start_ns, ev[i].end_ns);
     EXPECT_EQ(name_of(ev[i]), "ncclAllReduce");
   }
@@ -231,7 +231,7 @@ TEST_F(InterposerPreload, NonBlockingCommunicatorsAreRecordedWithHostTimes) {
   ASSERT_EQ(ev.size(), 1u);
   EXPECT_EQ(ev[0].group_id, djb2a(id));
   EXPECT_EQ(ev[0].group_size, 2);
-  EXPECT_EQ(ev[0].time_source, static_cast<uint32_t>(SP_TIME_HOST));
+  EXPECT_EQ(ev[0].time_source, static_cast<uint32_t>(SP_TIME_CPU));
   ncclCommDestroy(nb);
 }
 

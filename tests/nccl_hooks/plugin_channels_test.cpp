@@ -1,6 +1,6 @@
 // The profiler plugin's operations with and without channels, through the exported v5 (NCCL 2.28)
 // and v6 (NCCL 2.29 / 2.30) tables: an operation that gets no KernelCh events (a send / receive
-// to the rank itself, a one-rank communicator) completes at its own stop with host times; one
+// to the rank itself, a one-rank communicator) completes at its own stop with CPU times; one
 // with channels at its last channel's stop with GPU times; one whose channels never start is
 // swept after the time bound (a fake clock, so no test sleeps); one with a channel in flight is
 // never swept. The counters are read through the C ABI as well.
@@ -24,7 +24,7 @@ namespace sp::nccl {
 namespace {
 
 constexpr uint64_t kSecond = 1000ull * 1000 * 1000;
-constexpr uint32_t kHost = SP_TIME_HOST;
+constexpr uint32_t kHost = SP_TIME_CPU;
 constexpr uint32_t kGpu = SP_TIME_NCCL;
 
 struct V5 {
@@ -117,7 +117,7 @@ TYPED_TEST_SUITE(PluginChannels, Versions);
 
 // A self send/recv announces channels (NCCL gives it a channel count) but gets no proxy
 // operation, so no KernelCh: it completes at its stop. So does a one-rank communicator's
-// collective. Emitted once each, host times; a later sweep or finalize adds nothing.
+// collective. Emitted once each, CPU times; a later sweep or finalize adds nothing.
 TYPED_TEST(PluginChannels, ChannelLessOperationsCompleteAtTheirOwnStopWithHostTimes) {
   using N = typename TestFixture::Driver;
   void* ctx = N::init(0xA5, 8, 3);
@@ -218,7 +218,7 @@ class PluginSweep : public PluginChannels<V5> {
 };
 
 // Channels announced, one of two never starts: swept after the bound (5 s here), not before, by
-// the start / stop of later operations, at most once per period (1 s); host times. A channel
+// the start / stop of later operations, at most once per period (1 s); CPU times. A channel
 // starting after the sweep is dropped (stale), never attributed to the handle's next operation.
 TEST_F(PluginSweep, StuckOperationIsSweptAfterTheBoundAtMostOncePerPeriod) {
   const uint64_t t0 = gpu::probe_now_ns();

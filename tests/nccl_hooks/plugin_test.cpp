@@ -107,7 +107,7 @@ TEST_F(PluginTest, V5CollectiveWithKernelChannelTimes) {
 }
 
 // v6 (NCCL 2.29+ asks for it first): v5's events unchanged, and copy-engine collectives, which
-// launch no kernel and report no channels, recorded at their stop with host times.
+// launch no kernel and report no channels, recorded at their stop with CPU times.
 TEST_F(PluginTest, V6CollectiveChannelsAndCopyEngineCollectives) {
   void* ctx = nullptr;
   int mask = 0;
@@ -164,7 +164,7 @@ TEST_F(PluginTest, V6CollectiveChannelsAndCopyEngineCollectives) {
   EXPECT_EQ(ev[1].group_size, 4);
   EXPECT_EQ(ev[1].bytes, 2000u);
   EXPECT_EQ(ev[1].seq, 1u) << "the communicator's collective sequence, shared with kernel collectives";
-  EXPECT_EQ(ev[1].time_source, static_cast<uint32_t>(SP_TIME_HOST));
+  EXPECT_EQ(ev[1].time_source, static_cast<uint32_t>(SP_TIME_CPU));
   EXPECT_STREQ(sp_test_name(ev[1].name_id), "ncclAllGather");
   EXPECT_EQ(plugin_stats().ce_ops, 1u);
   ASSERT_EQ(ncclProfiler_v6.finalize(ctx), 0);
@@ -318,7 +318,7 @@ TEST_F(PluginTest, V5P2pAndSequencesPerCommunicator) {
   EXPECT_EQ(ev[3].group_id, 2u);
   EXPECT_EQ(ev[3].seq, 0u);
   EXPECT_EQ(ev[4].seq, 1u);
-  EXPECT_EQ(ev[4].time_source, static_cast<uint32_t>(SP_TIME_HOST)) << "no channel timers";
+  EXPECT_EQ(ev[4].time_source, static_cast<uint32_t>(SP_TIME_CPU)) << "no channel timers";
   ncclProfiler_v5.finalize(a);
   ncclProfiler_v5.finalize(b);
 }
@@ -382,7 +382,7 @@ TEST_F(PluginTest, V3TakesTheCommunicatorFromTheEvents) {
   EXPECT_EQ(ev[0].coll, static_cast<uint32_t>(SP_COLL_BROADCAST));
   EXPECT_EQ(ev[0].group_id, kHash + 3);
   EXPECT_EQ(ev[0].bytes, 12u);
-  EXPECT_EQ(ev[0].time_source, static_cast<uint32_t>(SP_TIME_HOST));
+  EXPECT_EQ(ev[0].time_source, static_cast<uint32_t>(SP_TIME_CPU));
   ncclProfiler_v3.finalize(ctx);
 }
 
@@ -467,7 +467,7 @@ TEST_F(PluginTest, FinalizeEmitsOperationsStillWaitingForChannels) {
   ASSERT_EQ(ncclProfiler_v5.finalize(ctx), 0);
   const auto ev = recorded();
   ASSERT_EQ(ev.size(), 1u);
-  EXPECT_EQ(ev[0].time_source, static_cast<uint32_t>(SP_TIME_HOST));
+  EXPECT_EQ(ev[0].time_source, static_cast<uint32_t>(SP_TIME_CPU));
   EXPECT_EQ(plugin_stats().ops_swept, 1u);
 }
 

@@ -296,7 +296,7 @@ TEST(OwnStepMarks, MarksWhileAloneAndStandsDownForGoodAtAForeignMark) {
 
 // ---- stream timer against a simulated GPU -------------------------------------------------------
 
-// A GPU whose clock is the host clock plus a lag: an event "executes" `lag` after it is recorded.
+// A GPU whose clock is the CPU clock plus a lag: an event "executes" `lag` after it is recorded.
 struct SimGpu {
   uint64_t lag_ns = 200'000;
   bool capturing = false;
@@ -392,13 +392,13 @@ TEST(StreamTimer, TimesOperationsOnTheGpuClockWithoutWaiting) {
   void* stream = reinterpret_cast<void*>(uintptr_t{0x77});
   EXPECT_FALSE(timer.capturing(stream));
 
-  const uint64_t host_before = gpu::probe_now_ns();
+  const uint64_t cpu_before = gpu::probe_now_ns();
   StreamTimer::Pending* p = timer.begin(stream);
   ASSERT_NE(p, nullptr);
   sp_event ev = gpu::blank_event();
   ev.kind = SP_OP_COLLECTIVE;
   ev.bytes = 123;
-  ev.start_ns = 1;  // host times: replaced
+  ev.start_ns = 1;  // CPU times: replaced
   ev.end_ns = 2;
   timer.end(p, stream, ev);
   EXPECT_EQ(timer.poll(), 0u) << "the GPU has not run it yet";
@@ -409,9 +409,9 @@ TEST(StreamTimer, TimesOperationsOnTheGpuClockWithoutWaiting) {
   const sp_event& t = g_timed[0];
   EXPECT_EQ(t.time_source, static_cast<uint32_t>(SP_TIME_CUDA_EVENT));
   EXPECT_EQ(t.bytes, 123u);
-  // GPU start ≈ host record time + lag, on the probe clock within the anchor's precision.
+  // GPU start ≈ CPU record time + lag, on the probe clock within the anchor's precision.
   EXPECT_GE(static_cast<double>(t.start_ns),
-            static_cast<double>(host_before + gpu.lag_ns) - 50'000.0);
+            static_cast<double>(cpu_before + gpu.lag_ns) - 50'000.0);
   EXPECT_LE(t.start_ns, gpu::probe_now_ns());
   EXPECT_EQ(timer.stats().timed, 1u);
 
@@ -507,7 +507,8 @@ TEST(StreamTimer, NoTimingEventsOnCommunicationStreamsWithOneConnection) {
   const char* why = why_no_stream_timing(nullptr, "1");
   ASSERT_NE(why, nullptr);
   EXPECT_NE(std::string(why).find("NCCL profiler plugin"), std::string::npos) << why;
-  ASSERT_NE(why_no_stream_timing("host", nullptr), nullptr);
+  ASSERT_NE(why_no_stream_timing("cpu", nullptr), nullptr);
+  ASSERT_NE(why_no_stream_timing("host", nullptr), nullptr) << "the old name, read for one release";
 }
 
 // The lock-free slot pool of the plugin and the stream timer: first freed, first reused (a handle

@@ -207,7 +207,7 @@ std::string_view fault_cause(FaultKind kind) {
     case FaultKind::kSeqLens: return "seq-imbalance";
     case FaultKind::kHeavyLastStage: return "stage-imbalance";
     case FaultKind::kSlowLink: return "comm";
-    case FaultKind::kDataStall: return "host-delay";
+    case FaultKind::kDataStall: return "cpu-delay";
   }
   return "none";
 }

@@ -51,7 +51,7 @@ enum class FaultKind {
   kHeavyLastStage,  // stage-imbalance: the last stage's compute is `slowdown` longer
   kSlowLink,        // comm: one rank's collectives (no pipeline) or its p2p link to the next
                     // stage (pipeline) transfer `slowdown` longer
-  kDataStall,       // host-delay: one rank's data-loader wait is about `pause_s` longer
+  kDataStall,       // cpu-delay: one rank's data-loader wait is about `pause_s` longer
 };
 
 struct Fault {

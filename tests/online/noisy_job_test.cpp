@@ -233,7 +233,7 @@ TEST(NoisyJob, GcPausesAndDataStallsAddTheirPauseToTheStep) {
     const StepTruth& u = stall.truth[si];
     const double wait = seconds(find_op(stall.run.steps[si][3], SP_OP_DATA_WAIT));
     if (s >= 1 && (s - 1) % 2 == 0) {
-      EXPECT_EQ(u.cause(), "host-delay");
+      EXPECT_EQ(u.cause(), "cpu-delay");
       EXPECT_EQ(u.active[0].targets, std::vector<std::string>{"rank:3"});
       EXPECT_NEAR(stall.run.step_time_s[si] - stall.clean_step_time_s[si], wait - 0.002, 1e-6);
     } else {

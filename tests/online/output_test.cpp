@@ -31,21 +31,21 @@ TEST(OnlineOutput, LogLineFormat) {
   v.evidence = "fixing stage 3 recovers 80% (M_S=0.80)";
   EXPECT_EQ(format_log_line(v),
             "straggler_probe step=120 time=2.213s ideal=1.843s S=1.20 cause=stage-imbalance "
-            "worst=stage:3 S_w=1.23 top_op=forward-compute host_gaps=1.2% "
+            "worst=stage:3 S_w=1.23 top_op=forward-compute cpu_gaps=1.2% "
             "evidence=\"fixing stage 3 recovers 80% (M_S=0.80)\"");
   v.cause = Cause::kNone;
   v.worst = {};
   v.evidence = "say \"hi\"";
   EXPECT_EQ(format_log_line(v),
             "straggler_probe step=120 time=2.213s ideal=1.843s S=1.20 cause=none worst=- "
-            "S_w=1.23 top_op=forward-compute host_gaps=1.2% evidence=\"say \\\"hi\\\"\"");
+            "S_w=1.23 top_op=forward-compute cpu_gaps=1.2% evidence=\"say \\\"hi\\\"\"");
   // Against the noise model: the part of S - 1 that jitter explains and the verdict's p-value.
   v.null_ready = true;
   v.jitter = 0.031;
   v.p = 0.42;
   EXPECT_EQ(format_log_line(v),
             "straggler_probe step=120 time=2.213s ideal=1.843s S=1.20 cause=none worst=- "
-            "S_w=1.23 top_op=forward-compute host_gaps=1.2% jitter=3.1% p=0.42 evidence=\"say \\\"hi\\\"\"");
+            "S_w=1.23 top_op=forward-compute cpu_gaps=1.2% jitter=3.1% p=0.42 evidence=\"say \\\"hi\\\"\"");
   StepVerdict s;
   s.step = 7;
   s.skip_reason = "incomplete: no summary from rank(s) 3";
@@ -129,7 +129,7 @@ TEST(OnlineOutput, LinesSummaryJsonlAndReport) {
   ASSERT_EQ(lines.size(), 15u);
   const std::regex line_re(
       R"(straggler_probe step=\d+ time=\d+\.\d{3}s ideal=\d+\.\d{3}s S=\d+\.\d{2} cause=[a-z-]+ )"
-      R"(worst=((rank|stage):\d+|-) S_w=\d+\.\d{2} top_op=[a-z-]+ host_gaps=\d+\.\d% jitter=\d+\.\d% p=\S+ )"
+      R"(worst=((rank|stage):\d+|-) S_w=\d+\.\d{2} top_op=[a-z-]+ cpu_gaps=\d+\.\d% jitter=\d+\.\d% p=\S+ )"
       R"(evidence=".*")");
   const std::regex alarm_re(
       R"(straggler_probe alarm raised: rank:3 cause=worker since step \d+ \(\d+ of the last \d+ steps, )"

@@ -1,4 +1,4 @@
-// One op, one source: an op timed by several sources (host region, CUDA events, CUPTI span;
+// One op, one source: an op timed by several sources (CPU-timed region, CUDA events, CUPTI span;
 // c10d hooks and the NCCL plugin) enters the step model once, with the best source, and the
 // left-out records are counted by kind and source.
 #include <gtest/gtest.h>
@@ -36,31 +36,31 @@ runtime::StepSummary summary(int rank, int world, std::vector<sp_event> ops) {
 
 TEST(OnlineSourceSelection, ComputeTakesTheBestSourceOfEachOpAndKeepsWhatItLacks) {
   const std::vector<runtime::StepSummary> ss = {summary(0, 1, {
-      op(SP_OP_FORWARD, SP_TIME_HOST, 0, 10, 0),          // 0: superseded by CUPTI
+      op(SP_OP_FORWARD, SP_TIME_CPU, 0, 10, 0),          // 0: superseded by CUPTI
       op(SP_OP_FORWARD, SP_TIME_CUPTI, 1, 9, 0),          // 1
-      op(SP_OP_FORWARD, SP_TIME_HOST, 10, 20, 1),         // 2: CUPTI missed it: kept
+      op(SP_OP_FORWARD, SP_TIME_CPU, 10, 20, 1),         // 2: CUPTI missed it: kept
       op(SP_OP_FORWARD, SP_TIME_CUDA_EVENT, 10, 20, 0),   // 3: superseded by CUPTI
-      op(SP_OP_BACKWARD, SP_TIME_HOST, 20, 40, 0),        // 4: superseded by CUDA events
+      op(SP_OP_BACKWARD, SP_TIME_CPU, 20, 40, 0),        // 4: superseded by CUDA events
       op(SP_OP_BACKWARD, SP_TIME_CUDA_EVENT, 21, 39, 0),  // 5
-      op(SP_OP_GC, SP_TIME_HOST, 5, 6),                   // 6: always host
-      op(SP_OP_DATA_WAIT, SP_TIME_HOST, 0, 1),            // 7
-      op(SP_OP_OPTIMIZER, SP_TIME_HOST, 40, 45),          // 8: the only source
+      op(SP_OP_GC, SP_TIME_CPU, 5, 6),                   // 6: always CPU-timed
+      op(SP_OP_DATA_WAIT, SP_TIME_CPU, 0, 1),            // 7
+      op(SP_OP_OPTIMIZER, SP_TIME_CPU, 40, 45),          // 8: the only source
   })};
   const SourceSelection sel = select_sources(testing::summary_ptrs(ss));
   EXPECT_EQ(sel.keep[0], (std::vector<bool>{false, true, true, false, false, true, true, true, true}));
   EXPECT_EQ(sel.superseded, 3u);
   EXPECT_EQ(sel.kept_alone, 1u);
   EXPECT_EQ(sel.superseded_by, (std::map<std::string, uint64_t>{
-                                   {"backward: host < cuda-event", 1},
+                                   {"backward: cpu < cuda-event", 1},
                                    {"forward: cuda-event < cupti", 1},
-                                   {"forward: host < cupti", 1}}));
+                                   {"forward: cpu < cupti", 1}}));
 }
 
 TEST(OnlineSourceSelection, NamedRegionsAreMatchedByName) {
   runtime::StepSummary s = summary(0, 1, {
-      op(SP_OP_OTHER, SP_TIME_HOST, 0, 10),
+      op(SP_OP_OTHER, SP_TIME_CPU, 0, 10),
       op(SP_OP_OTHER, SP_TIME_CUPTI, 1, 9),
-      op(SP_OP_OTHER, SP_TIME_HOST, 10, 20),  // another region, never on the GPU
+      op(SP_OP_OTHER, SP_TIME_CPU, 10, 20),  // another region, never on the GPU
   });
   s.names = {"", "attention", "tokenize"};
   s.ops[0].name_id = s.ops[1].name_id = 1;
@@ -74,29 +74,29 @@ TEST(OnlineSourceSelection, CommunicationUsesTheBestSourceEveryRankHas) {
   // Both ranks have the NCCL plugin's view and the c10d hooks' view of one all-reduce (another
   // group hash and sequence numbering): NCCL wins on both.
   std::vector<runtime::StepSummary> ss = {
-      summary(0, 2, {allreduce(SP_TIME_HOST, 7, 1, 30, 55), allreduce(SP_TIME_NCCL, 99, 0, 31, 54)}),
-      summary(1, 2, {allreduce(SP_TIME_HOST, 7, 1, 50, 55), allreduce(SP_TIME_NCCL, 99, 0, 50, 54)}),
+      summary(0, 2, {allreduce(SP_TIME_CPU, 7, 1, 30, 55), allreduce(SP_TIME_NCCL, 99, 0, 31, 54)}),
+      summary(1, 2, {allreduce(SP_TIME_CPU, 7, 1, 50, 55), allreduce(SP_TIME_NCCL, 99, 0, 50, 54)}),
   };
   SourceSelection sel = select_sources(testing::summary_ptrs(ss));
   EXPECT_EQ(sel.keep[0], (std::vector<bool>{false, true}));
   EXPECT_EQ(sel.keep[1], (std::vector<bool>{false, true}));
-  EXPECT_EQ(sel.superseded_by.at("collective: host < nccl"), 2u);
+  EXPECT_EQ(sel.superseded_by.at("collective: cpu < nccl"), 2u);
 
-  // Rank 1 has no NCCL view (its plugin slot was taken): host everywhere, so that the
+  // Rank 1 has no NCCL view (its plugin slot was taken): CPU times everywhere, so that the
   // collective still matches across ranks.
   ss[1].ops.pop_back();
   sel = select_sources(testing::summary_ptrs(ss));
   EXPECT_EQ(sel.keep[0], (std::vector<bool>{true, false}));
   EXPECT_EQ(sel.keep[1], (std::vector<bool>{true}));
-  EXPECT_EQ(sel.superseded_by.at("collective: nccl < host"), 1u);
+  EXPECT_EQ(sel.superseded_by.at("collective: nccl < cpu"), 1u);
 }
 
 TEST(OnlineSourceSelection, TheModelCountsAnOpTimedTwiceOnce) {
   const std::vector<runtime::StepSummary> ss = {
-      summary(0, 2, {op(SP_OP_FORWARD, SP_TIME_HOST, 0, 10, 0), op(SP_OP_FORWARD, SP_TIME_CUPTI, 2, 9, 0),
-                     allreduce(SP_TIME_HOST, 7, 1, 30, 55), allreduce(SP_TIME_NCCL, 99, 0, 31, 54)}),
-      summary(1, 2, {op(SP_OP_FORWARD, SP_TIME_HOST, 0, 20, 0), op(SP_OP_FORWARD, SP_TIME_CUPTI, 2, 19, 0),
-                     allreduce(SP_TIME_HOST, 7, 1, 50, 55), allreduce(SP_TIME_NCCL, 99, 0, 50, 54)}),
+      summary(0, 2, {op(SP_OP_FORWARD, SP_TIME_CPU, 0, 10, 0), op(SP_OP_FORWARD, SP_TIME_CUPTI, 2, 9, 0),
+                     allreduce(SP_TIME_CPU, 7, 1, 30, 55), allreduce(SP_TIME_NCCL, 99, 0, 31, 54)}),
+      summary(1, 2, {op(SP_OP_FORWARD, SP_TIME_CPU, 0, 20, 0), op(SP_OP_FORWARD, SP_TIME_CUPTI, 2, 19, 0),
+                     allreduce(SP_TIME_CPU, 7, 1, 50, 55), allreduce(SP_TIME_NCCL, 99, 0, 50, 54)}),
   };
   std::string err;
   const auto m = build_step_model(testing::summary_ptrs(ss), ModelOptions{}, &err);
@@ -162,8 +162,8 @@ TEST(OnlineSourceSelection, DuplicatedSourcesGiveTheSameVerdictsAndAreReported) 
   }
   const OnlineStats st = twice.stats();
   EXPECT_EQ(st.ops_superseded, copies) << "one record of each pair left out";
-  EXPECT_GT(st.ops_superseded_by.at("forward: host < cupti"), 0u);
-  EXPECT_GT(st.ops_superseded_by.at("collective: host < nccl"), 0u);
+  EXPECT_GT(st.ops_superseded_by.at("forward: cpu < cupti"), 0u);
+  EXPECT_GT(st.ops_superseded_by.at("collective: cpu < nccl"), 0u);
   EXPECT_EQ(once.stats().ops_superseded, 0u);
 
   const std::string dir =
@@ -172,7 +172,7 @@ TEST(OnlineSourceSelection, DuplicatedSourcesGiveTheSameVerdictsAndAreReported) 
   std::ifstream rf(dir + "/report.json");
   const auto report = nlohmann::json::parse(rf);
   EXPECT_EQ(report.at("stats").at("ops_superseded").get<uint64_t>(), copies);
-  EXPECT_TRUE(report.at("stats").at("ops_superseded_by").contains("backward: host < cupti"));
+  EXPECT_TRUE(report.at("stats").at("ops_superseded_by").contains("backward: cpu < cupti"));
   std::filesystem::remove_all(dir);
 }
 

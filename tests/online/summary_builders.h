@@ -14,7 +14,7 @@ constexpr uint64_t kMs = 1'000'000;
 constexpr uint64_t kT0 = 1'000'000'000'000ULL;
 
 inline sp_event timed_op(uint32_t kind, uint64_t start_ms, uint64_t end_ms, int mb = -1,
-                         uint32_t source = SP_TIME_HOST) {
+                         uint32_t source = SP_TIME_CPU) {
   sp_event e{};
   e.start_ns = kT0 + start_ms * kMs;
   e.end_ns = kT0 + end_ms * kMs;
@@ -26,7 +26,7 @@ inline sp_event timed_op(uint32_t kind, uint64_t start_ms, uint64_t end_ms, int 
 }
 
 inline sp_event all_reduce_op(uint64_t start_ms, uint64_t end_ms, uint64_t group, uint64_t seq,
-                              int group_size, uint32_t source = SP_TIME_HOST) {
+                              int group_size, uint32_t source = SP_TIME_CPU) {
   sp_event e = timed_op(SP_OP_COLLECTIVE, start_ms, end_ms, -1, source);
   e.coll = SP_COLL_ALL_REDUCE;
   e.group_id = group;

@@ -38,7 +38,7 @@ struct P2p {
 };
 
 struct Instr {
-  enum Type { kHost, kComm } type = kHost;
+  enum Type { kCompute, kComm } type = kCompute;
   uint32_t kind = SP_OP_FORWARD;
   int mb = -1;
   double dur = 0;
@@ -80,11 +80,11 @@ struct StageProgram {
   std::vector<P2p> recv_grad(int mb) const { return last() ? std::vector<P2p>{} : std::vector<P2p>{{false, next(), mb}}; }
   std::vector<P2p> send_grad(int mb) const { return first() ? std::vector<P2p>{} : std::vector<P2p>{{true, prev(), mb}}; }
   void forward(int mb) const {
-    out->push_back({Instr::kHost, SP_OP_FORWARD, mb, fwd[static_cast<size_t>(mb)],
+    out->push_back({Instr::kCompute, SP_OP_FORWARD, mb, fwd[static_cast<size_t>(mb)],
                     mb == 0 ? gc_pause : 0.0, false, {}});
   }
   void backward(int mb) const {
-    out->push_back({Instr::kHost, SP_OP_BACKWARD, mb, bwd[static_cast<size_t>(mb)], 0,
+    out->push_back({Instr::kCompute, SP_OP_BACKWARD, mb, bwd[static_cast<size_t>(mb)], 0,
                     job.dp > 1 && mb == job.microbatches - 1, {}});
   }
 };
@@ -168,7 +168,7 @@ class StepExecutor {
         const size_t ri = static_cast<size_t>(r);
         while (pc_[ri] < prog_[ri].size()) {
           const Instr& in = prog_[ri][pc_[ri]];
-          if (!(in.type == Instr::kHost ? host(r, in) : comm(r, in))) break;
+          if (!(in.type == Instr::kCompute ? host(r, in) : comm(r, in))) break;
           phase_[ri] = 0;
           ++pc_[ri];
           progress = true;
@@ -352,7 +352,7 @@ SyntheticRun run_synthetic(const SyntheticJob& job, int num_steps) {
         if (ss == step) sp *= mult;
       }
       std::vector<Instr>& p = prog[static_cast<size_t>(r)];
-      p.push_back({Instr::kHost, SP_OP_DATA_WAIT, -1, hooked(job, {SP_OP_DATA_WAIT, step, r, -1, -1}, job.data_wait_s),
+      p.push_back({Instr::kCompute, SP_OP_DATA_WAIT, -1, hooked(job, {SP_OP_DATA_WAIT, step, r, -1, -1}, job.data_wait_s),
                    0, false, {}});
       StageProgram stage{job, r, r / job.dp, {}, {}, 0.0, &p};
       for (int mb = 0; mb < job.microbatches; ++mb) {
@@ -381,7 +381,7 @@ SyntheticRun run_synthetic(const SyntheticJob& job, int num_steps) {
       } else {
         gpipe(stage);
       }
-      p.push_back({Instr::kHost, SP_OP_OPTIMIZER, -1, hooked(job, {SP_OP_OPTIMIZER, step, r, -1, -1}, job.optimizer_s),
+      p.push_back({Instr::kCompute, SP_OP_OPTIMIZER, -1, hooked(job, {SP_OP_OPTIMIZER, step, r, -1, -1}, job.optimizer_s),
                    0, false, {}});
     }
     StepExecutor(job, step, std::move(prog), &out, &t).run(seq);

@@ -36,7 +36,7 @@ struct SyntheticJob {
   double forward_s = 0.020;
   double backward_s = 0.040;
   double optimizer_s = 0.005;
-  double gap_s = 0.0003;        // host time between consecutive ops (launch delay)
+  double gap_s = 0.0003;        // CPU time between consecutive ops (launch delay)
   double finalize_s = 0.0002;   // backward's work after its bucket all-reduces finished
   int buckets = 2;
   double allreduce_s = 0.004;   // transfer time of one bucket

@@ -1,6 +1,6 @@
 """Issue 22: which clock times the regions of a CUDA job, and what it costs the training thread.
 
-- GPU capture (CUPTI) active: no CUDA event at all, host stamps, the GPU region tags pushed and
+- GPU capture (CUPTI) active: no CUDA event at all, CPU stamps, the GPU region tags pushed and
   popped (CUPTI's spans time the regions in the analysis), no resolver thread.
 - Not active: CUDA events, pooled (none made per region after warm-up), and the resolver thread
   starts at the first region and sleeps while nothing is pending (no 5 ms poll taking the GIL).
@@ -16,7 +16,7 @@ from test_timing import _FakeTorch, _region, _wait_for
 from straggler_probe import _native as N
 from straggler_probe._config import Config
 from straggler_probe._probe import Probe
-from straggler_probe._timing import CudaEventTimer, CuptiRegionTimer, GpuRegionTags, HostTimer
+from straggler_probe._timing import CudaEventTimer, CuptiRegionTimer, GpuRegionTags, CpuTimer
 
 
 class _FakeCore:
@@ -62,7 +62,7 @@ def _choose(capture_active: bool, cuda_events: str = "auto"):
     torch.cuda.Event = counting_event
     core = _FakeCore(capture_active)
     probe = types.SimpleNamespace(torch=torch, cfg=Config(cuda_events=cuda_events), core=core,
-                                  rec=types.SimpleNamespace(timer=HostTimer(core.record), gpu=None),
+                                  rec=types.SimpleNamespace(timer=CpuTimer(core.record), gpu=None),
                                   timer=None)
     probe._start_gpu_capture = lambda: Probe._start_gpu_capture(probe)
     Probe._choose_timer(probe)
@@ -78,7 +78,7 @@ def test_with_gpu_capture_regions_take_host_stamps_and_tags_no_cuda_event():
     timer.submit(N.FORWARD, start, timer.stamp(), 0, 0, N.STREAM_MAIN, 3)
     assert made == [], "no CUDA event made"
     assert isinstance(start, int) and core.recorded[-1][0] == N.FORWARD
-    assert core.recorded[-1][12] == N.TIME_HOST, "host time; CUPTI's span supersedes it"
+    assert core.recorded[-1][12] == N.TIME_CPU, "CPU time; CUPTI's span supersedes it"
     probe.rec.gpu.push(N.FORWARD, 0)
     probe.rec.gpu.pop(N.FORWARD)
     assert core.tags == [("push", N.FORWARD, 0, 0), ("pop",)]
@@ -92,7 +92,7 @@ def test_without_gpu_capture_cuda_events_and_the_on_setting_keeps_them():
         assert (probe.rec.gpu is not None) == active, "tags whenever the capture is active"
         probe.rec.timer.close()
     probe, _, _ = _choose(capture_active=False, cuda_events="off")
-    assert isinstance(probe.rec.timer, HostTimer)
+    assert isinstance(probe.rec.timer, CpuTimer)
 
 
 def test_resolver_starts_at_the_first_region_and_sleeps_while_idle():

@@ -102,7 +102,7 @@ def test_bad_transport_protocol_is_one_clear_error():
 
 
 class _FakeEvent:
-    """A CUDA event stand-in: 'records' the host time; the GPU is always done."""
+    """A CUDA event stand-in: 'records' the CPU time; the GPU is always done."""
 
     def __init__(self, enable_timing: bool = False):
         self.t = None
@@ -146,5 +146,14 @@ def test_cuda_event_timer_resolves_off_thread_and_pins_the_step():
     kind, t0, t1, mb, _name, stream, *_rest, source, step_plus_one = recorded[0]
     assert (kind, mb, stream, source, step_plus_one) == (N.FORWARD, 3, N.STREAM_MAIN,
                                                          N.TIME_CUDA_EVENT, 8)
-    assert 9e6 <= t1 - t0 <= 50e6  # ~10 ms, on the host clock's axis
+    assert 9e6 <= t1 - t0 <= 50e6  # ~10 ms, on the CPU clock's axis
     assert abs(t0 - start.t) < 2e6
+
+
+def test_scalars_read_the_old_name_of_cpu_delay():
+    # A verdict file written before "host" meant the machine only names the cause "host-delay";
+    # a logger reading an older run still gets the cause's code (one release of overlap).
+    from straggler_probe._verdicts import CAUSE_CODES, scalars
+    old = scalars({"analyzed": True, "cause": "host-delay", "S": 1.3, "worst_S": 1.2, "worst": "rank:2"})
+    new = scalars({"analyzed": True, "cause": "cpu-delay", "S": 1.3, "worst_S": 1.2, "worst": "rank:2"})
+    assert old == new and new["straggler/cause"] == CAUSE_CODES["cpu-delay"] == 6

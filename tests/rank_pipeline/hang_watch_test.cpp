@@ -215,7 +215,7 @@ TEST(HostAggregated, AMemberWhoseSocketClosesSendsAsAHostOfItsOwn) {
   EXPECT_NE(warnings[0].find("sends as a host of its own"), std::string::npos) << warnings[0];
 }
 
-// Bytes from another process on the host socket that are not a heartbeat: one warning, saying
+// Bytes from another process on the CPU socket that are not a heartbeat: one warning, saying
 // what was wrong and never the bytes; the connection (its summaries) and the job go on.
 TEST(HostAggregated, AMalformedHeartbeatIsOneWarningNeverEchoed) {
   TransportOptions o;

@@ -83,7 +83,7 @@ TEST_F(CApi, NestedRegionsLandInTheirStepWithNames) {
   EXPECT_EQ(op_name(s, s.ops[0]), "forward");  // started first
   EXPECT_EQ(s.ops[0].kind, static_cast<uint32_t>(SP_OP_FORWARD));
   EXPECT_EQ(s.ops[0].microbatch, 2);
-  EXPECT_EQ(s.ops[0].time_source, static_cast<uint32_t>(SP_TIME_HOST));
+  EXPECT_EQ(s.ops[0].time_source, static_cast<uint32_t>(SP_TIME_CPU));
   EXPECT_EQ(op_name(s, s.ops[1]), "attention");
   EXPECT_LE(s.ops[0].start_ns, s.ops[1].start_ns);
   EXPECT_GE(s.ops[0].end_ns, s.ops[1].end_ns);

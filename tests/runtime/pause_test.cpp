@@ -19,14 +19,14 @@ class Pause : public ::testing::Test {
   }
 };
 
-sp_event host_event(uint64_t start) {
+sp_event cpu_event(uint64_t start) {
   sp_event ev{};
   ev.kind = SP_OP_OTHER;
   ev.start_ns = start;
   ev.end_ns = start + 10;
   ev.microbatch = -1;
   ev.peer = -1;
-  ev.time_source = SP_TIME_HOST;
+  ev.time_source = SP_TIME_CPU;
   return ev;
 }
 
@@ -39,23 +39,23 @@ sp_pause_state pause_state() {
 TEST_F(Pause, TakesEffectAtTheNextMarkAndResumeRecordsAgain) {
   const sp_config cfg = test_config();
   ASSERT_EQ(sp_init(&cfg), SP_OK) << sp_last_warning();
-  const sp_event before = host_event(sp_now_ns());
+  const sp_event before = cpu_event(sp_now_ns());
   ASSERT_EQ(sp_record(&before), SP_OK);
   ASSERT_EQ(sp_set_recording_paused(1), SP_OK);
   EXPECT_EQ(pause_state().wanted, 1);
   EXPECT_EQ(pause_state().paused, 0);  // not before the step boundary
-  const sp_event in_step0 = host_event(sp_now_ns());
+  const sp_event in_step0 = cpu_event(sp_now_ns());
   EXPECT_EQ(sp_record(&in_step0), SP_OK);
   ASSERT_EQ(sp_mark_step(0), SP_OK);  // step 0 recorded whole; paused from here
   EXPECT_EQ(pause_state().paused, 1);
-  const sp_event in_step1 = host_event(sp_now_ns());
+  const sp_event in_step1 = cpu_event(sp_now_ns());
   EXPECT_EQ(sp_record(&in_step1), SP_ERR_PAUSED);
   EXPECT_EQ(sp_region_begin(SP_OP_FORWARD, 0, 0), 0u);
   ASSERT_EQ(sp_mark_step(1), SP_OK);
   ASSERT_EQ(sp_set_recording_paused(0), SP_OK);
   EXPECT_EQ(sp_record(&in_step1), SP_ERR_PAUSED);  // still step 2's boundary away
   ASSERT_EQ(sp_mark_step(2), SP_OK);  // step 2 paused too; recording from here
-  const sp_event in_step3 = host_event(sp_now_ns());
+  const sp_event in_step3 = cpu_event(sp_now_ns());
   EXPECT_EQ(sp_record(&in_step3), SP_OK);
   ASSERT_EQ(sp_mark_step(3), SP_OK);
   const sp_pause_state st = pause_state();

@@ -45,7 +45,7 @@ inline sp_event make_event(uint64_t start, uint64_t end, uint32_t kind = SP_OP_F
   e.kind = kind;
   e.microbatch = -1;
   e.peer = -1;
-  e.time_source = SP_TIME_HOST;
+  e.time_source = SP_TIME_CPU;
   return e;
 }
 

@@ -73,10 +73,10 @@ void InterposerRecorder::ensure_timer() {
     } else {
       log::warn_once("cuda_timer_unavailable",
                      "CUDA events unavailable (no driver/device?): NCCL operations are timed on "
-                     "the host");
+                     "the CPU");
     }
   } else {
-    log::info("no CUDA runtime in the process: NCCL operations timed on the host");
+    log::info("no CUDA runtime in the process: NCCL operations timed on the CPU");
   }
   timer_checked_.store(true, std::memory_order_release);
 }
@@ -147,7 +147,7 @@ InterposerRecorder::Call InterposerRecorder::begin(NcclOp op, ncclComm_t comm) {
   call.step_label = gpu::current_step_label();
   call.op_id = next_op_id_.fetch_add(1, std::memory_order_relaxed);
   gpu::tag_nccl_op(call.op_id);
-  call.host_start = gpu::probe_now_ns();
+  call.cpu_start = gpu::probe_now_ns();
   if (timer != nullptr) call.timing = timer->begin(op.stream);
   return call;
 }
@@ -178,7 +178,7 @@ InterposerRecorder::Call InterposerRecorder::begin_group_end() {
   if (tl.group_depth != 1 || tl.group.count() == 0) return call;  // inner end, or empty group
   call.group_end = true;
   call.record = true;
-  call.host_start = tl.group_start_ns;
+  call.cpu_start = tl.group_start_ns;
   call.step_label = tl.group_step_label;
   call.op_id = next_op_id_.fetch_add(1, std::memory_order_relaxed);
   gpu::tag_nccl_op(call.op_id);
@@ -210,7 +210,7 @@ void InterposerRecorder::finish(const OpIdentity& id, Call& call, ncclResult_t r
     return;
   }
   sp_event ev = gpu::blank_event();
-  ev.start_ns = call.host_start;
+  ev.start_ns = call.cpu_start;
   ev.end_ns = gpu::probe_now_ns();
   ev.kind = id.kind;
   ev.coll = id.coll;
@@ -222,11 +222,11 @@ void InterposerRecorder::finish(const OpIdentity& id, Call& call, ncclResult_t r
   ev.stream = stream_id(id.stream);
   ev.name_id = id.one_sided ? nccl_one_sided_name(id.coll, id.bytes)
                             : nccl_event_name(id.coll, id.folded_group && id.coll == SP_COLL_NONE);
-  ev.time_source = SP_TIME_HOST;
+  ev.time_source = SP_TIME_CPU;
 
   if (result == ncclInProgress) {
     counters_.in_progress.fetch_add(1, std::memory_order_relaxed);
-    log::info("non-blocking communicator: its operations are timed on the host");
+    log::info("non-blocking communicator: its operations are timed on the CPU");
     if (timer != nullptr) timer->cancel(call.timing);
     call.timing = nullptr;
   }

@@ -13,7 +13,7 @@
 // Inside ncclGroupStart/End nothing is recorded per call: the group is folded into ONE operation
 // at the outermost ncclGroupEnd (nccl_op.h), timed around that ncclGroupEnd, which is where NCCL
 // launches the group's kernel. Non-blocking communicators may return ncclInProgress and launch
-// later, so their operations get host times.
+// later, so their operations get CPU times.
 #pragma once
 
 #include <atomic>
@@ -33,7 +33,7 @@ namespace sp::nccl {
 // The recorder's own counters: one list for the stats struct, the atomics, their read and reset.
 //   passthrough: not recorded (not a rank, plugin active, nested, disabled); failed_calls: NCCL
 //   returned an error (nothing recorded); graph_captured: skipped, the stream was capturing into
-//   a CUDA graph; in_progress: non-blocking communicator, host-timed
+//   a CUDA graph; in_progress: non-blocking communicator, CPU-timed
 //   out_of_order: the finished-operation queue was full (thousands behind the draining thread):
 //   emitted at once, without step detection
 #define SP_INTERPOSER_COUNTERS(X) \
@@ -45,7 +45,7 @@ struct InterposerStats {
   SP_INTERPOSER_COUNTERS(SP_DECLARE)
 #undef SP_DECLARE
   uint64_t cuda_event_timed = 0;      // GPU-timed through the stream timer
-  uint64_t cuda_event_fallbacks = 0;  // timer present, timing not possible: host times
+  uint64_t cuda_event_fallbacks = 0;  // timer present, timing not possible: CPU times
 };
 
 class InterposerRecorder {
@@ -58,7 +58,7 @@ class InterposerRecorder {
     bool in_group = false;     // folded into the current group instead
     bool group_end = false;    // the outermost ncclGroupEnd
     NcclOp op;
-    uint64_t host_start = 0;
+    uint64_t cpu_start = 0;
     uint64_t op_id = 0;
     int64_t step_label = -1;
     StreamTimer::Pending* timing = nullptr;
@@ -92,7 +92,7 @@ class InterposerRecorder {
 
   // Tests: forget timing/step state and counters (entries in the registry stay).
   void reset_for_tests();
-  // Tests: use this timer (nullptr: host times).
+  // Tests: use this timer (nullptr: CPU times).
   void set_timer_for_tests(std::unique_ptr<StreamTimer> timer);
 
  private:
@@ -117,9 +117,9 @@ class InterposerRecorder {
   // step detector, tagging and emitting in queue order. No thread ever waits for another; in
   // the usual one-thread case the caller drains its own operation at once.
   struct FinishedOp {
-    sp_event ev;                  // host times, not yet tagged with its step
+    sp_event ev;                  // CPU times, not yet tagged with its step
     int64_t launch_step = -1;     // the runtime's step label when the operation was launched
-    StreamTimer::Pending* timing; // end recorded on the stream; nullptr: host times
+    StreamTimer::Pending* timing; // end recorded on the stream; nullptr: CPU times
   };
   static constexpr size_t kFinishedQueue = 4096;
   void drain_finished();

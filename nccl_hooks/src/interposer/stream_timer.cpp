@@ -13,12 +13,13 @@
 namespace sp::nccl {
 
 const char* why_no_stream_timing(const char* timing_env, const char* max_connections_env) {
-  if (timing_env != nullptr && std::strcmp(timing_env, "host") == 0) {
-    return "NCCL operations timed on the host (STRAGGLER_PROBE_NCCL_TIMING=host)";
+  // "host" is the value's name until 0.x ("host" now means the machine only), kept for a release.
+  if (timing_env != nullptr && (std::strcmp(timing_env, "cpu") == 0 || std::strcmp(timing_env, "host") == 0)) {
+    return "NCCL operations timed on the CPU (STRAGGLER_PROBE_NCCL_TIMING=cpu)";
   }
   if (max_connections_env != nullptr && std::strcmp(max_connections_env, "1") == 0) {
     return "CUDA_DEVICE_MAX_CONNECTIONS=1: no timing events on NCCL's streams (they would serialise "
-           "communication with compute); the interposer records host times, GPU times of NCCL "
+           "communication with compute); the interposer records CPU times, GPU times of NCCL "
            "operations come from the NCCL profiler plugin (NCCL_PROFILER_PLUGIN=<this library>) and "
            "CUPTI's NCCL kernel records";
   }
@@ -84,7 +85,7 @@ void StreamTimer::stop() {
 
 bool StreamTimer::anchor_locked() {
   // Each try records one anchor event on our own idle stream, so the GPU stamps it as soon as it
-  // is submitted: between the two host reads. The try with the tightest bracket becomes the
+  // is submitted: between the two CPU reads. The try with the tightest bracket becomes the
   // anchor (its event keeps its GPU time).
   uint64_t best_width = UINT64_MAX;
   for (void* e : anchor_events_) {
@@ -158,7 +159,7 @@ void StreamTimer::submit(Pending* p, const sp_event& ev) {
 void StreamTimer::end(Pending* p, void* stream, const sp_event& ev) {
   if (p == nullptr) return;
   if (!record_end(p, stream)) {
-    emit_nccl_event(ev);  // host times, as given
+    emit_nccl_event(ev);  // CPU times, as given
     return;
   }
   submit(p, ev);
@@ -181,7 +182,7 @@ void StreamTimer::emit_completed(uint32_t slot, int query) {
     ev.end_ns = ev.start_ns + static_cast<uint64_t>(static_cast<double>(duration_ms) * 1e6);
     ev.time_source = SP_TIME_CUDA_EVENT;
     counters_.timed.fetch_add(1, std::memory_order_relaxed);
-  }  // else: an error on the stream; the host times already in ev stand
+  }  // else: an error on the stream; the CPU times already in ev stand
   emit_nccl_event(ev);
   free_.give(slot);
 }

@@ -5,7 +5,7 @@
 // the NCCL call; the slot then goes to the poller through a lock-free queue. Nothing waits. The
 // poller thread turns completed slots into events on the probe clock: the start is placed relative
 // to an *anchor* event that the poller records on its own idle stream and synchronises on (GPU
-// time ≈ host time of that moment, to within half the synchronisation round trip), re-anchored
+// time ≈ CPU time of that moment, to within half the synchronisation round trip), re-anchored
 // every few seconds so that cudaEventElapsedTime's float milliseconds stay at microsecond
 // precision; the duration is elapsed(start, end).
 //
@@ -37,7 +37,7 @@
 namespace sp::nccl {
 
 // Whether NCCL operations may be timed with CUDA events on their streams; nullptr when they may,
-// else the reason, for one line in the log. Not with STRAGGLER_PROBE_NCCL_TIMING=host, and never
+// else the reason, for one line in the log. Not with STRAGGLER_PROBE_NCCL_TIMING=cpu, and never
 // with CUDA_DEVICE_MAX_CONNECTIONS=1 (Megatron's setting): with one hardware queue, a
 // timing-enabled event recorded on a communication stream serialises it with the compute streams
 // and breaks the overlap of NCCL with GEMMs (pytorch/pytorch#143890,
@@ -52,7 +52,7 @@ struct StreamTimerOptions {
 };
 
 // Read and reset by field list (one list for the struct and its atomic counters).
-//   untimed_full: in-flight limit reached, host times instead; capture_pauses: polls skipped
+//   untimed_full: in-flight limit reached, CPU times instead; capture_pauses: polls skipped
 //   because a CUDA graph capture was under way
 #define SP_STREAM_TIMER_COUNTERS(X) \
   X(timed) X(untimed_full) X(record_failures) X(anchors) X(capture_pauses)
@@ -81,15 +81,15 @@ class StreamTimer {
   bool capturing(void* stream) const;
 
   struct Pending;
-  // Records the start event; nullptr when timing is not possible (caller uses host times).
+  // Records the start event; nullptr when timing is not possible (caller uses CPU times).
   Pending* begin(void* stream);
   // Records the end event on the calling thread, right after the NCCL call (stream order).
-  // False when it could not: the slot is released and the caller keeps host times.
+  // False when it could not: the slot is released and the caller keeps CPU times.
   bool record_end(Pending* p, void* stream);
   // Hands a slot whose end was recorded to the poller with the event it completes (`ev` carries
-  // everything but the GPU times; its host times stand if the GPU's cannot be had). Any thread.
+  // everything but the GPU times; its CPU times stand if the GPU's cannot be had). Any thread.
   void submit(Pending* p, const sp_event& ev);
-  // record_end then submit; on failure `ev` is emitted with its host times.
+  // record_end then submit; on failure `ev` is emitted with its CPU times.
   void end(Pending* p, void* stream, const sp_event& ev);
   // Drops a begun operation (the NCCL call failed).
   void cancel(Pending* p);

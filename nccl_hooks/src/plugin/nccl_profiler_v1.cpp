@@ -1,5 +1,5 @@
 // NCCL profiler plugin API v1 (NCCL 2.23): function and datatype are enum numbers.
-// The communicator is identified per event (commHash); operations get host times around NCCL's
+// The communicator is identified per event (commHash); operations get CPU times around NCCL's
 // enqueue only (GPU times need API v4).
 #include "plugin/nccl_profiler_adapter.h"
 #include "plugin/nccl_profiler_v1.h"

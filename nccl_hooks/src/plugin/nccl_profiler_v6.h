@@ -77,7 +77,7 @@ struct DescrV6 {
       void* data;
     } netPlugin;
     // v6: collectives run by the copy engines (cudaMemcpy batches, no NCCL kernel). CeColl
-    // brackets the host-side enqueue; CeSync / CeBatch are its parts (not requested).
+    // brackets the CPU-side enqueue; CeSync / CeBatch are its parts (not requested).
     struct {
       uint64_t seqNumber;
       const char* func;

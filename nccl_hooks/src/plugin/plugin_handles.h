@@ -19,7 +19,7 @@ constexpr uint64_t kTagContext = 0x5350'4354'5800'0001ull;  // "SPCTX"
 constexpr uint32_t kMaxOps = 8192;
 constexpr uint32_t kMaxChannels = 32768;
 // The timed sweep (plugin_operations.cpp): operations waiting this long for channels that
-// never started are given up with host times, checked at most once per period.
+// never started are given up with CPU times, checked at most once per period.
 constexpr uint64_t kSweepAfterNs = 10ull * 1000 * 1000 * 1000;
 constexpr uint64_t kSweepPeriodNs = 1000ull * 1000 * 1000;
 using ClockFn = uint64_t (*)();
@@ -48,10 +48,10 @@ struct OpHandle {
   int32_t peer = -1;
   int64_t step_label = -1;
   // Atomic: the sweep reads it while another thread may be reusing the handle.
-  std::atomic<uint64_t> host_start{0};
+  std::atomic<uint64_t> cpu_start{0};
   std::atomic<uint64_t> replays{0};      // replays emitted (graph-captured operations)
   std::atomic<int64_t> replay_step{-1};  // the step the current replay began in
-  std::atomic<uint64_t> host_stop{0};
+  std::atomic<uint64_t> cpu_stop{0};
   uint32_t channels_expected = 0;  // KernelCh events awaited; 0: complete at the op's own stop
   OpState state;                   // channels, stop, retirement (plugin_op_state.h)
   std::atomic<uint64_t> gpu_start{UINT64_MAX};
@@ -113,7 +113,7 @@ class Pools {
 
 // The process-wide pools (leaked: proxy threads may report during exit).
 Pools& pools();
-// The plugin's host clock: the probe clock, or the tests' own.
+// The plugin's CPU clock: the probe clock, or the tests' own.
 uint64_t now_ns();
 
 }  // namespace sp::nccl::plugin

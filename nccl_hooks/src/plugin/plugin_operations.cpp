@@ -13,8 +13,8 @@ namespace {
 
 namespace log = runtime::log;
 
-// %globaltimer is ns since the epoch, kept close to the host clock by the driver. Farther than
-// this from the host's view of the operation, it is not trusted (host times are used).
+// %globaltimer is ns since the epoch, kept close to the CPU clock by the driver. Farther than
+// this from the CPU's view of the operation, it is not trusted (CPU times are used).
 constexpr uint64_t kMaxGpuTimerSkewNs = 10ull * 1000 * 1000 * 1000;
 // Tag of the sequence space of a captured operation's replays (comm_registry.h's child_id).
 constexpr uint64_t kGraphReplayTag = 0x6772617068ull;  // "graph"
@@ -33,13 +33,13 @@ sp_event operation_event(const OpHandle* h) {
 }
 
 // The GPU span of the channels seen, if trustworthy.
-bool gpu_span(const OpHandle* h, uint64_t host_reference, uint64_t* start, uint64_t* end) {
+bool gpu_span(const OpHandle* h, uint64_t cpu_reference, uint64_t* start, uint64_t* end) {
   const uint64_t gs = h->gpu_start.load(), ge = h->gpu_end.load();
   if (gs == UINT64_MAX || ge < gs) return false;
-  const uint64_t skew = gs > host_reference ? gs - host_reference : host_reference - gs;
+  const uint64_t skew = gs > cpu_reference ? gs - cpu_reference : cpu_reference - gs;
   if (skew > kMaxGpuTimerSkewNs) {
     log::warn_once("nccl_gpu_timer_skew",
-                   "NCCL kernel timers are far from the host clock; NCCL operations keep host "
+                   "NCCL kernel timers are far from the CPU clock; NCCL operations keep CPU "
                    "times");
     return false;
   }
@@ -49,7 +49,7 @@ bool gpu_span(const OpHandle* h, uint64_t host_reference, uint64_t* start, uint6
 }
 
 // One replay of a graph-captured operation: its own identity (replay k of this capture, the same
-// on every rank), GPU times only (the capture's host times are not an execution).
+// on every rank), GPU times only (the capture's CPU times are not an execution).
 void emit_replay(OpHandle* h) {
   Pools& p = pools();
   sp_event ev = operation_event(h);
@@ -124,12 +124,12 @@ void emit_and_free(OpHandle* h, Ending how) {
   Pools& p = pools();
   const bool swept = how == Ending::kSwept;
   sp_event ev = operation_event(h);
-  const uint64_t host_start = h->host_start.load(std::memory_order_relaxed);
-  ev.start_ns = host_start;
-  ev.end_ns = std::max(host_start, h->host_stop.load());
-  ev.time_source = SP_TIME_HOST;
+  const uint64_t cpu_start = h->cpu_start.load(std::memory_order_relaxed);
+  ev.start_ns = cpu_start;
+  ev.end_ns = std::max(cpu_start, h->cpu_stop.load());
+  ev.time_source = SP_TIME_CPU;
   uint64_t start = 0, end = 0;
-  if (!swept && gpu_span(h, host_start, &start, &end)) {
+  if (!swept && gpu_span(h, cpu_start, &start, &end)) {
     ev.start_ns = start;
     ev.end_ns = end;
     ev.time_source = SP_TIME_NCCL;
@@ -160,8 +160,8 @@ int start_op(Context* ctx, void** handle, const EventDesc& d) {
   h->seq = next_seq(ctx->comm, d);
   h->step_label = gpu::current_step_label();
   const uint64_t now = now_ns();
-  h->host_start.store(now, std::memory_order_relaxed);
-  h->host_stop.store(0);
+  h->cpu_start.store(now, std::memory_order_relaxed);
+  h->cpu_stop.store(0);
   // The parent is our CollApi / P2pApi handle (v5+): it says whether the call is captured.
   const bool captured = d.parent == &g_api_captured;
   h->replays.store(0);
@@ -216,7 +216,7 @@ int start_channel(void** handle, const EventDesc& d) {
 
 void stop_op(OpHandle* h) {
   const uint64_t now = now_ns();
-  h->host_stop.store(now);
+  h->cpu_stop.store(now);
   finish(h, h->state.stop_op(h->channels_expected));  // h may be reused from here on
   sweep_if_due(now);
 }
@@ -238,7 +238,7 @@ void sweep(uint64_t now, uint64_t older_than_ns) {
   pools().for_each_op_in_use([&](OpHandle* h) {
     const uint64_t s = h->state.load();
     if (OpState::captured(s) || !OpState::idle(s)) return;  // replays come; or channels run
-    const uint64_t start = h->host_start.load(std::memory_order_relaxed);
+    const uint64_t start = h->cpu_start.load(std::memory_order_relaxed);
     if (now <= start || now - start <= older_than_ns) return;  // young (or the clock went back)
     if (!h->state.retire_if_idle(s)) return;  // something arrived, or the handle was reused
     emit_and_free(h, Ending::kSwept);
@@ -249,7 +249,7 @@ void sweep(uint64_t now, uint64_t older_than_ns) {
                  "NCCL profiler plugin: " + std::to_string(swept) +
                      " operation(s) got no channel (KernelCh) events within " +
                      std::to_string(older_than_ns / 1000000) +
-                     " ms of their enqueue; recorded with host times (plugin_ops_swept counts "
+                     " ms of their enqueue; recorded with CPU times (plugin_ops_swept counts "
                      "them; said once)");
 }
 
@@ -285,7 +285,7 @@ void finalize_ops(const Context* ctx) {
   log::warn_once("nccl_plugin_finalize_open",
                  "NCCL profiler plugin: " + std::to_string(given_up) +
                      " operation(s) still waited for channel (KernelCh) events when their "
-                     "communicator ended; recorded with host times (plugin_ops_swept counts "
+                     "communicator ended; recorded with CPU times (plugin_ops_swept counts "
                      "them; said once)");
 }
 

@@ -14,20 +14,20 @@ void stop_op(OpHandle* h);
 void stop_channel(ChannelHandle* ch);
 
 enum class Ending : uint8_t {
-  kCompleted,  // all its channels stopped (GPU times), or it has none (host times)
-  kSwept,      // given up: its channels never all reported (host times)
+  kCompleted,  // all its channels stopped (GPU times), or it has none (CPU times)
+  kSwept,      // given up: its channels never all reported (CPU times)
 };
 // Emits the operation and returns the handle to the pool; only its owner (who retired it,
 // plugin_op_state.h) calls this.
 void emit_and_free(OpHandle* h, Ending how);
 
-// The timed sweep: emits, with host times, operations NCCL stopped more than `older_than_ns`
+// The timed sweep: emits, with CPU times, operations NCCL stopped more than `older_than_ns`
 // ago whose channels never started (none in flight), as of `now` (the plugin's clock).
 void sweep(uint64_t now, uint64_t older_than_ns);
 // Runs the sweep when its period (1 s) has passed since the last one: called by the start and
 // stop of operations with the time they read anyway, so it costs one relaxed load otherwise.
 void sweep_if_due(uint64_t now);
-// The communicator ends: its operations waiting for channels are emitted (host times), its
+// The communicator ends: its operations waiting for channels are emitted (CPU times), its
 // captured operations' handles given back.
 void finalize_ops(const Context* ctx);
 

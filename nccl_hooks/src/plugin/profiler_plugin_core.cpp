@@ -78,7 +78,7 @@ int plugin_start_event(void* context, void** handle, const EventDesc& d) {
     case kProfileColl:
     case kProfileP2p:
       return plugin::start_op(ctx, handle, d);
-    case kProfileCeColl:  // v6: no kernel, no channels; host times around the enqueue
+    case kProfileCeColl:  // v6: no kernel, no channels; CPU times around the enqueue
       pools().ce_ops.fetch_add(1, std::memory_order_relaxed);
       return plugin::start_op(ctx, handle, d);
     case kProfileKernelCh:

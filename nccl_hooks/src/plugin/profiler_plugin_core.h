@@ -6,7 +6,7 @@
 // commHash, the same on every member), rank, size, sequence number (comm_registry.h), bytes,
 // peer, and its times: from ncclProfileKernelCh (API v4+), the GPU %globaltimer stamps the NCCL
 // kernel writes at the start and stop of each channel, so the operation spans from the first
-// channel's start to the last channel's stop; before v4, host times around NCCL's enqueue only.
+// channel's start to the last channel's stop; before v4, CPU times around NCCL's enqueue only.
 //
 // Event order: Coll/P2p start and stop fire on the user thread at enqueue; KernelCh start/stop
 // fire later on the proxy thread, one per channel the operation uses (nChannels). An operation is
@@ -21,8 +21,8 @@
 // What says none will is the descriptor: nChannels 0; a send or receive whose peer is the rank
 // itself (NCCL gives a self send/recv a channel count but no proxy operation, so no KernelCh); a
 // one-rank communicator (its collectives are copies without events, its p2p self). Those
-// complete at their own stop with host times (ops_no_channel). Operations whose channels never
-// start anyway are swept out with host times after 10 s (checked at most once a second, from the
+// complete at their own stop with CPU times (ops_no_channel). Operations whose channels never
+// start anyway are swept out with CPU times after 10 s (checked at most once a second, from the
 // start and stop events); one with a channel in flight is running and is never swept.
 //
 // CUDA graphs: a collective captured into a graph starts and stops its Coll event once, at
@@ -70,11 +70,11 @@ struct EventDesc {
 //   ops_started: Coll / P2p / CeColl events given a handle; ops_emitted: operations emitted
 //   (ops_completed + ops_swept); ops_completed: emitted when complete, at their last channel's
 //   stop (GPU times) or at their own stop; ops_no_channel: of those, completed at their own stop
-//   with host times because no channel reports for them (self send/recv, one-rank
+//   with CPU times because no channel reports for them (self send/recv, one-rank
 //   communicators, nChannels 0, v6 copy-engine collectives, v1-v3); ops_swept: given up with
-//   host times (channels never started within the sweep's bound, or the communicator ended);
+//   CPU times (channels never started within the sweep's bound, or the communicator ended);
 //   pool_exhausted: a null handle was returned (NCCL skips that event); orphan_channels:
-//   KernelCh without a live parent; ce_ops: v6 copy-engine collectives (host-timed)
+//   KernelCh without a live parent; ce_ops: v6 copy-engine collectives (CPU-timed)
 //   graph_ops: operations captured into CUDA graphs (persistent handles); graph_replays: their
 //   replays emitted; stale_channels: channels naming a handle already freed or an operation
 //   already given up (v4 graph replays; a channel starting after its operation was swept)
@@ -108,11 +108,11 @@ int plugin_record_state(void* handle, int state, uint64_t gpu_timer, bool has_gp
 int plugin_finalize(void* context);
 
 PluginStats plugin_stats();
-// Emits operations waiting on channels for longer than `older_than_ns` with host times (those
+// Emits operations waiting on channels for longer than `older_than_ns` with CPU times (those
 // NCCL stopped, with no channel in flight). start / stop events run it on their own, at most once
 // per second, with a bound of 10 s.
 void plugin_sweep(uint64_t older_than_ns);
-// Tests: the timed sweep's bound and period, and the plugin's host clock (nullptr: the probe
+// Tests: the timed sweep's bound and period, and the plugin's CPU clock (nullptr: the probe
 // clock). plugin_reset_for_tests restores the defaults.
 void plugin_set_sweep_for_tests(uint64_t older_than_ns, uint64_t period_ns, uint64_t (*clock)());
 // Tests: back to no contexts, empty pools, zero counters.

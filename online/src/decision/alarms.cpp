@@ -186,7 +186,7 @@ void AlarmTracker::unit_alarms(const StepInput& in, const UnitFamily& family, Cu
 }
 
 void AlarmTracker::cause_alarms(const StepInput& in, std::vector<AlarmEvent>* out) {
-  for (Cause c : {Cause::kWorker, Cause::kGc, Cause::kHostDelay, Cause::kComm, Cause::kSeqImbalance}) {
+  for (Cause c : {Cause::kWorker, Cause::kGc, Cause::kCpuDelay, Cause::kComm, Cause::kSeqImbalance}) {
     int in_short = 0, in_long = 0;
     double sum_S = 0;
     for (size_t i = 0; i < named_.size(); ++i) {

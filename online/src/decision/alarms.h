@@ -11,7 +11,7 @@
 //   have named it (a rank of its dp column, or the stage) on most of the short window: an alarm
 //   says "27 of the last 30 steps"; one whose steps named someone else, or nobody, says nothing
 //   true (long-tailed sequence lengths make a different rank the heaviest on every step).
-// - A cause without one rank or stage (comm on a slow link, host delays everywhere): raised
+// - A cause without one rank or stage (comm on a slow link, CPU delays everywhere): raised
 //   when the steps naming it over the long window are too many for chance, each step naming
 //   anything with probability <= alpha under the null (binomial test at alarm_alpha), and a step
 //   of the short window names it; cleared when no step of the short window names it and the

@@ -63,14 +63,14 @@ std::optional<CauseResult> gc_rule(const Step& st) {
                       fixed(gc[static_cast<size_t>(r)] * 1e3, 1) + " ms in gc");
 }
 
-// 3. host-delay: CPU-side gaps (untraced launch delays) or data-loader waits explain most of
+// 3. cpu-delay: CPU-side gaps (untraced launch delays) or data-loader waits explain most of
 // the slowdown: the GPU/compute side is not what is slow.
 // 4. comm: a communication type's transfer time (waiting already split off) dominates: link or
 // NIC trouble rather than a slow peer (a slow peer shows as waiting, not transfer).
 std::optional<CauseResult> host_or_comm_rule(const Step& st) {
   if (st.top_op == "launch-delay" || st.top_op == "data-wait") {
-    return st.named(Cause::kHostDelay,
-                    "host gaps " + fixed(100.0 * st.w.launch_share(), 1) + "% of the step");
+    return st.named(Cause::kCpuDelay,
+                    "CPU gaps " + fixed(100.0 * st.w.launch_share(), 1) + "% of the step");
   }
   if (is_comm_type(st.m, st.top_op)) return st.named(Cause::kComm, "transfer time dominates");
   return std::nullopt;

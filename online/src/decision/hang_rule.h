@@ -3,7 +3,7 @@
 // hang_after_s)) was not slow, it stopped. Which rank stopped is read from the step's own events,
 // so that the verdict stands live and offline (analyze-dir) alike:
 //
-// - A rank that stopped outside communication (SIGSTOP, a descheduled process, a long host
+// - A rank that stopped outside communication (SIGSTOP, a descheduled process, a long CPU
 //   call) shows it on its own chain: one compute segment, or one untraced gap between its ops
 //   (a launch delay), as long as the stall. Every other rank waits for it in its next collective
 //   or receive, which the model times as waiting (a comm node's launch, not its work), so only

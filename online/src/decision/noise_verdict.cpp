@@ -148,7 +148,7 @@ double NoiseVerdict::step_cause_p(const SeqEvidence& seq, double comm_p, const S
 // overrides, and why: a worker lead within the noise (the magnitudes too small for the jitter
 // learned, while the window or the lead says otherwise); and another cause within the noise
 // (the step's dominant op: a slow rank on an oversubscribed CPU also launches late and holds
-// its peers in the all-reduce, so on some steps host-delay or comm is the larger S_t, and not
+// its peers in the all-reduce, so on some steps cpu-delay or comm is the larger S_t, and not
 // significant), since a rank late over the window is what names a worker on every other step.
 // Not a seq-imbalance: when the rules found the slowest rank scattering from step to step with
 // its work, they already weighed persistence. A stage-imbalance lead within the noise gives way

@@ -13,7 +13,7 @@
 // every rank of a heavier stage; the dp-rank score of a heavier stage's column is no higher
 // than the others', so the two families separate a slow rank (its dp rank and its stage) from
 // a heavy stage (its stage only). The causes that
-// describe the whole step (gc, host-delay, comm) need either the step's S or their rank's
+// describe the whole step (gc, cpu-delay, comm) need either the step's S or their rank's
 // score this step to be significant; seq-imbalance (work that differs, which the learned jitter
 // contains) needs its own correlation to be. The two tests of a family are Bonferroni
 // corrected (x2). When the rules' culprit is not significant but another rank is, over the
@@ -101,7 +101,7 @@ class NoiseVerdict {
   // Its p: fix_gain.h's window test, over the shorter and the longer alarm window.
   double recent_gain_p(size_t dp_rank) const;
   UnitEvidence cause_p(const StepModel& model, const SeqEvidence& seq, double comm_p, const StepVerdict& v) const;
-  // A cause of the whole step (gc, host-delay, comm, seq-imbalance): its p this step.
+  // A cause of the whole step (gc, cpu-delay, comm, seq-imbalance): its p this step.
   double step_cause_p(const SeqEvidence& seq, double comm_p, const StepVerdict& v, int dp_rank) const;
   int column_rank(const StepModel& model, const StepVerdict& v, int dp_rank) const;
   void name_persistent(const StepModel& model, size_t dp_rank, const UnitEvidence& e, StepVerdict* v) const;

@@ -18,7 +18,7 @@ std::string_view cause_name(Cause c) {
     case Cause::kSeqImbalance: return "seq-imbalance";
     case Cause::kGc: return "gc";
     case Cause::kComm: return "comm";
-    case Cause::kHostDelay: return "host-delay";
+    case Cause::kCpuDelay: return "cpu-delay";
     case Cause::kHang: return "hang";
   }
   return "none";

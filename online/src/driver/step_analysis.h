@@ -37,7 +37,7 @@ class StepAnalysis {
 
   // Work owed by the step just analysed, done once its line is out (the noise model's pool fill
   // after the first step: NoiseVerdict::owes_draws); charged to the CPU budget like the step.
-  // The host calls it after the line; analyze() calls it first in any case, so that the next
+  // The driver calls it after the line; analyze() calls it first in any case, so that the next
   // step never sees the pool unfilled.
   void settle(OnlineStats* stats);
   bool owes_work() const { return owing_model_.has_value(); }

@@ -43,7 +43,7 @@ function niceTicks(lo, hi) {
 
 const CAUSE_COLORS = {
   none: "#c8ccd2", worker: "#d62728", "stage-imbalance": "#ff7f0e", "seq-imbalance": "#9467bd",
-  gc: "#2ca02c", comm: "#1f77b4", "host-delay": "#8c564b", hang: "#111111", unattributed: "#7f7f7f",
+  gc: "#2ca02c", comm: "#1f77b4", "cpu-delay": "#8c564b", hang: "#111111", unattributed: "#7f7f7f",
 };
 const EXTRA_COLORS = ["#17becf", "#bcbd22", "#e377c2", "#393b79", "#637939", "#843c39"];
 

@@ -174,7 +174,7 @@ bool match_comm_groups(StepModel* m, const std::vector<CommRecord>& comm, double
       node.group = g;
       // The members of an all-reduce finish together; a member that recorded its end later only
       // noticed later (a completion callback waiting for its thread or the GIL). That lateness is
-      // the rank's own host delay: the op ends with the earliest member and whatever waited for
+      // the rank's own CPU delay: the op ends with the earliest member and whatever waited for
       // it on this rank starts with a longer launch delay. The same holds for a send and its
       // receive (the transfer is over when the data has arrived): a pipeline schedule may wait
       // for an async send long after it completed (GPipe waits for its forward sends after the

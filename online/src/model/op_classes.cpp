@@ -52,7 +52,7 @@ void ideal_key_into(std::string* out, const sp_event& ev, std::string_view type,
   if (ev.kind == SP_OP_OTHER && !name.empty()) {
     key += ':';
     key += name;
-  } else if (op_role(ev.kind) == OpRole::kHost) {
+  } else if (op_role(ev.kind) == OpRole::kCompute) {
     // The k-th piece of a micro-batch's forward is compared with the k-th piece on the other
     // ranks: under FSDP a forward is a sliver before the first all-gather and a layer's work
     // after each one, and one mean for all pieces would give the sliver a layer's time (an

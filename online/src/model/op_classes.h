@@ -18,7 +18,7 @@ enum class IdealRule : uint8_t {
   kMedian,    // communication: median of the transfer time (flaps would skew a mean)
 };
 
-enum class OpRole : uint8_t { kHost, kComm, kIgnored, kInvalid };
+enum class OpRole : uint8_t { kCompute, kComm, kIgnored, kInvalid };
 
 namespace detail {
 // The role of every sp_op_kind value, from op_kinds.h's table (kInvalid where it has no row).
@@ -26,7 +26,7 @@ namespace detail {
 // step (a search of kOpKinds per call cost ~22 M instructions a step at 4096 ranks).
 constexpr OpRole role_of_class(OpKindClass c) {
   switch (c) {
-    case OpKindClass::kCompute: return OpRole::kHost;
+    case OpKindClass::kCompute: return OpRole::kCompute;
     case OpKindClass::kComm: return OpRole::kComm;
     // Single kernels and copies are finer than the step model (one op per micro-batch); they
     // are counted and left out rather than guessed into the compute chain.

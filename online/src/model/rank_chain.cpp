@@ -5,7 +5,7 @@
 #include <memory>
 #include <utility>
 
-#include "host_pieces.h"
+#include "compute_pieces.h"
 
 namespace sp::online {
 namespace {
@@ -20,10 +20,10 @@ struct Ended {
 
 // What a rank's chain is built in, kept from rank to rank; ChainBuilder clears what it uses.
 struct RankChainScratch::Buffers {
-  HostScratch host;
+  ComputeScratch compute;
   std::vector<Piece> pieces;
   std::vector<char> consumed;
-  std::vector<int> piece_node, host_nodes, comm_node, order, by_end;
+  std::vector<int> piece_node, compute_nodes, comm_node, order, by_end;
   std::vector<std::pair<uint64_t, int>> stream_last;
   std::vector<Ended> ended;
 };
@@ -38,11 +38,11 @@ class ChainBuilder {
  public:
   ChainBuilder(StepModel* m, RankChainScratch::Buffers* b, int rank, const std::vector<CommStreamOp>& comm_ops,
                double eps)
-      : m_(*m), rank_(rank), comm_ops_(comm_ops), eps_(eps), host_(b->host), pieces_(b->pieces),
-        consumed_(b->consumed), piece_node_(b->piece_node), host_nodes_(b->host_nodes), order_(b->order),
+      : m_(*m), rank_(rank), comm_ops_(comm_ops), eps_(eps), compute_(b->compute), pieces_(b->pieces),
+        consumed_(b->consumed), piece_node_(b->piece_node), compute_nodes_(b->compute_nodes), order_(b->order),
         by_end_(b->by_end), comm_node_(b->comm_node), stream_last_(b->stream_last), ended_(b->ended) {
     consumed_.assign(comm_ops.size(), 0);
-    host_nodes_.clear();
+    compute_nodes_.clear();
     stream_last_.clear();
     ended_.clear();
     comm_node_.clear();
@@ -63,23 +63,23 @@ class ChainBuilder {
     m_.nodes.push_back(node(-1, NodeRole::kStart, step_start_s, step_start_s));
   }
 
-  // The host ops as time-ordered pieces: nesting resolved, cut at communication launches, and
+  // The compute ops as time-ordered pieces: nesting resolved, cut at communication launches, and
   // the time an op spent blocked on its own collectives taken out.
-  void cut_host_ops(const std::vector<int>& host_ops) {
-    sp::online::cut_host_ops(m_, host_ops, comm_ops_, eps_, &host_, &pieces_, &consumed_, &m_.clamped);
+  void cut_compute_ops(const std::vector<int>& compute_ops) {
+    sp::online::cut_compute_ops(m_, compute_ops, comm_ops_, eps_, &compute_, &pieces_, &consumed_, &m_.clamped);
   }
 
-  // Host nodes: one chain in time order.
-  void add_host_nodes() {
+  // Compute nodes: one chain in time order.
+  void add_compute_nodes() {
     piece_node_.assign(pieces_.size(), -1);
     for (size_t i = 0; i < pieces_.size(); ++i) {
       const Piece& p = pieces_[i];
       if (p.removed) continue;
       Node n = node(p.owner, NodeRole::kCompute, p.s, p.e);
       n.duration = p.e - p.s;
-      n.deps.push_back(host_nodes_.empty() ? start_node_ : host_nodes_.back());
+      n.deps.push_back(compute_nodes_.empty() ? start_node_ : compute_nodes_.back());
       piece_node_[i] = static_cast<int>(m_.nodes.size());
-      host_nodes_.push_back(piece_node_[i]);
+      compute_nodes_.push_back(piece_node_[i]);
       LogicalOp& op = m_.ops[p.owner];
       if (op.first_node < 0) op.first_node = piece_node_[i];
       op.own += n.duration;
@@ -104,7 +104,7 @@ class ChainBuilder {
     }
   }
 
-  // A host op that starts right after a collective ended (in the gap before it) waited for it:
+  // A compute op that starts right after a collective ended (in the gap before it) waited for it:
   // a blocking call, or the optimizer waiting for the gradients.
   void add_waits_for_comm() {
     std::vector<int>& by_end = by_end_;
@@ -115,7 +115,7 @@ class ChainBuilder {
     });
     size_t next = 0;
     double prev_end = -std::numeric_limits<double>::infinity();
-    for (int node : host_nodes_) {
+    for (int node : compute_nodes_) {
       const double start = m_.nodes[node].start;
       for (; next < by_end.size(); ++next) {
         const int c = by_end[next];
@@ -134,8 +134,8 @@ class ChainBuilder {
   void add_marker(double step_end_s) {
     Node marker = node(-1, NodeRole::kMarker, 0, 0);
     double dep_end = step_start_;
-    marker.deps.push_back(host_nodes_.empty() ? start_node_ : host_nodes_.back());
-    if (!host_nodes_.empty()) dep_end = m_.nodes[host_nodes_.back()].end;
+    marker.deps.push_back(compute_nodes_.empty() ? start_node_ : compute_nodes_.back());
+    if (!compute_nodes_.empty()) dep_end = m_.nodes[compute_nodes_.back()].end;
     for (size_t c = 0; c < comm_ops_.size(); ++c) {
       if (consumed_[c]) continue;
       marker.deps.push_back(comm_node_of(comm_ops_[c].logical));
@@ -198,11 +198,11 @@ class ChainBuilder {
   const double eps_;
   double step_start_ = 0;
   int start_node_ = -1;
-  HostScratch& host_;
+  ComputeScratch& compute_;
   std::vector<Piece>& pieces_;
-  std::vector<char>& consumed_;      // per comm op: a host piece or the pieces' waits depend on it
+  std::vector<char>& consumed_;      // per comm op: a compute piece or the pieces' waits depend on it
   std::vector<int>& piece_node_;     // node per piece, -1 for removed pieces
-  std::vector<int>& host_nodes_;     // the host chain, in time order
+  std::vector<int>& compute_nodes_;     // the compute chain, in time order
   std::vector<int>& order_;          // add_comm_nodes' comm ops by start
   std::vector<int>& by_end_;         // add_waits_for_comm's comm ops by end
   int comm_node_of(int logical) const { return comm_node_[static_cast<size_t>(logical - comm_base_)]; }
@@ -217,13 +217,13 @@ class ChainBuilder {
 
 }  // namespace
 
-void build_rank_chain(StepModel* model, RankChainScratch* scratch, int rank, const std::vector<int>& host_ops,
+void build_rank_chain(StepModel* model, RankChainScratch* scratch, int rank, const std::vector<int>& compute_ops,
                       const std::vector<CommStreamOp>& comm_ops, double step_start_s,
                       double step_end_s, double eps) {
   ChainBuilder b(model, &scratch->buffers(), rank, comm_ops, eps);
   b.add_start(step_start_s);
-  b.cut_host_ops(host_ops);
-  b.add_host_nodes();
+  b.cut_compute_ops(compute_ops);
+  b.add_compute_nodes();
   b.add_comm_nodes();
   b.add_waits_for_comm();
   b.add_marker(step_end_s);

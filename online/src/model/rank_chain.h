@@ -1,4 +1,4 @@
-// In-rank dependencies of one rank: its host ops become a chain of segments, its communication
+// In-rank dependencies of one rank: its compute ops become a chain of segments, its communication
 // ops hang off the segment that launched them, and a step-end marker closes the rank's step.
 #pragma once
 
@@ -32,11 +32,11 @@ class RankChainScratch {
   std::unique_ptr<Buffers> buffers_;
 };
 
-// Appends the rank's nodes to model->nodes. host_ops: logical indices of the rank's host ops;
-// comm_ops: its communication ops. Sets LogicalOp::first_node and, for host ops, ::own.
+// Appends the rank's nodes to model->nodes. compute_ops: logical indices of the rank's compute ops;
+// comm_ops: its communication ops. Sets LogicalOp::first_node and, for compute ops, ::own.
 // step_start_s / step_end_s: the rank's step start and mark (seconds since t0); a negative
 // step_end_s means unknown.
-void build_rank_chain(StepModel* model, RankChainScratch* scratch, int rank, const std::vector<int>& host_ops,
+void build_rank_chain(StepModel* model, RankChainScratch* scratch, int rank, const std::vector<int>& compute_ops,
                       const std::vector<CommStreamOp>& comm_ops, double step_start_s,
                       double step_end_s, double eps);
 

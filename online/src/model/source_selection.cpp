@@ -22,14 +22,14 @@ int preference(SourceClass c, uint32_t source) {
     switch (source) {
       case SP_TIME_CUPTI: return 3;
       case SP_TIME_CUDA_EVENT: return 2;
-      case SP_TIME_HOST: return 1;
+      case SP_TIME_CPU: return 1;
       default: return 0;
     }
   }
   switch (source) {
     case SP_TIME_NCCL: return 3;
     case SP_TIME_CUDA_EVENT: return 2;
-    case SP_TIME_HOST: return 1;
+    case SP_TIME_CPU: return 1;
     default: return 0;
   }
 }
@@ -128,7 +128,7 @@ void select_comm(const std::vector<const runtime::StepSummary*>& by_rank, Source
 
 std::string time_source_name(uint32_t source) {
   switch (source) {
-    case SP_TIME_HOST: return "host";
+    case SP_TIME_CPU: return "cpu";
     case SP_TIME_CUDA_EVENT: return "cuda-event";
     case SP_TIME_CUPTI: return "cupti";
     case SP_TIME_NCCL: return "nccl";

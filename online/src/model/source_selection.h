@@ -1,10 +1,10 @@
-// One op, one source: a rank may time the same op several ways (a forward host-timed by the
+// One op, one source: a rank may time the same op several ways (a forward CPU-timed by the
 // runtime region, by CUDA events and as a CUPTI span of its kernels; a collective from the c10d
 // hooks and from the NCCL profiler plugin or interposer). Before the step model is built, each
 // op kind keeps only the best source present, so nothing is counted twice:
-//   compute (forward, backward, optimizer, other regions)  CUPTI > CUDA events > host
-//   communication (collective, send, recv)                 NCCL > CUDA events > host
-//   GC pauses, data waits, kernels, memcpys                 kept as they are (host / ignored)
+//   compute (forward, backward, optimizer, other regions)  CUPTI > CUDA events > CPU
+//   communication (collective, send, recv)                 NCCL > CUDA events > CPU
+//   GC pauses, data waits, kernels, memcpys                 kept as they are (CPU / ignored)
 // Compute is chosen per rank: a lesser-source op is superseded when the chosen source has the
 // same op (micro-batch, name); one the chosen source lacks is kept, and counted, rather than
 // lost. Communication sources do not share identities (group hashes and sequence numbers differ),
@@ -26,11 +26,11 @@ struct SourceSelection {
   std::vector<std::vector<bool>> keep;
   uint64_t superseded = 0;  // ops left out because a better source timed the same op
   uint64_t kept_alone = 0;  // lesser-source compute ops kept: the chosen source lacked them
-  // "forward: host < cupti" -> count, for the report.
+  // "forward: cpu < cupti" -> count, for the report.
   std::map<std::string, uint64_t> superseded_by;
 };
 
-// Source names as reported: host, cuda-event, cupti, nccl (or "source-<n>").
+// Source names as reported: cpu, cuda-event, cupti, nccl (or "source-<n>").
 std::string time_source_name(uint32_t source);
 
 // by_rank[r] non-null for every rank (the model checks that first).

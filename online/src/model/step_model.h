@@ -23,7 +23,7 @@ struct LogicalOp {
   IdealRule rule = IdealRule::kMean;
   int microbatch = -1;
   double start = 0, end = 0;  // recorded, seconds since StepModel::t0_ns
-  double own = 0;           // host: exclusive duration (its segments); comm: transfer time
+  double own = 0;           // compute: exclusive duration (its segments); comm: transfer time
   int first_node = -1;      // the node that carries this op's launch delay
 };
 
@@ -31,8 +31,8 @@ struct LogicalOp {
 // every scenario); kMarker: the rank's step end.
 enum class NodeRole : uint8_t { kCompute, kComm, kMarker, kStart };
 
-// One node of the replayed graph. A host op becomes one or more segments: it is cut where
-// nested host ops (a GC pause inside forward) and communication launches fall, and the time it
+// One node of the replayed graph. A compute op becomes one or more segments: it is cut where
+// nested compute ops (a GC pause inside forward) and communication launches fall, and the time it
 // spent blocked on its own collectives (DDP's final bucket wait) is left out, so its duration
 // is the op's own work.
 struct Node {

@@ -61,10 +61,10 @@ bool find_time_zero(StepModel* m, const Summaries& by_rank, const SourceSelectio
   return true;
 }
 
-// The logical ops of every rank, with their type and comparison keys, split into host ops and
+// The logical ops of every rank, with their type and comparison keys, split into compute ops and
 // communication (with the stream each runs on).
 struct RankOps {
-  std::vector<std::vector<int>> host;          // per rank: logical indices
+  std::vector<std::vector<int>> compute;        // per rank: logical indices
   std::vector<std::vector<CommStreamOp>> comm;  // per rank
   std::vector<CommRecord> records;              // every comm op, for matching across ranks
 };
@@ -75,7 +75,7 @@ class OpReader {
 
   RankOps read(const SourceSelection& selected) {
     RankOps out;
-    out.host.resize(static_cast<size_t>(m_.world));
+    out.compute.resize(static_cast<size_t>(m_.world));
     out.comm.resize(static_cast<size_t>(m_.world));
     size_t total = 0;
     for (const runtime::StepSummary* s : by_rank_) total += s->ops.size();
@@ -85,7 +85,7 @@ class OpReader {
     for (int r = 0; r < m_.world; ++r) {
       const runtime::StepSummary& s = *by_rank_[r];
       start_rank();
-      out.host[r].reserve(s.ops.size());
+      out.compute[r].reserve(s.ops.size());
       out.comm[r].reserve(s.ops.size());
       order.resize(s.ops.size());
       for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -103,8 +103,8 @@ class OpReader {
           continue;
         }
         const int logical = add_op(r, ev);
-        if (role == OpRole::kHost) {
-          out.host[r].push_back(logical);
+        if (role == OpRole::kCompute) {
+          out.compute[r].push_back(logical);
         } else {
           const uint64_t stream =
               ev.kind == SP_OP_COLLECTIVE
@@ -218,7 +218,7 @@ class OpReader {
     c.kind = ev.kind;
     c.type = type;
     const OpRole role = op_role(ev.kind);
-    if (role == OpRole::kHost) {
+    if (role == OpRole::kCompute) {
       c.piece = piece;
     } else if (ev.kind == SP_OP_SEND || ev.kind == SP_OP_RECV) {
       c.stage = stage;
@@ -307,7 +307,7 @@ class OpReader {
 // Each rank's chain between its step start and its step mark; the step time is the longest
 // rank's (step mark - step start).
 void build_chains(StepModel* m, const Summaries& by_rank, const RankOps& ops, double eps) {
-  // Nodes: about one per op, plus each rank's start and mark (host ops cut at launches and
+  // Nodes: about one per op, plus each rank's start and mark (compute ops cut at launches and
   // nested ops add a few); reserved so that the nodes are not moved as they are added.
   m->nodes.reserve(m->ops.size() + m->ops.size() / 4 + 2 * static_cast<size_t>(m->world));
   m->markers.assign(m->world, -1);
@@ -322,10 +322,10 @@ void build_chains(StepModel* m, const Summaries& by_rank, const RankOps& ops, do
     // or the mark is unknown.
     double step_start = std::numeric_limits<double>::infinity();
     if (s.step_start_ns > 0) step_start = since_t0(*m, s.step_start_ns, s.clock_offset_ns);
-    for (int op : ops.host[r]) step_start = std::min(step_start, m->ops[op].start);
+    for (int op : ops.compute[r]) step_start = std::min(step_start, m->ops[op].start);
     for (const CommStreamOp& c : ops.comm[r]) step_start = std::min(step_start, m->ops[c.logical].start);
     if (!std::isfinite(step_start)) step_start = 0;
-    build_rank_chain(m, &scratch, r, ops.host[r], ops.comm[r], step_start, step_end, eps);
+    build_rank_chain(m, &scratch, r, ops.compute[r], ops.comm[r], step_start, step_end, eps);
   }
   m->time_s = 0;
   for (int r = 0; r < m->world; ++r) {

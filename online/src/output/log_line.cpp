@@ -44,8 +44,8 @@ std::string format_log_line(const StepVerdict& v) {
   if (v.worst_device >= 0) line += " gpu=" + std::to_string(v.worst_device);
   line += " S_w=" + fixed(v.worst_S, 2);
   line += " top_op=" + (v.top_op.empty() ? std::string("-") : v.top_op);
-  // Untraced host time; `host=` is the worst rank's host.
-  line += " host_gaps=" + fixed(100.0 * v.launch_share, 1) + "%";
+  // Untraced CPU time; `host=` is the worst rank's host.
+  line += " cpu_gaps=" + fixed(100.0 * v.launch_share, 1) + "%";
   if (v.null_ready) {
     // jitter: the part of S - 1 that the null explains, in % of the ideal step; p: the
     // verdict's p-value against the null (the named cause's test; for none, the step's S).

@@ -55,7 +55,7 @@ void rank_metadata(EventList& events, const TimelineStep& s, int world, const Ti
       metadata(events, pid, "process_name",
                R"(,"args":{"name":"rank )" + std::to_string(r) + (ideal ? " ideal" : " real") + where + "\"}");
       metadata(events, pid, "process_sort_index", R"(,"args":{"sort_index":)" + std::to_string(2 * r + ideal) + "}");
-      metadata(events, pid, "thread_name", R"(,"tid":0,"args":{"name":"host / compute"})");
+      metadata(events, pid, "thread_name", R"(,"tid":0,"args":{"name":"compute"})");
       metadata(events, pid, "thread_name", R"(,"tid":1,"args":{"name":"communication"})");
     }
   }

@@ -34,7 +34,7 @@ struct TimelineStep {
   std::vector<double> rank_score;
 };
 
-// One process per rank and per real / ideal, threads "host / compute" and "communication"; the
+// One process per rank and per real / ideal, threads "compute" (the compute chain: regions, GC, data waits) and "communication"; the
 // steps end to end. `run` goes under otherData.straggler_probe_run (final or partial). The ranks
 // drawn: within `limit` (timeline_ranks.h); when some are left out, otherData.
 // straggler_probe_timeline and a global instant event at the start say how many and how to

@@ -1,7 +1,7 @@
 // SlowdownAnalysis::null_draw: one draw of the step under the "no rank is special" null.
 //
 // Every op takes its ideal duration times exp(sigma z - sigma^2 / 2) (z standard normal, one per
-// op: a host op cut into segments keeps one factor; mean-preserving, so the draws scatter around
+// op: a compute op cut into segments keeps one factor; mean-preserving, so the draws scatter around
 // the ideal), sigma its key's jitter from the window (noise_model.h); every launch delay its
 // ideal plus sigma_d z (at least 0). Pauses (gc, data-wait) keep their ideal: they are a cause.
 // The step is then replayed as the real step is: in full (the null S) and per dp rank and per

@@ -18,7 +18,7 @@ struct NodeValues {
   std::vector<double> real_work, real_delay, ideal_work, ideal_delay;
 };
 
-// Ideal duration and launch delay of every node. A host op split into segments has its ideal
+// Ideal duration and launch delay of every node. A compute op split into segments has its ideal
 // spread over the segments in proportion to their recorded lengths.
 void compute_node_values(const StepModel& model, const Ideals& ideals, NodeValues* out);
 

@@ -26,7 +26,7 @@ namespace sp::online {
 struct SlowdownMetrics {
   double T_real = 0, T_nodelay = 0, T_ideal = 0;
   // The step's slowdown S = T_real / T_ideal (1 when the ideal replay took no time), and the
-  // share of the real step that launch delays (host gaps) take.
+  // share of the real step that launch delays (CPU gaps) take.
   double S() const { return T_ideal > 0 ? T_real / T_ideal : 1.0; }
   double launch_share() const { return T_real > 0 ? (T_real - T_nodelay) / T_real : 0.0; }
   std::vector<std::pair<std::string, double>> op_S;  // by type, plus "launch-delay"

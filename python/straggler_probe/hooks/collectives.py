@@ -3,7 +3,7 @@
 The functions are replaced in both torch.distributed and torch.distributed.distributed_c10d, so
 that torch's own identity checks (P2POp, batch_isend_irecv) see the same objects users pass.
 A thread-local depth keeps calls torch makes internally (all_gather_object -> all_gather) from
-being counted twice. Times are host times around the call; for async calls the end is when the
+being counted twice. Times are CPU times around the call; for async calls the end is when the
 work completes (its future, or wait() where gloo has no future for p2p). A receive without a
 future is recorded from the end of the compute that ran between its issue and the wait that
 ended it (futureless_recv_start).

@@ -43,9 +43,9 @@ class DataLoaderHooks:
             end = now_ns()
             try:
                 # In the training thread's sequence on CPU; on its own stream when the other
-                # regions are GPU-timed, since a host wait and GPU work overlap in time.
-                stream = N.STREAM_HOST_WAIT if rec.timer.is_cuda else N.STREAM_MAIN
-                rec.record_host(N.DATA_WAIT, start, end, stream, name_id)
+                # regions are GPU-timed, since a CPU wait and GPU work overlap in time.
+                stream = N.STREAM_CPU_WAIT if rec.timer.is_cuda else N.STREAM_MAIN
+                rec.record_cpu(N.DATA_WAIT, start, end, stream, name_id)
                 if on_batch is not None:
                     lengths = seqlens.from_mapping(batch)
                     if lengths:

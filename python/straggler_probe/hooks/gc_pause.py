@@ -48,6 +48,6 @@ class GcHooks:
         try:
             gen = int(info.get("generation", 0))
             name = self._names[gen] if 0 <= gen < len(self._names) else 0
-            self.rec.record_host(N.GC, start, end, N.STREAM_GC, name)
+            self.rec.record_cpu(N.GC, start, end, N.STREAM_GC, name)
         except Exception as err:  # noqa: BLE001 - never raise out of a gc callback
             self.rec.fail(f"gc callback: {type(err).__name__}: {err}")

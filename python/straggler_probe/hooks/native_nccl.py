@@ -3,7 +3,7 @@
 The library records every NCCL collective and send/receive with its GPU times as NCCL's profiler
 plugin (NCCL_PROFILER_PLUGIN naming it, or NCCL's static-plugin lookup when it is preloaded) or
 as its `nccl*` interposer (preloaded) (nccl_hooks/README.md). The analysis then takes the NCCL
-records over any host-timed record of the same operations (online/src/model/source_selection.h), so
+records over any CPU-timed record of the same operations (online/src/model/source_selection.h), so
 Python hooks on a pure-NCCL process group would only cost: a pre-hook, a post-hook and a future
 callback from NCCL's thread, each taking the GIL from the training thread, per operation (per
 DDP bucket). The process-group layer leaves such groups to the library (hooks/process_group.py).

@@ -12,7 +12,7 @@
 
 namespace sp {
 
-// How the online model treats a kind: host-timed compute and waits (one op per micro-batch or
+// How the online model treats a kind: CPU-timed compute and waits (one op per micro-batch or
 // step), communication, or finer than the step model (single kernels and copies: counted, left
 // out of the compute chain).
 enum class OpKindClass : uint8_t { kCompute, kComm, kFineGrained };

@@ -6,7 +6,7 @@
  * another rank or allocates on the recording path.
  *
  * Time: all timestamps are nanoseconds on the probe clock (sp_now_ns, CLOCK_REALTIME based, the
- * same base CUPTI uses by default), so host events, CUDA-event and CUPTI times share one axis.
+ * same base CUPTI uses by default), so CPU-timed events, CUDA-event and CUPTI times share one axis.
  */
 #ifndef STRAGGLER_PROBE_PROBE_H_
 #define STRAGGLER_PROBE_PROBE_H_
@@ -65,10 +65,13 @@ typedef enum sp_coll_type {
 
 /* Where an event's times come from. */
 typedef enum sp_time_source {
-  SP_TIME_HOST = 0,        /* host clock around the call */
+  SP_TIME_CPU = 0,         /* CPU clock around the call */
   SP_TIME_CUDA_EVENT = 1,  /* CUDA events on the stream, resolved later off the training thread */
   SP_TIME_CUPTI = 2,       /* CUPTI activity record */
   SP_TIME_NCCL = 3,        /* NCCL profiler plugin */
+  /* The name SP_TIME_CPU had until 0.x: "host" now means the machine only. Kept for one release
+     so that callers of the C ABI still compile; the value is the same. */
+  SP_TIME_HOST = SP_TIME_CPU,
 } sp_time_source;
 
 /* One complete operation. Plain data, fixed size; copied into a per-thread ring. */
@@ -144,7 +147,7 @@ SP_API int sp_is_enabled(void);
 SP_API uint64_t sp_now_ns(void);
 SP_API uint32_t sp_intern(const char* name); /* stable id for a region name; 0 on failure */
 
-/* Host-timed regions. begin returns a token for end (0 if disabled). Regions nest per thread. */
+/* CPU-timed regions. begin returns a token for end (0 if disabled). Regions nest per thread. */
 SP_API uint64_t sp_region_begin(uint32_t kind, int32_t microbatch, uint32_t name_id);
 SP_API int sp_region_end(uint64_t token);
 

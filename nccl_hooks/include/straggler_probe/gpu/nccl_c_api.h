@@ -20,16 +20,16 @@ typedef struct sp_nccl_stats {
   uint64_t passthrough;         /* interposer: calls forwarded without recording */
   uint64_t failed_calls;
   uint64_t graph_captured;      /* skipped: stream capturing into a CUDA graph */
-  uint64_t in_progress;         /* non-blocking communicator: host-timed */
+  uint64_t in_progress;         /* non-blocking communicator: CPU-timed */
   uint64_t steps_marked;        /* step boundaries found from the operation sequence */
   uint64_t cuda_event_timed;    /* interposer operations timed with CUDA events */
-  uint64_t cuda_event_fallbacks;/* timing not possible: host times */
+  uint64_t cuda_event_fallbacks;/* timing not possible: CPU times */
   uint64_t plugin_contexts;
   uint64_t plugin_ops;          /* plugin: operations emitted */
   uint64_t plugin_ops_gpu_timed;/* plugin: with KernelCh GPU times */
-  uint64_t plugin_ops_swept;    /* plugin: given up, host-timed: no channel started in 10 s */
+  uint64_t plugin_ops_swept;    /* plugin: given up, CPU-timed: no channel started in 10 s */
   /* Added with profiler API v6. */
-  uint64_t plugin_ce_ops;       /* plugin: copy-engine collectives (v6), host-timed */
+  uint64_t plugin_ce_ops;       /* plugin: copy-engine collectives (v6), CPU-timed */
   /* Added with CUDA-graph support. */
   uint64_t plugin_graph_ops;    /* plugin: operations captured into CUDA graphs (v5+) */
   uint64_t plugin_graph_replays;/* plugin: their replays, emitted with GPU times */
@@ -37,7 +37,7 @@ typedef struct sp_nccl_stats {
   /* Added with channel-less operations and the timed sweep. plugin_ops = completed + swept. */
   uint64_t plugin_ops_started;  /* plugin: Coll / P2p / CeColl events given a handle */
   uint64_t plugin_ops_completed;/* plugin: emitted when complete (last channel stop, or own stop) */
-  uint64_t plugin_ops_no_channel;/* plugin: of those, completed at their own stop, host-timed:
+  uint64_t plugin_ops_no_channel;/* plugin: of those, completed at their own stop, CPU-timed:
                                    no channel reports for them (self send/recv, one rank, ...) */
 } sp_nccl_stats;
 

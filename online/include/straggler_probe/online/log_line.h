@@ -10,7 +10,7 @@
 namespace sp::online {
 
 // `straggler_probe step=120 time=2.213s ideal=1.843s S=1.20 cause=stage-imbalance worst=stage:3
-//  S_w=1.23 top_op=forward-compute host_gaps=1.2% evidence="..."` (a worst rank with a known place:
+//  S_w=1.23 top_op=forward-compute cpu_gaps=1.2% evidence="..."` (a worst rank with a known place:
 //  `worst=rank:1234 host=node-157 gpu=3`); a skipped step:
 // `straggler_probe step=121 skipped reason="..."`.
 std::string format_log_line(const StepVerdict& v);

@@ -19,7 +19,7 @@ struct OnlineStats {
   uint64_t analysis_errors = 0;      // unexpected exceptions caught inside the analysis
   uint64_t ops_clamped = 0;          // negative launch delays / transfers clamped to zero
   uint64_t ops_ignored = 0;          // kernel/memcpy records the step model does not use
-  // One op, one source: ops timed twice (host and CUPTI, c10d hooks and NCCL...) are modelled
+  // One op, one source: ops timed twice (CPU and CUPTI, c10d hooks and NCCL...) are modelled
   // once, with the better source; the other records are counted here, by "kind: lesser <
   // chosen", and lesser-source compute ops kept because the better source lacked them.
   uint64_t ops_superseded = 0;

@@ -19,7 +19,7 @@ enum class Cause : uint8_t {
   kSeqImbalance,    // compute tracks the micro-batches' sum(seq_len^2)
   kGc,              // garbage-collection pauses
   kComm,            // communication transfer time
-  kHostDelay,       // CPU side: launch delays, data-loader waits
+  kCpuDelay,       // CPU side: launch delays, data-loader waits
   kHang,            // the step took longer than the hang bound: a rank stopped (src/hang_rule.h)
 };
 
@@ -89,7 +89,7 @@ struct StepVerdict {
   // ideal_s: every op at its ideal duration and ideal launch delay.
   double time_s = 0, replay_s = 0, nodelay_s = 0, ideal_s = 0;
   double S = 1.0;             // replay_s / ideal_s
-  double launch_share = 0;    // (replay_s - nodelay_s) / replay_s: untraced host gaps
+  double launch_share = 0;    // (replay_s - nodelay_s) / replay_s: untraced CPU gaps
   double fidelity_err = 0;    // |replay_s - time_s| / time_s
 
   int dp_size = 1, pp_size = 1;

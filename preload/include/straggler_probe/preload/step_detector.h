@@ -4,7 +4,7 @@
 //   auto (default)  the period of the operation sequence: a training step issues the same
 //                   collectives in the same order every step, so once the sequence of operation
 //                   signatures (type, communicator, bytes) repeats min_repeats times with period P,
-//                   every P-th operation starts a step; the phase is where the host gap between
+//                   every P-th operation starts a step; the phase is where the CPU gap between
 //                   consecutive operations is largest on average (the forward pass / data loading
 //                   between the last collective of one step and the first of the next);
 //   every:N         a step every N operations;
@@ -51,8 +51,8 @@ class StepDetector {
 
   // One finished operation. kBefore: a step ended just before this operation (it opens the next
   // step); kAfter: a step ends with this operation.
-  Boundary on_op(sp_coll_type type, uint64_t group_id, uint64_t bytes, uint64_t host_start_ns,
-                 uint64_t host_end_ns);
+  Boundary on_op(sp_coll_type type, uint64_t group_id, uint64_t bytes, uint64_t cpu_start_ns,
+                 uint64_t cpu_end_ns);
 
   size_t period() const { return period_; }
   uint64_t boundaries() const { return boundaries_; }

@@ -1,4 +1,4 @@
-#include "host_pieces.h"
+#include "compute_pieces.h"
 
 #include <algorithm>
 #include <limits>
@@ -6,15 +6,15 @@
 namespace sp::online {
 namespace {
 
-// Sorts host ops into a forest: an op that starts inside another one is nested in it (a GC
+// Sorts compute ops into a forest: an op that starts inside another one is nested in it (a GC
 // pause inside forward). An op that starts inside another but ends after it is clipped to it.
 // Into s.spans (in start order), s.roots, and each span's children (in time order) as the CSR
 // s.child_begin / s.children.
-void nest_host_ops(const StepModel& m, const std::vector<int>& host_ops, double eps, HostScratch& s,
+void nest_compute_ops(const StepModel& m, const std::vector<int>& compute_ops, double eps, ComputeScratch& s,
                    uint64_t* clamped) {
   std::vector<Span>& spans = s.spans;
   spans.clear();
-  for (int idx : host_ops) spans.push_back({idx, m.ops[idx].start, m.ops[idx].end});
+  for (int idx : compute_ops) spans.push_back({idx, m.ops[idx].start, m.ops[idx].end});
   std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
     if (a.s != b.s) return a.s < b.s;
     if (a.e != b.e) return a.e > b.e;
@@ -50,15 +50,15 @@ void nest_host_ops(const StepModel& m, const std::vector<int>& host_ops, double 
 
 // Flattens the forest into time-ordered pieces (into s.kept): each op owns the gaps between
 // its children. Iterative, so that a pathological nesting depth cannot overflow the stack.
-void flatten(HostScratch& s) {
+void flatten(ComputeScratch& s) {
   const std::vector<Span>& spans = s.spans;
   std::vector<Piece>& pieces = s.flat;
   pieces.clear();
-  std::vector<HostScratch::Frame>& stack = s.frames;  // one for all roots
+  std::vector<ComputeScratch::Frame>& stack = s.frames;  // one for all roots
   for (int root : s.roots) {
-    stack.assign(1, HostScratch::Frame{root, 0, spans[root].s});
+    stack.assign(1, ComputeScratch::Frame{root, 0, spans[root].s});
     while (!stack.empty()) {
-      HostScratch::Frame& f = stack.back();
+      ComputeScratch::Frame& f = stack.back();
       const Span& sp = spans[f.span];
       const size_t children = static_cast<size_t>(s.child_begin[f.span + 1] - s.child_begin[f.span]);
       if (f.next_child < children) {
@@ -100,7 +100,7 @@ void flatten(HostScratch& s) {
 // Cuts pieces where communication ops are launched (s.launches, sorted here), so that each
 // launch has a piece ending at it to depend on (DDP launches bucket all-reduces part-way
 // through backward).
-void cut_at_launches(const std::vector<Piece>& pieces, HostScratch& s, double eps, std::vector<Piece>* cut) {
+void cut_at_launches(const std::vector<Piece>& pieces, ComputeScratch& s, double eps, std::vector<Piece>* cut) {
   std::vector<double>& launches = s.launches;
   std::sort(launches.begin(), launches.end());
   std::vector<Piece>& out = *cut;
@@ -118,15 +118,15 @@ void cut_at_launches(const std::vector<Piece>& pieces, HostScratch& s, double ep
   }
 }
 
-// A host op that launched collectives and then ended after some of them finished waited for
+// A compute op that launched collectives and then ended after some of them finished waited for
 // them: from its last launch until the last of those finished it was blocked, not working
 // (DDP's reducer waits for every bucket at the end of backward). That stretch is removed from
 // its duration, and the rest of the op depends on those collectives instead.
-void split_waits(const StepModel& m, const std::vector<CommStreamOp>& comm_ops, double eps, HostScratch& sc,
+void split_waits(const StepModel& m, const std::vector<CommStreamOp>& comm_ops, double eps, ComputeScratch& sc,
                  std::vector<Piece>* pieces, std::vector<char>* consumed) {
   const std::vector<Span>& spans = sc.spans;
   if (spans.empty()) return;
-  // host logical -> (clipped) end, indexed from the lowest (a rank's ops are consecutive)
+  // compute logical -> (clipped) end, indexed from the lowest (a rank's ops are consecutive)
   int base = std::numeric_limits<int>::max(), top = -1;
   for (const Span& s : spans) {
     base = std::min(base, s.logical);
@@ -135,7 +135,7 @@ void split_waits(const StepModel& m, const std::vector<CommStreamOp>& comm_ops, 
   std::vector<double>& op_end = sc.op_end;
   op_end.assign(static_cast<size_t>(top - base + 1), 0.0);
   for (const Span& s : spans) op_end[static_cast<size_t>(s.logical - base)] = s.e;
-  // (host logical, comm position) for each launch, then grouped by host op in logical order
+  // (compute logical, comm position) for each launch, then grouped by compute op in logical order
   std::vector<std::pair<int, int>>& launches = sc.launch_of;
   launches.clear();
   for (int c = 0; c < static_cast<int>(comm_ops.size()); ++c) {
@@ -193,11 +193,11 @@ void split_waits(const StepModel& m, const std::vector<CommStreamOp>& comm_ops, 
 
 }  // namespace
 
-void cut_host_ops(const StepModel& m, const std::vector<int>& host_ops, const std::vector<CommStreamOp>& comm_ops,
-                  double eps, HostScratch* scratch, std::vector<Piece>* pieces, std::vector<char>* consumed,
+void cut_compute_ops(const StepModel& m, const std::vector<int>& compute_ops, const std::vector<CommStreamOp>& comm_ops,
+                  double eps, ComputeScratch* scratch, std::vector<Piece>* pieces, std::vector<char>* consumed,
                   uint64_t* clamped) {
-  HostScratch& s = *scratch;
-  nest_host_ops(m, host_ops, eps, s, clamped);
+  ComputeScratch& s = *scratch;
+  nest_compute_ops(m, compute_ops, eps, s, clamped);
   s.launches.clear();
   for (const CommStreamOp& c : comm_ops) s.launches.push_back(m.ops[c.logical].start);
   flatten(s);

@@ -1,5 +1,5 @@
-// A rank's host ops as time-ordered pieces, the part of build_rank_chain (rank_chain.h) that
-// works on host time: nesting resolved, pieces cut where communication ops are launched, and
+// A rank's compute ops as time-ordered pieces, the part of build_rank_chain (rank_chain.h) that
+// works on the compute ops: nesting resolved, pieces cut where communication ops are launched, and
 // the time an op spent blocked on its own collectives taken out.
 #pragma once
 
@@ -13,13 +13,13 @@
 
 namespace sp::online {
 
-// A host op's interval after nesting has been resolved.
+// A compute op's interval after nesting has been resolved.
 struct Span {
   int logical = 0;
   double s = 0, e = 0;
 };
 
-// A stretch of time owned by one host op (the innermost one running then).
+// A stretch of time owned by one compute op (the innermost one running then).
 struct Piece {
   int owner = 0;  // logical op
   double s = 0, e = 0;
@@ -27,10 +27,10 @@ struct Piece {
   std::vector<int> waits_for;     // logical comm ops this piece waits for
 };
 
-// cut_host_ops' working arrays, kept from one rank to the next (a rank needs a dozen small
+// cut_compute_ops' working arrays, kept from one rank to the next (a rank needs a dozen small
 // arrays; allocated and freed per rank, the allocator's bookkeeping cost ~36 M instructions a
 // step at 4096 ranks).
-struct HostScratch {
+struct ComputeScratch {
   struct Frame {
     int span;
     size_t next_child;
@@ -43,15 +43,15 @@ struct HostScratch {
   std::vector<int> positive;
   std::vector<char> has_piece;
   std::vector<double> launches, op_end;
-  std::vector<std::pair<int, int>> launch_of;  // (host logical, comm position)
+  std::vector<std::pair<int, int>> launch_of;  // (compute logical, comm position)
   std::vector<int> cs, waited;
 };
 
-// The rank's host ops as pieces in time order into *pieces. Adds to *clamped the host ops
+// The rank's compute ops as pieces in time order into *pieces. Adds to *clamped the compute ops
 // clipped to the op they are nested in; sets (*consumed)[c] for the comm ops (positions in
 // comm_ops) that a piece waits for.
-void cut_host_ops(const StepModel& m, const std::vector<int>& host_ops, const std::vector<CommStreamOp>& comm_ops,
-                  double eps, HostScratch* scratch, std::vector<Piece>* pieces, std::vector<char>* consumed,
+void cut_compute_ops(const StepModel& m, const std::vector<int>& compute_ops, const std::vector<CommStreamOp>& comm_ops,
+                  double eps, ComputeScratch* scratch, std::vector<Piece>* pieces, std::vector<char>* consumed,
                   uint64_t* clamped);
 
 // The latest piece (not removed) that ends by time t: what an op launched at t depends on; -1
