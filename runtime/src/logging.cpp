@@ -2,6 +2,8 @@
 // nccl_hooks/) lines, warnings and last warning all go through here.
 #include "straggler_probe/log.h"
 
+#include "straggler_probe/output_line.h"
+
 #include <spdlog/logger.h>
 #include <spdlog/sinks/stdout_sinks.h>
 
@@ -64,6 +66,8 @@ void emit(spdlog::level::level_enum level, std::string_view message) {
     std::lock_guard lock(s.mutex);
     context = s.context;
   }
+  // Under the output lock: a warning and rank 0's lines (output_line.h) never interleave.
+  std::lock_guard out(output_lock());
   if (context.empty()) {
     s.logger->log(level, "{}", message);
   } else {

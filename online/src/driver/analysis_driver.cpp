@@ -1,8 +1,6 @@
 #include "straggler_probe/online/analysis_driver.h"
 
-#include <cstdio>
 #include <filesystem>
-#include <mutex>
 
 #include "run_health.h"
 
@@ -34,14 +32,6 @@ OnlineConfig config_of(const AnalysisSettings& s, LineSink print) {
   c.silent_ranks = s.silent_ranks;
   if (s.log_lines) c.log_sink = std::move(print);
   return c;
-}
-
-void write_line(std::FILE* stream, const std::string& line) {
-  static std::mutex mutex;
-  std::lock_guard<std::mutex> lock(mutex);
-  std::fputs(line.c_str(), stream);
-  if (line.empty() || line.back() != '\n') std::fputc('\n', stream);
-  std::fflush(stream);
 }
 
 }  // namespace
@@ -137,9 +127,5 @@ void AnalysisDriver::set_significance(double significance, double alarm_signific
   impl_->settings.alarm_significance = alarm_significance;
   impl_->analyzer->set_significance(significance, alarm_significance);
 }
-
-void print_line(const std::string& line) { write_line(stdout, line); }
-
-void warn_line(const std::string& line) { write_line(stderr, line); }
 
 }  // namespace sp::online

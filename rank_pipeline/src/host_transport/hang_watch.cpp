@@ -5,11 +5,11 @@
 
 #include "host/heartbeat_link.h"
 #include "host/host_keys.h"
-#include "straggler_probe/online/analysis_driver.h"
+#include "straggler_probe/output_line.h"
 
 namespace sp::rank_pipeline {
 
-using online::print_line;
+using runtime::print_line;
 namespace {
 
 double seconds_of(int64_t ms) { return static_cast<double>(ms) / 1e3; }

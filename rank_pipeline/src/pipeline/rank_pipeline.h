@@ -18,6 +18,7 @@
 #include "http/metrics_service.h"
 #include "straggler_probe/online/analysis_driver.h"
 #include "straggler_probe/online/setting_defaults.h"
+#include "straggler_probe/output_line.h"
 #include "straggler_probe/rank_pipeline/kv_store.h"
 #include "straggler_probe/rank_pipeline/rank_pipeline.h"
 #include "straggler_probe/rank_pipeline/seconds.h"
@@ -93,7 +94,7 @@ class RunningPipeline {
 };
 
 // One line to stdout / stderr, whole, from any thread (shared with analyze-dir).
-using online::print_line;
-using online::warn_line;
+using runtime::print_line;
+using runtime::print_stderr_line;
 
 }  // namespace sp::rank_pipeline

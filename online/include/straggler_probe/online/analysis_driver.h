@@ -83,9 +83,4 @@ class AnalysisDriver {
   std::unique_ptr<Impl> impl_;
 };
 
-// One whole line to stdout / stderr from any thread (one mutex for both, so that a line and a
-// warning never interleave on a shared terminal); a newline is added unless the text ends in one.
-void print_line(const std::string& line);
-void warn_line(const std::string& line);
-
 }  // namespace sp::online
