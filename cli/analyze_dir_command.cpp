@@ -12,9 +12,11 @@
 
 #include "exit_codes.h"
 #include "output_dir.h"
+#include "setting_bounds.h"
 #include "step_selection.h"
 #include "straggler_probe/online/analysis_driver.h"
 #include "straggler_probe/online/step_assembly.h"
+#include "straggler_probe/output_line.h"
 #include "summary_dir_reader.h"
 
 namespace sp::cli {
@@ -77,16 +79,10 @@ StepPlan plan_steps(const SummaryDirIndex& index, const std::vector<int64_t>& st
 }
 
 online::AnalysisSettings settings_of(const AnalyzeDirArgs& args, int world_size, const std::string& out) {
-  online::AnalysisSettings s;
+  online::AnalysisSettings s = args.analysis;
   s.world_size = world_size;
   s.out_dir = out;
   s.log_lines = !args.quiet;
-  s.slowdown_threshold = args.slowdown_threshold;
-  s.window_steps = args.window_steps;
-  s.significance = args.significance;
-  s.alarm_significance = args.alarm_significance;
-  s.summary_interval = args.summary_interval;
-  s.timeline_ranks = args.timeline_ranks;
   s.replace_jsonl = true;  // the analyzer appends (a live run does across restarts); a rerun replaces it
   return s;
 }
@@ -112,33 +108,35 @@ CLI::App* add_analyze_dir_command(CLI::App& app, AnalyzeDirArgs& args) {
   cmd->add_option("--out", args.out, "Report directory (created if missing; default DIR/report)");
   cmd->add_option("--steps", args.steps, "Analyse only these steps, e.g. --steps 12 20-23")->expected(1, -1);
   cmd->add_flag("--quiet,-q", args.quiet, "No per-step lines: only the closing summary and the report line");
-  cmd->add_option("--threshold", args.slowdown_threshold,
+  namespace defaults = online::setting_defaults;
+  online::AnalysisSettings& a = args.analysis;
+  cmd->add_option("--threshold", a.slowdown_threshold,
                   "A user override: steps with a slowdown S below this name no straggler (1: off, the noise model decides; live: STRAGGLER_PROBE_SLOWDOWN_THRESHOLD)")
-      ->default_val(online::setting_defaults::kSlowdownThreshold)
-      ->check(CLI::Range(1.0, 1e9));
-  cmd->add_option("--window", args.window_steps,
+      ->default_val(defaults::kSlowdownThreshold)
+      ->check(at_least(defaults::kSlowdownThresholdLowest));
+  cmd->add_option("--window", a.window_steps,
                   "Recent steps the ideal durations are estimated over (live: STRAGGLER_PROBE_WINDOW_STEPS)")
-      ->default_val(online::setting_defaults::kWindowSteps)
-      ->check(CLI::Range(2, 1 << 20));
-  cmd->add_option("--significance", args.significance,
+      ->default_val(defaults::kWindowSteps)
+      ->check(at_least(defaults::kWindowStepsLowest));
+  cmd->add_option("--significance", a.significance,
                   "Per-step level: a step names a culprit only when its test against the noise model gives p "
                   "below this (live: STRAGGLER_PROBE_SIGNIFICANCE)")
-      ->default_val(online::setting_defaults::kSignificance)
-      ->check(CLI::Range(1e-300, 0.999999));
-  cmd->add_option("--alarm-significance", args.alarm_significance,
+      ->default_val(defaults::kSignificance)
+      ->check(strictly_between(defaults::kSignificanceAbove, defaults::kSignificanceBelow));
+  cmd->add_option("--alarm-significance", a.alarm_significance,
                   "An alarm is raised when its test over the recent steps gives p below this "
                   "(live: STRAGGLER_PROBE_ALARM_SIGNIFICANCE)")
-      ->default_val(online::setting_defaults::kAlarmSignificance)
-      ->check(CLI::Range(1e-300, 0.999999));
-  cmd->add_option("--summary-interval", args.summary_interval,
+      ->default_val(defaults::kAlarmSignificance)
+      ->check(strictly_between(defaults::kAlarmSignificanceAbove, defaults::kAlarmSignificanceBelow));
+  cmd->add_option("--summary-interval", a.summary_interval,
                   "A text summary with the S_w heatmap every N steps, as a live run (0: none)")
-      ->default_val(online::setting_defaults::kSummaryInterval)
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--timeline-ranks", args.timeline_ranks,
+      ->default_val(defaults::kSummaryInterval)
+      ->check(at_least(defaults::kSummaryIntervalLowest));
+  cmd->add_option("--timeline-ranks", a.timeline_ranks,
                   "Ranks drawn in timeline.json (default: every rank while it stays within 16 MiB, beyond "
                   "that rank 0, the named ranks, each stage's slowest and the slowest / fastest by score; "
                   "live: STRAGGLER_PROBE_TIMELINE_RANKS)")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(defaults::kTimelineRanksLowest));
   return cmd;
 }
 
@@ -164,7 +162,7 @@ int run_analyze_dir(const AnalyzeDirArgs& args) {
 
   const std::string out = args.out.empty() ? (fs::path(args.dir) / "report").string() : args.out;
   create_output_dir(out);
-  online::AnalysisDriver driver(settings_of(args, index.world_size, out), online::print_line,
+  online::AnalysisDriver driver(settings_of(args, index.world_size, out), runtime::print_line,
                             [](const std::string& warning) { spdlog::warn("{}", warning); });
   size_t verdicts = 0;
   std::string first_skip;  // "step N: reason" of the first step the analysis skipped
@@ -191,8 +189,9 @@ int run_analyze_dir(const AnalyzeDirArgs& args) {
                  stats.steps_skipped, first_skip);
   }
   // The closing summary (unless the periodic one has just been printed), then the report line.
-  if (args.summary_interval > 0 && (args.quiet || verdicts % static_cast<size_t>(args.summary_interval) != 0)) {
-    online::print_line(driver.analyzer().summary_text());
+  const int every = args.analysis.summary_interval;
+  if (every > 0 && (args.quiet || verdicts % static_cast<size_t>(every) != 0)) {
+    runtime::print_line(driver.analyzer().summary_text());
   }
   online::ReportOptions report;
   report.sections["summary_files"] = summary_files_section(args, index.world_size, plan);

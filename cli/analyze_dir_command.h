@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "straggler_probe/online/setting_defaults.h"
+#include "straggler_probe/online/analysis_driver.h"
 
 namespace CLI {
 class App;
@@ -20,18 +20,11 @@ struct AnalyzeDirArgs {
   std::string out;                 // report directory; empty: DIR/report
   std::vector<std::string> steps;  // raw --steps tokens
   bool quiet = false;              // no per-step lines, only the closing summary and report line
-  // a text summary every N steps (the live default); 0: none
-  int summary_interval = online::setting_defaults::kSummaryInterval;
-  // S below this names nothing, a user override (1.0: off; STRAGGLER_PROBE_SLOWDOWN_THRESHOLD live)
-  double slowdown_threshold = online::setting_defaults::kSlowdownThreshold;
-  // steps the ideal durations are estimated over (..._WINDOW_STEPS)
-  int window_steps = online::setting_defaults::kWindowSteps;
-  // per-step level of the noise model's tests (..._SIGNIFICANCE)
-  double significance = online::setting_defaults::kSignificance;
-  // the alarms' level (..._ALARM_SIGNIFICANCE)
-  double alarm_significance = online::setting_defaults::kAlarmSignificance;
-  // ranks drawn in timeline.json; 0: within 16 MiB (..._TIMELINE_RANKS)
-  int timeline_ranks = online::setting_defaults::kTimelineRanks;
+  // The live analysis's settings, the flags filling those a user sets (--threshold, --window,
+  // --significance, --alarm-significance, --summary-interval, --timeline-ranks: the live run's
+  // STRAGGLER_PROBE_* of the same meaning); the world size, report directory and lines come from
+  // the run's files, DIR/--out and --quiet.
+  online::AnalysisSettings analysis;
 };
 
 // Registers the subcommand and its options on `app`, filling `args` when parsed.

@@ -47,6 +47,20 @@ def cpp_constant(setting) -> str:
     raise ValueError(f"{setting.name}: no C++ type for a default of {type(value).__name__}")
 
 
+def bound_constants(setting) -> list[str]:
+    # The parser's bounds (the table's comment on _parse_int): kXLowest is accepted; kXAbove and
+    # kXBelow bound an open interval.
+    value = setting.cpp_unset if setting.default is None else setting.default
+    ctype = "int" if isinstance(value, int) and not isinstance(value, bool) else "double"
+    out = []
+    for attr, suffix in (("lowest", "Lowest"), ("above", "Above"), ("below", "Below")):
+        bound = getattr(setting.parse, attr, None)
+        if bound is not None:
+            text = repr(float(bound)) if ctype == "double" else str(int(bound))
+            out.append(f"inline constexpr {ctype} {setting.cpp}{suffix} = {text};")
+    return out
+
+
 def render_header(settings) -> str:
     lines = [
         "// The defaults of the user's settings that C++ also holds (the analysis's settings,",
@@ -65,6 +79,7 @@ def render_header(settings) -> str:
         unset = " (unset in the table)" if s.default is None else ""
         lines.append(f"// STRAGGLER_PROBE_{s.name.upper()}{unset}")
         lines.append(cpp_constant(s))
+        lines += bound_constants(s)
     lines += ["", "}  // namespace sp::online::setting_defaults", ""]
     return "\n".join(lines)
 

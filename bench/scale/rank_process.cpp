@@ -207,10 +207,10 @@ class RankProcess {
       return;
     }
     rank_pipeline::AnalysisOptions a;
-    a.world_size = world_;
+    a.settings.world_size = world_;
     a.max_lag = o_.max_lag;
-    a.out_dir = o_.out_dir;
-    a.summary_interval = 0;
+    a.settings.out_dir = o_.out_dir;
+    a.settings.summary_interval = 0;
     Rank0* r0 = &rank0_;
     r0->worker = std::make_shared<rank_pipeline::AnalysisWorker>(
         a,

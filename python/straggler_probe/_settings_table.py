@@ -26,12 +26,16 @@ def _parse_bool(text: str) -> bool:
     raise ValueError("expected one of 1/0, true/false, yes/no, on/off")
 
 
+# A numeric parser carries its bounds (`lowest`: accepted, inclusive; `above` / `below`: the
+# open interval), which scripts/gen_settings.py writes next to the C++ default, so that
+# analyze-dir's flags refuse what the environment refuses.
 def _parse_int(minimum: int) -> Callable[[str], int]:
     def parse(text: str) -> int:
         value = int(text.strip(), 10)
         if value < minimum:
             raise ValueError(f"expected an integer >= {minimum}")
         return value
+    parse.lowest = minimum  # type: ignore[attr-defined]
     return parse
 
 
@@ -41,6 +45,7 @@ def _parse_float(minimum: float) -> Callable[[str], float]:
         if not value >= minimum:  # also rejects NaN
             raise ValueError(f"expected a number >= {minimum}")
         return value
+    parse.lowest = float(minimum)  # type: ignore[attr-defined]
     return parse
 
 
@@ -49,6 +54,10 @@ def _parse_probability(text: str) -> float:
     if not 0.0 < value < 1.0:  # also rejects NaN
         raise ValueError("expected a probability strictly between 0 and 1")
     return value
+
+
+_parse_probability.above = 0.0  # type: ignore[attr-defined]
+_parse_probability.below = 1.0  # type: ignore[attr-defined]
 
 
 def _parse_choice(*choices: str) -> Callable[[str], str]:
@@ -195,8 +204,8 @@ SETTINGS: tuple[Setting, ...] = (
             doc=(
             'Time regions with CUDA events on the stream. auto: when the model runs on CUDA and '
             "the GPU capture (CUPTI) is not active; while it is, the CUPTI spans of the regions' "
-            'kernels time them and the regions take host stamps (no CUDA event, no resolver '
-            'thread); on: CUDA events also then; off: never (host stamps).')),
+            'kernels time them and the regions take CPU stamps (no CUDA event, no resolver '
+            'thread); on: CUDA events also then; off: never (CPU stamps).')),
     Setting("ddp_comm_hook", _parse_choice("auto", "on", "off"), "auto",
             doc=(
             'Whether the probe may register its own timed comm hook on DDP models, to see their '

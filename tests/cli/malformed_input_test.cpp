@@ -112,6 +112,14 @@ INSTANTIATE_TEST_SUITE_P(
                   "--threshold: must be a positive number"},
         UsageCase{"analyze --trace valid.csv --meta meta.yaml --out /tmp/x --threshold abc",
                   "Could not convert: --threshold = abc"},
+        // analyze-dir's flags refuse what the environment variable of the same setting refuses,
+        // in the settings table's words (cli/setting_bounds.h), without echoing the value.
+        UsageCase{"analyze-dir run --window 1", "--window: expected an integer >= 2"},
+        UsageCase{"analyze-dir run --significance 1", "--significance: expected a probability strictly between 0 and 1"},
+        UsageCase{"analyze-dir run --alarm-significance nan", "--alarm-significance: expected a probability strictly between 0 and 1"},
+        UsageCase{"analyze-dir run --threshold 0.5", "--threshold: expected a number >= 1"},
+        UsageCase{"analyze-dir run --timeline-ranks 0", "--timeline-ranks: expected an integer >= 1"},
+        UsageCase{"analyze-dir run --summary-interval -1", "--summary-interval: expected an integer >= 0"},
         UsageCase{"", "A subcommand is required"},
         UsageCase{"frobnicate", "unknown command 'frobnicate' (commands: analyze, analyze-dir; see --help)"}));
 

@@ -66,9 +66,9 @@ TEST(AnalysisWorker, GivenUpAndUnreadableStepsAreOneLineEachAndCountedInTheRepor
   const auto run = online::testing::run_synthetic(job, 8);
   const fs::path dir = fresh_dir("skips");
   AnalysisOptions o;
-  o.world_size = 4;
-  o.out_dir = dir.string();
-  o.summary_interval = 0;
+  o.settings.world_size = 4;
+  o.settings.out_dir = dir.string();
+  o.settings.summary_interval = 0;
   Printed printed;
   std::string failure;
   AnalysisWorker worker(o, [&](const std::string& l) { printed.add(l); },
@@ -116,9 +116,9 @@ TEST(AnalysisWorker, StepsDroppedBecauseTheAnalysisFellBehindAreOneLineForTheRan
   online::testing::SyntheticJob job;
   const auto run = online::testing::run_synthetic(job, 12);
   AnalysisOptions o;
-  o.world_size = 4;
+  o.settings.world_size = 4;
   o.max_lag = 2;
-  o.summary_interval = 0;
+  o.settings.summary_interval = 0;
   o.fault = FaultInjection::kSlow;  // 500 ms per step: the queue overflows
   Printed printed;
   AnalysisWorker worker(o, [&](const std::string& l) { printed.add(l); }, [](const std::string&) {});
@@ -142,8 +142,8 @@ TEST(AnalysisWorker, StepsDroppedBecauseTheAnalysisFellBehindAreOneLineForTheRan
 // tell it is the probe's: the analysis thread carries its name.
 TEST(AnalysisWorker, ItsThreadIsNamedSoThatUsersCanTellItFromTheTrainingsOwn) {
   AnalysisOptions o;
-  o.world_size = 4;
-  o.summary_interval = 0;
+  o.settings.world_size = 4;
+  o.settings.summary_interval = 0;
   AnalysisWorker worker(o, [](const std::string&) {}, [](const std::string&) {});
   auto names = [] {
     std::vector<std::string> out;

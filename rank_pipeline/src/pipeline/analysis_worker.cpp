@@ -10,6 +10,7 @@
 
 #include "straggler_probe/online/analysis_driver.h"
 #include "straggler_probe/online/thread_priority.h"
+#include "straggler_probe/output_line.h"
 #include "straggler_probe/step_summary.h"
 
 namespace sp::rank_pipeline {
@@ -120,21 +121,10 @@ struct AnalysisWorker::Impl {
     // Rank 0's CPU is the job's: this thread yields to training and keeps to a tenth of a core.
     std::string why;
     if (!online::lower_this_thread_priority(online::kAnalysisNiceIncrement, &why)) {
-      online::warn_line("straggler_probe: WARNING: " + why + "; the analysis keeps the training's priority");
+      runtime::print_stderr_line("straggler_probe: WARNING: " + why + "; the analysis keeps the training's priority");
     }
-    online::AnalysisSettings settings;
+    online::AnalysisSettings settings = o.settings;
     settings.cpu_budget = 0.1;
-    settings.world_size = o.world_size;
-    settings.out_dir = o.out_dir;
-    settings.log_lines = o.log_lines;
-    settings.slowdown_threshold = o.slowdown_threshold;
-    settings.significance = o.significance;
-    settings.alarm_significance = o.alarm_significance;
-    settings.window_steps = o.window_steps;
-    settings.summary_interval = o.summary_interval;
-    settings.hang_after_s = o.hang_after_s;
-    settings.hang_multiple = o.hang_multiple;
-    settings.timeline_ranks = o.timeline_ranks;
     if (o.hang_board) {
       settings.silent_ranks = [board = o.hang_board] {
         auto [episode, ranks] = board->latest_silent();
@@ -147,7 +137,7 @@ struct AnalysisWorker::Impl {
           print(line);
           counters->lines_printed++;
         },
-        [](const std::string& warning) { online::warn_line("straggler_probe: WARNING: " + warning); });
+        [](const std::string& warning) { runtime::print_stderr_line("straggler_probe: WARNING: " + warning); });
   }
 
   void inject_fault() {
@@ -215,7 +205,7 @@ struct AnalysisWorker::Impl {
   // thread at most 1/kPartialReportCostFactor of its time, however large the job.
   void maybe_write_partial_report() {
     const auto t0 = Steady::now();
-    if (o.out_dir.empty() || t0 < next_partial_report) return;
+    if (o.settings.out_dir.empty() || t0 < next_partial_report) return;
     const bool timeline = t0 >= next_partial_timeline;
     online::ReportOptions options = report_options(false);
     options.write_timeline = timeline;
@@ -311,7 +301,7 @@ struct AnalysisWorker::Impl {
     end_recording_pause();
     end_pause();
     driver->finish();
-    if (!o.out_dir.empty()) (void)driver->write_report(report_options(true));
+    if (!o.settings.out_dir.empty()) (void)driver->write_report(report_options(true));
   }
 };
 

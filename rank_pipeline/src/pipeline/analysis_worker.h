@@ -23,6 +23,7 @@
 #include "http/control.h"
 #include "http/metrics_board.h"
 #include "base/loop_thread.h"
+#include "straggler_probe/online/analysis_driver.h"
 #include "straggler_probe/online/analyzer.h"
 #include "straggler_probe/online/setting_defaults.h"
 #include "transport/transport.h"
@@ -34,22 +35,11 @@ namespace sp::rank_pipeline {
 enum class FaultInjection { kNone, kThrow, kStall, kSlow };
 
 struct AnalysisOptions {
-  int world_size = 1;
-  int max_lag = online::setting_defaults::kMaxLag;
-  std::string out_dir;
-  bool log_lines = online::setting_defaults::kLogLines;
-  // The analysis's user-facing knobs (online/include/straggler_probe/online/config.h).
-  double slowdown_threshold = online::setting_defaults::kSlowdownThreshold;
-  double significance = online::setting_defaults::kSignificance;             // NoiseConfig::alpha
-  double alarm_significance = online::setting_defaults::kAlarmSignificance;  // ...::alarm_alpha
-  int window_steps = online::setting_defaults::kWindowSteps;
-  int summary_interval = online::setting_defaults::kSummaryInterval;
-  // OnlineConfig::hang_after_s / hang_multiple: the hang watch's bound, for the hang cause
-  // (online/src/decision/hang_rule.h)
-  double hang_after_s = online::setting_defaults::kHangAfterS;
-  double hang_multiple = online::setting_defaults::kHangMultiple;
-  // OnlineConfig::timeline_ranks (0: a 16 MiB file's worth)
-  int timeline_ranks = online::setting_defaults::kTimelineRanks;
+  // The analysis's user-facing settings, as analyze-dir has them too (its world size, report
+  // directory, lines, thresholds, hang bound, timeline). The worker sets the two that are its
+  // own: the CPU budget (a tenth of a core beside training) and the hang board's silent ranks.
+  online::AnalysisSettings settings;
+  int max_lag = online::setting_defaults::kMaxLag;  // the queue of steps waiting for the analysis
   std::shared_ptr<HangBoard> hang_board;  // rank 0's hang episodes: the silent rank of a hang step
   FaultInjection fault = FaultInjection::kNone;
   int fault_after_steps = 3;  // the fault hits once this many steps were analysed

@@ -11,7 +11,7 @@ namespace sp::rank_pipeline {
 RunningPipeline::RunningPipeline(RankPipelineOptions options, sp_kv_store* store)
     : options_(std::move(options)),
       store_(std::make_shared<KvClient>(store != nullptr ? store : make_local_kv_store())) {
-  auto warn = [](const std::string& line) { warn_line(line); };
+  auto warn = [](const std::string& line) { print_stderr_line(line); };
   options_.transport.hang_board = hang_board_;
   options_.analysis.hang_board = hang_board_;
   store_->set_on_lost([this](const std::string& why) { store_lost(why); });
@@ -34,8 +34,8 @@ RunningPipeline::RunningPipeline(RankPipelineOptions options, sp_kv_store* store
   if (options_.metrics.enabled()) {
     options_.analysis.board = std::make_shared<http::MetricsBoard>(
         options_.metrics.job, options_.transport.world_size, options_.config);
-    options_.analysis.board->set_control_view(false, options_.analysis.significance,
-                                              options_.analysis.alarm_significance);
+    options_.analysis.board->set_control_view(false, options_.analysis.settings.significance,
+                                              options_.analysis.settings.alarm_significance);
     options_.analysis.board->show_hangs(hang_board_);  // what the hang watch publishes
     // Pause and resume reach every rank through the transport (host-aggregated protocol).
     options_.transport.recording_switch = std::make_shared<RecordingSwitch>();
@@ -94,7 +94,7 @@ void RunningPipeline::start_metrics() {
         }
         return h;
       },
-      [](const std::string& line) { warn_line(line); });
+      [](const std::string& line) { print_stderr_line(line); });
 }
 
 RunningPipeline::~RunningPipeline() {
@@ -111,8 +111,8 @@ void RunningPipeline::start_clock_sync() {
   ClockSyncHooks hooks;
   hooks.clock = [] { return static_cast<int64_t>(runtime().now_ns()); };
   hooks.apply = [](int64_t offset_ns) { runtime().set_clock_offset(offset_ns); };
-  if (options_.analysis.log_lines) hooks.print = print_line;
-  hooks.warn = warn_line;
+  if (options_.analysis.settings.log_lines) hooks.print = print_line;
+  hooks.warn = print_stderr_line;
   hooks.step_seconds = [this] { return static_cast<double>(step_ns_.load()) / 1e9; };
   clock_ = std::make_unique<ClockSync>(std::move(o), store_, std::move(hooks));
 }
@@ -148,7 +148,7 @@ void RunningPipeline::store_lost(const std::string& why) {
     message_ = message;
   }
   state_.store(RankPipelineState::kSteppedAside);
-  warn_line("straggler_probe: WARNING: " + message +
+  print_stderr_line("straggler_probe: WARNING: " + message +
             "; the probe steps aside on this rank and training continues without it");
   if (clock_) clock_->request_stop();
   stop_->raise(message);
@@ -161,7 +161,7 @@ void RunningPipeline::fail(const std::string& message) {
     message_ = message;
   }
   state_.store(RankPipelineState::kSteppedAside);
-  warn_line("straggler_probe: WARNING: " + message +
+  print_stderr_line("straggler_probe: WARNING: " + message +
             "; the probe steps aside on every rank and training continues without it");
   if (worker_) worker_->abandon();
   if (clock_) clock_->request_stop();

@@ -13,36 +13,52 @@ inline constexpr char kHostname[] = "";
 inline constexpr char kTransportProtocol[] = "auto";
 // STRAGGLER_PROBE_WARMUP_STEPS
 inline constexpr int kWarmupSteps = 2;
+inline constexpr int kWarmupStepsLowest = 0;
 // STRAGGLER_PROBE_CLOCK_SYNC
 inline constexpr bool kClockSync = true;
 // STRAGGLER_PROBE_CLOCK_SYNC_PERIOD
 inline constexpr double kClockSyncPeriodS = 60.0;
+inline constexpr double kClockSyncPeriodSLowest = 1.0;
 // STRAGGLER_PROBE_MAX_LAG
 inline constexpr int kMaxLag = 8;
+inline constexpr int kMaxLagLowest = 1;
 // STRAGGLER_PROBE_ANALYSIS_TIMEOUT
 inline constexpr double kAnalysisTimeoutS = 30.0;
+inline constexpr double kAnalysisTimeoutSLowest = 0.1;
 // STRAGGLER_PROBE_STEP_TIMEOUT
 inline constexpr double kStepTimeoutS = 60.0;
+inline constexpr double kStepTimeoutSLowest = 0.1;
 // STRAGGLER_PROBE_LOG_LINES
 inline constexpr bool kLogLines = true;
 // STRAGGLER_PROBE_SLOWDOWN_THRESHOLD
 inline constexpr double kSlowdownThreshold = 1.0;
+inline constexpr double kSlowdownThresholdLowest = 1.0;
 // STRAGGLER_PROBE_SIGNIFICANCE
 inline constexpr double kSignificance = 0.001;
+inline constexpr double kSignificanceAbove = 0.0;
+inline constexpr double kSignificanceBelow = 1.0;
 // STRAGGLER_PROBE_ALARM_SIGNIFICANCE
 inline constexpr double kAlarmSignificance = 1e-05;
+inline constexpr double kAlarmSignificanceAbove = 0.0;
+inline constexpr double kAlarmSignificanceBelow = 1.0;
 // STRAGGLER_PROBE_WINDOW_STEPS
 inline constexpr int kWindowSteps = 20;
+inline constexpr int kWindowStepsLowest = 2;
 // STRAGGLER_PROBE_SUMMARY_INTERVAL
 inline constexpr int kSummaryInterval = 50;
+inline constexpr int kSummaryIntervalLowest = 0;
 // STRAGGLER_PROBE_HANG_AFTER_S
 inline constexpr double kHangAfterS = 10.0;
+inline constexpr double kHangAfterSLowest = 0.0;
 // STRAGGLER_PROBE_HANG_MULTIPLE
 inline constexpr double kHangMultiple = 20.0;
+inline constexpr double kHangMultipleLowest = 1.0;
 // STRAGGLER_PROBE_TIMELINE_RANKS (unset in the table)
 inline constexpr int kTimelineRanks = 0;
+inline constexpr int kTimelineRanksLowest = 1;
 // STRAGGLER_PROBE_METRICS_PORT
 inline constexpr int kMetricsPort = 0;
+inline constexpr int kMetricsPortLowest = 0;
 // STRAGGLER_PROBE_METRICS_ADDR
 inline constexpr char kMetricsAddr[] = "127.0.0.1";
 // STRAGGLER_PROBE_METRICS_FILE (unset in the table)
