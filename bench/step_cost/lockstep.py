@@ -96,6 +96,7 @@ class Turn:
         env.update(OMP_NUM_THREADS="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),
                    PYTHONPATH="" if mode == "none" else pkg)
         self.mode = mode
+        self._pending = b""  # bytes read from the worker's stdout, not yet a whole line
         self.proc = subprocess.Popen([sys.executable, __file__, "--worker", mode, "--variant", variant,
                                       "--b-kwargs", b_kwargs],
                                      env=env, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -104,16 +105,28 @@ class Turn:
     def reply(self) -> str:
         """The worker's next reply ("@@" lines; the probe's own per-step lines pass by). A worker
         silent for REPLY_TIMEOUT_S is stuck: its threads' stacks go to stuck-<pid>.txt (gdb)."""
+        # Read the pipe's bytes ourselves: a buffered readline() may take the reply into its
+        # buffer together with a probe line before it, and select() on the descriptor would then
+        # wait for bytes that already arrived.
+        fd = self.proc.stdout.fileno()
         while True:
-            ready, _, _ = select.select([self.proc.stdout], [], [], REPLY_TIMEOUT_S)
+            newline = self._pending.find(b"\n")
+            if newline >= 0:
+                line = self._pending[:newline].decode(errors="replace")
+                self._pending = self._pending[newline + 1:]
+                if line.startswith("@@"):
+                    return line[2:].strip()
+                continue
+            ready, _, _ = select.select([fd], [], [], REPLY_TIMEOUT_S)
             if not ready:
                 dump = Path(f"stuck-{self.proc.pid}.txt").resolve()
                 subprocess.run(["gdb", "-p", str(self.proc.pid), "-batch", "-ex", "thread apply all bt"],
                                stdout=dump.open("w"), stderr=subprocess.STDOUT, timeout=120, check=False)
                 raise RuntimeError(f"{self.mode}: no reply in {REPLY_TIMEOUT_S} s; stacks in {dump}")
-            line = self.proc.stdout.readline()
-            if not line or line.startswith("@@"):
-                return line[2:].strip()
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return ""
+            self._pending += chunk
 
     def expect(self, word: str) -> None:
         got = self.reply()
@@ -204,7 +217,10 @@ def main() -> None:
         return
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}", flush=True)
     results = [measure(v, args) for v in args.variants]
-    print_table(results)  # step_cost.py's table: the same keys
+    # step_cost.py's table (the same keys), B named by what it ran
+    b_label = {"probe": "init(" + (args.b_kwargs if args.b_kwargs not in ("", "{}") else "") + ")",
+               "import": "import only", "residue": "init() then shutdown()"}[args.b_mode]
+    print_table(results, b_label)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     if any(r["problems"] for r in results):

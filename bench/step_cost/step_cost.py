@@ -270,8 +270,8 @@ def measure(variant: str, args: argparse.Namespace) -> dict:
     return out
 
 
-def print_table(results: list[dict]) -> None:
-    print("| model | A: never probed (µs/step) | B: init() defaults (µs/step) | B/A | 95% t | "
+def print_table(results: list[dict], b_label: str = "init() defaults") -> None:
+    print(f"| model | A: never probed (µs/step) | B: {b_label} (µs/step) | B/A | 95% t | "
           "95% bootstrap | rounds | comm hook untouched |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for res in results:
