@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The detection benchmark's real jobs: 4-rank DDP training over gloo on this machine, through
 the real probe (straggler_probe.init() in every rank, rank 0's live analysis), with nothing
-planted, one rank 30% slower, GC pauses on one rank, and data-loader stalls on one rank.
+planted, one rank 30% slower (sleeping: an emulated accelerator's time), one rank burning 30%
+more real CPU than its peers (matmuls in its forward; its twin is the clean job without emulated
+device time), GC pauses on one rank, and data-loader stalls on one rank.
 
 Each job becomes a cell folder (cell.json, truth.jsonl, and the probe's own report/) that
 `sp_detection_bench score` scores like the synthetic ones. Every job runs under the shared lock
@@ -37,10 +39,13 @@ JOBS = {
     "clean": ({}, None, None),
     "clean-cpu": ({"device_ms": 0.0, "batch": 16}, None, None),
     "slow-30": ({"slow_rank": 2, "slowdown": 0.3}, "worker", 2),
+    "slow-cpu-30": ({"device_ms": 0.0, "batch": 16, "burn_rank": 2, "burn_share": 0.3}, "worker", 2),
     "gc": ({"gc_rank": 1, "gc_every": 4, "gc_pause_ms": 60}, "gc", 1),
     "data-stall": ({"stall_rank": 3, "stall_every": 3, "stall_ms": 60}, "cpu-delay", 3),
 }
 MIN_EFFECT = 0.01
+# A job whose measured slowdown is against another clean job than "clean" (the same job shape).
+TWIN = {"slow-cpu-30": "clean-cpu"}
 
 
 @contextlib.contextmanager
@@ -123,12 +128,18 @@ def main() -> int:
         # The clean job first: the others' measured slowdowns are against it.
         clean_dir = args.out / f"clean#{r + 1}"
         clean = run("clean", args.steps, clean_dir, args.lock)
-        clean_times = clean.step_times(0)[args.warmup:]
+        times_of = {"clean": clean.step_times(0)[args.warmup:]}
         for name in names:
             cell = clean_dir if name == "clean" else args.out / f"{name}#{r + 1}"
+            twin = TWIN.get(name, "clean")
+            if twin not in times_of:  # its twin not asked for (or not yet run): run it first
+                twin_result = run(twin, args.steps, args.out / f"{twin}#{r + 1}", args.lock)
+                times_of[twin] = twin_result.step_times(0)[args.warmup:]
             result = clean if name == "clean" else run(name, args.steps, cell, args.lock)
+            if name in TWIN.values():
+                times_of[name] = result.step_times(0)[args.warmup:]
             write_cell(cell, name, f"gloo4/{name}#{r + 1}", args.steps, args.warmup,
-                       truth_lines(name, result, clean_times, args.warmup))
+                       truth_lines(name, result, times_of[twin], args.warmup))
             cells.append(str(cell))
             print(f"real_jobs: {name}#{r + 1}: {len(result.steps)} verdicts", file=sys.stderr)
     cmd = [args.bench, "score", *cells, "--title", "Real 4-rank gloo jobs on this machine"]

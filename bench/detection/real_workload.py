@@ -10,6 +10,8 @@ in every rank, RANK / WORLD_SIZE / MASTER_* set). Spec keys:
                                    inside its forward, for gc_pause_ms (a slow collector)
   stall_rank, stall_every, stall_ms  that rank's data loader stalls on steps
                                    s % stall_every == stall_every - 1, for stall_ms
+  burn_rank, burn_share            that rank burns real CPU in its forward (matmuls), burn_share x
+                                   its own forward + backward as measured over its first steps
 Writes <out>/rank<r>.json: its per-step wall times and the steps it planted a fault on.
 """
 from __future__ import annotations
@@ -47,6 +49,28 @@ class StallingTokens(torch.utils.data.Dataset):
         return self.base[i]
 
 
+class CpuBurn:
+    """Real CPU work in this rank's forward (no sleep: the other ranks on the same cores feel it
+    too, as they would a rank that computes more): `share` x the rank's own forward + backward
+    time, which RankTime measures over the first `calibrate` steps before any burning."""
+
+    def __init__(self, share: float, rank_time: "straggler.RankTime", calibrate: int = 5):
+        self.share, self.rank_time, self.calibrate = share, rank_time, calibrate
+        self.calls, self.burn_s = 0, 0.0
+        self.a = torch.randn(96, 96)
+
+    def __call__(self, module, args):  # noqa: ANN001, ANN204 (a forward pre-hook)
+        self.calls += 1
+        if self.calls <= self.calibrate:
+            return
+        if not self.burn_s:  # fixed once: the burn itself must not feed its own measure
+            self.burn_s = self.share * (self.rank_time.cpu_fwd_s + self.rank_time.cpu_bwd_s)
+        end = time.perf_counter() + self.burn_s
+        with torch.no_grad():
+            while time.perf_counter() < end:
+                self.a @ self.a
+
+
 def every(spec: dict, key: str, step: int) -> bool:
     n = spec.get(key, 0)
     return n > 0 and step % n == n - 1
@@ -69,6 +93,8 @@ def main() -> None:
     tokens = StallingTokens(SyntheticTokens(256, 64, seed=rank), spec.get("stall_ms", 0) / 1e3)
     data = torch.utils.data.DataLoader(tokens, batch_size=spec.get("batch", 8), shuffle=True,
                                        drop_last=True)
+    if rank == spec.get("burn_rank", -1):
+        gpt.register_forward_pre_hook(CpuBurn(spec["burn_share"], rank_time))
     gc.freeze()
     state = {"collect": False}
     if rank == spec.get("gc_rank", -1):
