@@ -8,7 +8,7 @@
 #include "host/heartbeat_link.h"
 #include "host/host_message.h"
 #include "store/local_kv_store.h"
-#include "base/rank_table.h"
+#include "base/rank_row.h"
 #include "host_transport/step_collector.h"
 #include "summary_seeds.h"
 

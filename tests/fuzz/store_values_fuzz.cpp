@@ -13,7 +13,7 @@
 #include "host/host_keys.h"
 #include "store/kv_client.h"
 #include "store/local_kv_store.h"
-#include "base/rank_table.h"
+#include "base/rank_row.h"
 
 namespace sp::rank_pipeline {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "host/host_message.h"
 #include "host/local_channel.h"
-#include "base/rank_table.h"
+#include "base/rank_row.h"
 
 namespace sp::rank_pipeline {
 namespace {

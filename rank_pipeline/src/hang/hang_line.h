@@ -18,7 +18,7 @@
 
 #include "hang_board.h"
 #include "hang_view.h"
-#include "base/rank_table.h"
+#include "base/rank_row.h"
 
 namespace sp::rank_pipeline {
 

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "heartbeat.h"
-#include "base/rank_table.h"
+#include "base/rank_row.h"
 
 namespace sp::rank_pipeline {
 

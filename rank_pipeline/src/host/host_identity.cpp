@@ -5,7 +5,7 @@
 #include <array>
 #include <climits>
 
-#include "base/rank_table.h"
+#include "base/rank_row.h"
 
 namespace sp::rank_pipeline {
 namespace {

@@ -6,7 +6,7 @@
 // their summaries over a Unix socket (local_channel.h), and the leader posts one message per step
 // for the whole host (host_message.h). Keys under <prefix>:
 //   host/<host>      "<leader rank> <socket name>": the host's leader;  host/<host>/n: its ranks
-//   ranks            every rank's row (rank_table.h), appended once at start
+//   ranks            every rank's row (base/rank_row.h), appended once at start
 //   d/<step>         the step's host messages, appended by the leaders
 //   n/<step>         ranks the step's messages cover (add): rank 0 reads d/<step> once this
 //                    reaches the world size (or the step times out), then deletes both
@@ -39,7 +39,7 @@
 #include <thread>
 #include <vector>
 
-#include "base/rank_table.h"
+#include "base/rank_row.h"
 #include "straggler_probe/rank_pipeline/seconds.h"
 #include "hang/heartbeat.h"
 #include "store/kv_client.h"

@@ -1,7 +1,7 @@
 // Where each rank runs, as the rank pipeline learns it once at start: verdicts name the worst
 // rank's host and GPU, report.json and the JSONL carry the whole table. A user of a large job
 // acts on a host, not on a rank number. The one type of a rank's place: the pipeline's wire row
-// (rank_pipeline/src/base/rank_table.h, RankInfo) is this plus its rank and its host's leader.
+// (rank_pipeline/src/base/rank_row.h, RankInfo) is this plus its rank and its host's leader.
 #pragma once
 
 #include <string>

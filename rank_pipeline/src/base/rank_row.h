@@ -1,6 +1,7 @@
-// Where each rank runs: its host, its local rank on that host and its device. Every rank sends
-// its own row once, at start (not in every summary); rank 0 collects the table and hands it to
-// the analysis, so that a verdict names a host and a GPU, not only a rank number.
+// A rank's row of the rank table as it travels: where it runs (its host, its local rank on that
+// host and its device) and which rank it is; online/.../rank_table.h is the table itself. Every
+// rank sends its own row once, at start (not in every summary); rank 0 collects the table and
+// hands it to the analysis, so that a verdict names a host and a GPU, not only a rank number.
 #pragma once
 
 #include <cstdint>

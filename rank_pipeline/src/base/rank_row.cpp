@@ -1,4 +1,4 @@
-#include "rank_table.h"
+#include "rank_row.h"
 
 #include <charconv>
 
