@@ -315,7 +315,7 @@ def check_nccl_plugin(args) -> int:
     ver = fields["plugin_version"]
     loaded = ver["probe_log"] or ver["nccl_log"]
     expect = 5 if 22800 <= fields["nccl_version"] < 22900 else None
-    ops_before = [o for o in ops_before if TIME_SOURCES.get(o.time_source) in ("host", "nccl")]
+    ops_before = [o for o in ops_before if TIME_SOURCES.get(o.time_source) in ("cpu", "nccl")]
     completed = before.get("plugin_ops_completed", before["plugin_ops"])
     ok = (before["plugin_contexts"] > 0 and before["plugin_active"] == 1 and loaded is not None and
           (expect is None or loaded == expect) and before["plugin_ops"] >= args.iters and

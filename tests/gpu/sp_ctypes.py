@@ -90,7 +90,7 @@ class NcclStats(ctypes.Structure):
 OP_FORWARD, OP_BACKWARD, OP_OPTIMIZER = 1, 2, 3
 OP_NAMES = {1: "forward", 2: "backward", 3: "optimizer", 4: "collective", 5: "send", 6: "recv",
             7: "gc", 8: "data-wait", 9: "kernel", 10: "memcpy", 11: "other"}
-TIME_SOURCES = {0: "host", 1: "cuda_event", 2: "cupti", 3: "nccl"}
+TIME_SOURCES = {0: "cpu", 1: "cuda_event", 2: "cupti", 3: "nccl"}
 TIME_BASES = {0: "unknown", 1: "ns", 2: "ticks"}
 ATTRIBUTIONS = {0: "markers", 1: "external", 2: "off"}
 
