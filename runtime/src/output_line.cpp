@@ -3,6 +3,7 @@
 #include "straggler_probe/output_line.h"
 
 #include <cstdio>
+#include <string>
 
 namespace sp::runtime {
 namespace {
@@ -24,5 +25,11 @@ std::mutex& output_lock() {
 void print_line(std::string_view line) { write_line(stdout, line); }
 
 void print_stderr_line(std::string_view line) { write_line(stderr, line); }
+
+void print_warning_line(std::string_view message) {
+  std::string line(kWarningLinePrefix);
+  line += message;
+  write_line(stderr, line);
+}
 
 }  // namespace sp::runtime

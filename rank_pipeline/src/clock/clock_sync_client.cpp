@@ -5,6 +5,7 @@
 
 #include "clock_sync.h"
 #include "clock_sync_protocol.h"
+#include "straggler_probe/output_line.h"
 
 namespace sp::rank_pipeline {
 namespace {
@@ -121,7 +122,7 @@ void ClockSync::client_round(SkewTracker* skew) {
   }
   // A lost store is said once, by whoever lost it (kv_client.h).
   if (first_failure && hooks_.warn && !store_->lost()) {
-    hooks_.warn("straggler_probe: WARNING: rank " + std::to_string(o_.rank) +
+    hooks_.warn(std::string(runtime::kWarningLinePrefix) + "rank " + std::to_string(o_.rank) +
                 ": clock offset to rank 0 not estimated (" + estimate.error +
                 "); its times are compared with rank 0's as if the clocks agreed (offset 0)");
   }

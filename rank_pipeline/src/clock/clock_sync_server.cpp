@@ -9,6 +9,7 @@
 
 #include "clock_sync.h"
 #include "clock_sync_protocol.h"
+#include "straggler_probe/output_line.h"
 
 namespace sp::rank_pipeline {
 namespace {
@@ -180,8 +181,8 @@ void ClockSync::maybe_report(Steady::time_point started) {
       uncertainty_warned_ = true;
       char share[32];
       std::snprintf(share, sizeof share, "%.1f%%", 100.0 * static_cast<double>(max_unc) / (step_s * 1e9));
-      warnings.push_back("straggler_probe: WARNING: clock offsets to rank 0 are uncertain by up "
-                         "to " + us(max_unc) + " us, " + share + " of a step (" +
+      warnings.push_back(std::string(runtime::kWarningLinePrefix) + "clock offsets to rank 0 are uncertain by up to " +
+                         us(max_unc) + " us, " + share + " of a step (" +
                          us(static_cast<int64_t>(step_s * 1e9)) +
                          " us): waits across ranks shorter than that are not told apart");
     }

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "straggler_probe/output_line.h"
+
 namespace sp::rank_pipeline::http {
 
 bool write_file_atomically(const std::string& path, const std::string& text, std::string* error) {
@@ -46,7 +48,7 @@ std::unique_ptr<MetricsService> MetricsService::start(const MetricsOptions& opti
       options.textfile.empty() ? std::function<void()>() : [self] { self->write_textfile(); },
       &error);
   if (!s->server_) {
-    s->warn_("straggler_probe: WARNING: the metrics server is off: " + error +
+    s->warn_(std::string(runtime::kWarningLinePrefix) + "the metrics server is off: " + error +
              "; training and the analysis go on without it");
     return nullptr;
   }
@@ -89,7 +91,7 @@ void MetricsService::write_textfile() {
     written_generation_ = generation;
   } else if (!textfile_warned_) {
     textfile_warned_ = true;
-    warn_("straggler_probe: WARNING: the metrics textfile is not written: " + error);
+    warn_(std::string(runtime::kWarningLinePrefix) + "the metrics textfile is not written: " + error);
   }
 }
 

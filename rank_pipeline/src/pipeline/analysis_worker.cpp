@@ -121,7 +121,7 @@ struct AnalysisWorker::Impl {
     // Rank 0's CPU is the job's: this thread yields to training and keeps to a tenth of a core.
     std::string why;
     if (!online::lower_this_thread_priority(online::kAnalysisNiceIncrement, &why)) {
-      runtime::print_stderr_line("straggler_probe: WARNING: " + why + "; the analysis keeps the training's priority");
+      runtime::print_warning_line(why + "; the analysis keeps the training's priority");
     }
     online::AnalysisSettings settings = o.settings;
     settings.cpu_budget = 0.1;
@@ -137,7 +137,7 @@ struct AnalysisWorker::Impl {
           print(line);
           counters->lines_printed++;
         },
-        [](const std::string& warning) { runtime::print_stderr_line("straggler_probe: WARNING: " + warning); });
+        [](const std::string& warning) { runtime::print_warning_line(warning); });
   }
 
   void inject_fault() {

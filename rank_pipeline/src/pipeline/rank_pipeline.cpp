@@ -148,8 +148,7 @@ void RunningPipeline::store_lost(const std::string& why) {
     message_ = message;
   }
   state_.store(RankPipelineState::kSteppedAside);
-  print_stderr_line("straggler_probe: WARNING: " + message +
-            "; the probe steps aside on this rank and training continues without it");
+  print_warning_line(message + "; the probe steps aside on this rank and training continues without it");
   if (clock_) clock_->request_stop();
   stop_->raise(message);
 }
@@ -161,8 +160,7 @@ void RunningPipeline::fail(const std::string& message) {
     message_ = message;
   }
   state_.store(RankPipelineState::kSteppedAside);
-  print_stderr_line("straggler_probe: WARNING: " + message +
-            "; the probe steps aside on every rank and training continues without it");
+  print_warning_line(message + "; the probe steps aside on every rank and training continues without it");
   if (worker_) worker_->abandon();
   if (clock_) clock_->request_stop();
   stop_->raise(message);  // the collector tells the other ranks (if it still runs), then ends

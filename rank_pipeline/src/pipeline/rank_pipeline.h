@@ -96,5 +96,6 @@ class RunningPipeline {
 // One line to stdout / stderr, whole, from any thread (shared with analyze-dir).
 using runtime::print_line;
 using runtime::print_stderr_line;
+using runtime::print_warning_line;
 
 }  // namespace sp::rank_pipeline

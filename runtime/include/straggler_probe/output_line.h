@@ -16,6 +16,12 @@ namespace sp::runtime {
 void print_line(std::string_view line);         // stdout
 void print_stderr_line(std::string_view line);  // stderr
 
+// How a warning of the rank pipeline and the analysis begins (the runtime's own log writes
+// "[straggler_probe] warning: ..." through spdlog instead). Components that hand their warnings
+// to a sink build them with it; print_warning_line writes one directly.
+inline constexpr std::string_view kWarningLinePrefix = "straggler_probe: WARNING: ";
+void print_warning_line(std::string_view message);  // stderr, kWarningLinePrefix + message
+
 // The lock every whole line of the probe's output is written under (the log takes it around
 // each warning). Never destroyed: a line may be printed from a thread that outlives exit().
 std::mutex& output_lock();

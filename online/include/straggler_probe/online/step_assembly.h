@@ -7,7 +7,8 @@
 // on the hosts' counter of a step in the store (whole, timed out, or overtaken by a whole later
 // step) before it reads the step's bytes at all, one get per step, so it never holds payloads.
 // It keeps each pending step's per-rank payloads and closes steps strictly in step order, each
-// either complete (every rank's payload) or given up with one reason naming the missing ranks. A step is given up, checked in this order, when
+// either complete (every rank's payload) or given up with one reason naming the missing ranks.
+// A step is given up, checked in this order, when
 //   - every missing rank has moved past it (rank_moved_to: that rank skipped the step),
 //   - a step `incomplete_lag_steps` later is complete (a late summary is not waited for forever),
 //   - more than `max_pending_steps` steps are pending (memory stays bounded; the oldest goes),
