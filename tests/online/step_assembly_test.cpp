@@ -148,5 +148,30 @@ TEST(StepAssembly, ManyMissingRanksAreListedShortly) {
   EXPECT_EQ(closed[0].why_incomplete, "no summary from rank(s) 0,1,2,3,4,6,7,8,... (19 ranks) at the end of the run");
 }
 
+// The rules on their own, as the host-aggregated collector asks them (it holds no payloads):
+// checked in one order, the first that holds gives the reason; none: wait.
+TEST(StepAssembly, GiveUpReasonChecksTheRulesInOrder) {
+  AssemblyLimits rules;
+  rules.world_size = 4;
+  rules.incomplete_lag_steps = 3;
+  rules.max_pending_steps = 5;
+  rules.step_timeout = std::chrono::milliseconds(2500);
+  OpenStep s;
+  s.step = 10;
+  EXPECT_FALSE(give_up_reason(rules, s).has_value());
+  s.waited = std::chrono::milliseconds(2600);
+  EXPECT_EQ(give_up_reason(rules, s), " within 2.5 s");
+  s.pending_steps = 6;
+  EXPECT_EQ(give_up_reason(rules, s), " (more than 5 steps pending)");
+  s.newest_complete = 12;  // 2 steps later: not yet the lag
+  EXPECT_EQ(give_up_reason(rules, s), " (more than 5 steps pending)");
+  s.newest_complete = 13;
+  EXPECT_EQ(give_up_reason(rules, s), " by step 13");
+  s.missing_moved_past = true;
+  EXPECT_EQ(give_up_reason(rules, s), " (those ranks skipped it)");
+  EXPECT_EQ(why_incomplete({1, 3}, " by step 13"), "no summary from rank(s) 1,3 by step 13");
+  EXPECT_EQ(why_incomplete({2}, "at the end of the run"), "no summary from rank(s) 2 at the end of the run");
+}
+
 }  // namespace
 }  // namespace sp::online

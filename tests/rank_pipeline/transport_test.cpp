@@ -85,13 +85,20 @@ TEST_P(BothProtocols, ASkippedStepIsGivenUpWithoutStallingTheRest) {
   // far sooner than the step timeout (20 s): the later steps settle the skipped ones
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s);
   const auto batches = job.batches();
+  const std::string why_skipped = GetParam() == LocalKvApi::kFull
+                                      ? " (their host's leader sent the step without them)"
+                                      : " (those ranks skipped it)";
   for (const StepBatch& b : batches) {
     if (b.step == 3) {
       EXPECT_FALSE(b.complete);
       EXPECT_EQ(b.missing, "5");
+      // Both protocols word it through step_assembly.h; the per-rank collector sees the rank's
+      // own later step, the host-aggregated one only its host's leader's message without it.
+      EXPECT_EQ(b.why_incomplete, "no summary from rank(s) 5" + why_skipped);
     } else if (b.step == 6) {
       EXPECT_FALSE(b.complete);
       EXPECT_EQ(b.missing, "4,5,6,7");
+      EXPECT_EQ(b.why_incomplete, "no summary from rank(s) 4,5,6,7" + why_skipped);
     } else {
       EXPECT_TRUE(b.complete) << b.step << ": " << b.missing;
     }
@@ -143,6 +150,7 @@ TEST(HostAggregated, AStalledRankIsNamedMissingAfterTheHostTimeout) {
   EXPECT_TRUE(batches[0].complete);
   EXPECT_EQ(batches[1].missing, "6");
   EXPECT_EQ(batches[2].missing, "6");
+  EXPECT_EQ(batches[1].why_incomplete, "no summary from rank(s) 6 (their host's leader sent the step without them)");
 }
 
 // The per-rank collector's steps close through StepAssembler (step_assembly.h): a rank that
@@ -167,6 +175,7 @@ TEST(PerRank, AStalledRankIsNamedMissingAfterTheStepTimeout) {
     EXPECT_EQ(batches[i].step, static_cast<int64_t>(i));
     EXPECT_FALSE(batches[i].complete);
     EXPECT_EQ(batches[i].missing, "3");
+    EXPECT_EQ(batches[i].why_incomplete, "no summary from rank(s) 3 within 0.4 s");
     EXPECT_TRUE(batches[i].by_rank[3].empty());
     EXPECT_FALSE(batches[i].by_rank[2].empty());
   }

@@ -1,6 +1,7 @@
 #include "step_collector.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "host/host_keys.h"
 
@@ -17,11 +18,28 @@ constexpr auto kTableEvery = std::chrono::milliseconds(1000);
 constexpr auto kTableFirstEvery = std::chrono::milliseconds(100);
 // Rows that never come (a rank whose probe did not start) are not waited for forever.
 constexpr auto kTableGiveUp = std::chrono::seconds(120);
+// The reasons that are not give_up_reason's own decision: what the counters already proved (a
+// later step whole; a whole step without some ranks' bytes), and the drain at the end
+// (StepAssembler::take_all's words).
+const std::string kMovedPast = " (those ranks skipped it)";
+const std::string kEndOfRun = "at the end of the run";
+const std::string kPostedWithout = " (their host's leader sent the step without them)";
+
+online::AssemblyLimits assembly_limits(const TransportOptions& o) {
+  online::AssemblyLimits limits;
+  limits.world_size = o.world_size;
+  // One step is waited for at a time, and a later whole step is already "moved past" here (the
+  // hosts post in order): only the timeout is left to decide.
+  limits.incomplete_lag_steps = std::numeric_limits<int>::max();
+  limits.max_pending_steps = std::numeric_limits<int>::max();
+  limits.step_timeout = o.step_timeout;
+  return limits;
+}
 
 }  // namespace
 
 StepCollector::StepCollector(const TransportContext& c, TransportWarning* warning)
-    : c_(c), warning_(warning), ack_(c.o.first_step - 1), poll_interval_(kFirstPoll),
+    : c_(c), warning_(warning), limits_(assembly_limits(c.o)), ack_(c.o.first_step - 1), poll_interval_(kFirstPoll),
       table_(static_cast<size_t>(c.o.world_size)) {}
 
 // Counted; a store that keeps failing is said once, when lost (kv_client.h).
@@ -102,7 +120,7 @@ bool StepCollector::pump(Clock::time_point now) {
   bool progress = false;
   while (!remote_stop_ && own_latest_ != INT64_MIN && next() <= own_latest_) {
     if (next() <= final_through_) {  // a later step covers every rank: this one is as whole as it gets
-      settle(next());
+      settle(next(), kMovedPast);
       progress = true;
       continue;
     }
@@ -119,13 +137,24 @@ bool StepCollector::pump(Clock::time_point now) {
       next_poll_ = now + c_.o.max_poll;
       break;
     }
-    const bool timed_out = now - *waiting_since_ > c_.o.step_timeout;
-    if (*covered < c_.o.world_size && !timed_out && !overtaken(now)) {
-      next_poll_ = now + poll_interval_;
-      poll_interval_ = std::min(c_.o.max_poll, poll_interval_ * 2);
-      break;
+    std::string given_up;  // the reason's tail when the step is not whole (step_assembly.h)
+    if (*covered < c_.o.world_size) {
+      online::OpenStep open;
+      open.step = next();
+      open.waited = now - *waiting_since_;
+      std::optional<std::string> reason = online::give_up_reason(limits_, open);
+      if (!reason && overtaken(now)) {
+        open.missing_moved_past = true;
+        reason = online::give_up_reason(limits_, open);
+      }
+      if (!reason) {
+        next_poll_ = now + poll_interval_;
+        poll_interval_ = std::min(c_.o.max_poll, poll_interval_ * 2);
+        break;
+      }
+      given_up = std::move(*reason);
     }
-    settle(next());  // whole, timed out, or overtaken: fill() tells which
+    settle(next(), given_up);  // whole, or given up: fill() tells whether every rank's bytes came
     progress = true;
   }
   return progress;
@@ -143,7 +172,7 @@ bool StepCollector::overtaken(Clock::time_point now) {
   return true;
 }
 
-void StepCollector::settle(int64_t step) {
+void StepCollector::settle(int64_t step, const std::string& given_up) {
   std::string error;
   const auto data = c_.store->try_get(host::data_key(c_.o, step), &error);
   if (!error.empty()) store_error(error);
@@ -156,7 +185,7 @@ void StepCollector::settle(int64_t step) {
   }
   StepBatch batch;
   batch.step = step;
-  fill(messages, step, &batch);
+  fill(messages, step, given_up, &batch);
   // The rows are written at start, before any summary: the first steps bring the whole table.
   if (rows_known_ < c_.o.world_size) {
     next_table_read_ = std::min(next_table_read_, Clock::now());
@@ -174,7 +203,7 @@ void StepCollector::settle(int64_t step) {
 }
 
 void StepCollector::fill(const std::vector<HostMessage>& messages, int64_t step,
-                         StepBatch* batch) {
+                         const std::string& given_up, StepBatch* batch) {
   batch->by_rank.assign(static_cast<size_t>(c_.o.world_size), std::string());
   for (const HostMessage& m : messages) {
     if (m.step != step) {
@@ -197,18 +226,25 @@ void StepCollector::fill(const std::vector<HostMessage>& messages, int64_t step,
       c_.counters->bytes_received += bytes.size();
     }
   }
-  batch->complete = true;
+  std::vector<int> missing;
   for (int r = 0; r < c_.o.world_size; ++r) {
     if (!batch->by_rank[static_cast<size_t>(r)].empty()) continue;
-    batch->complete = false;
+    missing.push_back(r);
     if (!batch->missing.empty()) batch->missing += ",";
     batch->missing += std::to_string(r);
+  }
+  batch->complete = missing.empty();
+  // A whole counter with ranks missing: their host's leader posted the step without them (it
+  // stopped waiting for them, or they joined later; host_leader.cpp), or their bytes were
+  // refused above (warned). Either way nothing more comes for them.
+  if (!batch->complete) {
+    batch->why_incomplete = online::why_incomplete(missing, given_up.empty() ? kPostedWithout : given_up);
   }
 }
 
 void StepCollector::give_up_all() {
   while (!remote_stop_ && own_latest_ != INT64_MIN && next() <= own_latest_) {
-    settle(next());
+    settle(next(), kEndOfRun);
   }
 }
 

@@ -15,6 +15,7 @@
 
 #include "host/host_keys.h"
 #include "host/host_message.h"
+#include "straggler_probe/online/step_assembly.h"
 #include "transport/transport_loop.h"
 
 namespace sp::rank_pipeline {
@@ -46,9 +47,11 @@ class StepCollector {
 
  private:
   int64_t next() const { return ack_ + 1; }
-  void settle(int64_t step);
+  // Hands `step` over; given_up: the reason's tail when the step is not whole (empty: whole).
+  void settle(int64_t step, const std::string& given_up);
   bool overtaken(Clock::time_point now);
-  void fill(const std::vector<HostMessage>& messages, int64_t step, StepBatch* batch);
+  void fill(const std::vector<HostMessage>& messages, int64_t step, const std::string& given_up,
+            StepBatch* batch);
   void publish_ack();
   void read_rank_table(Clock::time_point now);
   void watch_control(Clock::time_point now);
@@ -56,6 +59,7 @@ class StepCollector {
 
   const TransportContext& c_;
   TransportWarning* warning_;
+  online::AssemblyLimits limits_;  // the give-up rules' limits (step_assembly.h)
   int64_t ack_;
   std::string ctl_value_;  // what rank 0 last wrote to ctl
   std::optional<host::HangAsk> hang_ask_;

@@ -171,9 +171,7 @@ struct AnalysisWorker::Impl {
     // counted in report.json), the others analysed.
     if (!batch.complete) {
       counters->steps_incomplete++;
-      publish(driver->skip_steps(batch.step, batch.step, "incomplete",
-                               batch.why_incomplete.empty() ? "no summary from rank(s) " + batch.missing
-                                                            : batch.why_incomplete));
+      publish(driver->skip_steps(batch.step, batch.step, "incomplete", batch.why_incomplete));
       return;
     }
     std::vector<runtime::StepSummary> summaries(batch.by_rank.size());

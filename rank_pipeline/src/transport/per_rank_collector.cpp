@@ -197,6 +197,7 @@ class PerRankCollector final : public StoppableLoop {
     StepBatch batch;
     batch.step = step.step;
     batch.complete = step.complete;
+    batch.why_incomplete = std::move(step.why_incomplete);
     for (int r : step.missing) {
       if (!batch.missing.empty()) batch.missing += ",";
       batch.missing += std::to_string(r);

@@ -187,7 +187,9 @@ struct StepBatch {
   std::vector<std::string> by_rank;  // empty string: missing
   bool complete = false;
   std::string missing;               // "1,3" when incomplete
-  std::string why_incomplete;        // more than the missing ranks, when the collector knows it
+  // When incomplete, the line's reason: online::why_incomplete's words for the collector's
+  // give_up_reason ("no summary from rank(s) 3 within 60 s"; step_assembly.h).
+  std::string why_incomplete;
   // The rank table (index = rank), when it changed since the previous batch; null otherwise.
   std::shared_ptr<const std::vector<RankInfo>> rank_table;
 };

@@ -1,14 +1,20 @@
 // StepAssembler: the one owner of "this step is complete / given up".
 //
-// The paths that turn per-rank summaries into whole steps use it: rank 0's per-rank collector
-// (rank_pipeline/src/transport/per_rank_collector.cpp, payload = encoded bytes), OnlineAnalyzer::add
-// (decoded summaries) and `analyze-dir` (summary files). The host-aggregated protocol's collector
-// (rank_pipeline/src/host_transport/step_collector.cpp) is the exception, by design: it decides
-// on the hosts' counter of a step in the store (whole, timed out, or overtaken by a whole later
-// step) before it reads the step's bytes at all, one get per step, so it never holds payloads.
-// It keeps each pending step's per-rank payloads and closes steps strictly in step order, each
-// either complete (every rank's payload) or given up with one reason naming the missing ranks.
-// A step is given up, checked in this order, when
+// The decision has one owner, in two pieces: the rules (give_up_reason: when a step that is not
+// whole is given up, checked in one order) and their words (why_incomplete: "no summary from
+// rank(s) 3 by step 9", the rank list bounded). Every path that turns per-rank summaries into
+// whole steps decides through them:
+//   - StepAssembler below, which keeps the payloads: rank 0's per-rank collector
+//     (rank_pipeline/src/transport/per_rank_collector.cpp, payload = encoded bytes),
+//     OnlineAnalyzer::add (decoded summaries) and `analyze-dir` (summary files);
+//   - the host-aggregated protocol's collector (rank_pipeline/src/host_transport/
+//     step_collector.cpp), which decides on the hosts' counter of a step in the store before it
+//     reads the step's bytes at all (one get per step, so it never holds payloads): it asks
+//     give_up_reason with what the counters tell it (a later step whole: the missing ranks moved
+//     past, as its hosts post in order) and words its batch with why_incomplete.
+// StepAssembler keeps each pending step's per-rank payloads and closes steps strictly in step
+// order, each either complete (every rank's payload) or given up with one reason naming the
+// missing ranks. A step is given up, checked in this order, when
 //   - every missing rank has moved past it (rank_moved_to: that rank skipped the step),
 //   - a step `incomplete_lag_steps` later is complete (a late summary is not waited for forever),
 //   - more than `max_pending_steps` steps are pending (memory stays bounded; the oldest goes),
@@ -73,6 +79,40 @@ inline std::string rank_list_text(const std::vector<int>& ranks) {
     out += std::to_string(ranks[i]);
   }
   if (ranks.size() > 8) out += ",... (" + std::to_string(ranks.size()) + " ranks)";
+  return out;
+}
+
+// What is known of a step that is not whole, from whichever side holds it.
+struct OpenStep {
+  int64_t step = 0;
+  bool missing_moved_past = false;           // every missing rank sends nothing more for it
+  std::optional<int64_t> newest_complete;    // the newest step known complete, if any
+  size_t pending_steps = 1;                  // steps waiting, this one included
+  std::chrono::steady_clock::duration waited{};  // since its first summary
+};
+
+// The one rule of giving a step up: nullopt to wait on, else the reason's tail after the
+// missing ranks (" (those ranks skipped it)", " by step 9", ...), checked in the order above.
+inline std::optional<std::string> give_up_reason(const AssemblyLimits& limits, const OpenStep& s) {
+  if (s.missing_moved_past) return std::string(" (those ranks skipped it)");
+  if (s.newest_complete && *s.newest_complete - s.step >= std::max(1, limits.incomplete_lag_steps)) {
+    return " by step " + std::to_string(*s.newest_complete);
+  }
+  if (static_cast<int>(s.pending_steps) > std::max(1, limits.max_pending_steps)) {
+    return " (more than " + std::to_string(std::max(1, limits.max_pending_steps)) + " steps pending)";
+  }
+  if (limits.step_timeout.count() > 0 && s.waited > limits.step_timeout) {
+    return " within " + seconds_text(limits.step_timeout) + " s";
+  }
+  return std::nullopt;
+}
+
+// What a given-up step's line says: "no summary from rank(s) 1,3 by step 9". `tail` is
+// give_up_reason's, or a reason of the caller's own ("at the end of the run").
+inline std::string why_incomplete(const std::vector<int>& missing, const std::string& tail) {
+  std::string out = "no summary from rank(s) " + rank_list_text(missing);
+  if (!tail.empty() && tail.front() != ' ') out += ' ';
+  out += tail;
   return out;
 }
 
@@ -170,18 +210,15 @@ class StepAssembler {
     Pending& p = *pending;
     if (p.received == limits_.world_size) return true;
     while (p.settled < p.by_rank.size() && (p.by_rank[p.settled] || next_step_[p.settled] > step)) ++p.settled;
-    const bool moved_past = p.settled == p.by_rank.size();
-    if (moved_past) {
-      *why = " (those ranks skipped it)";
-    } else if (newest_complete_ && *newest_complete_ - step >= limits_.incomplete_lag_steps) {
-      *why = " by step " + std::to_string(*newest_complete_);
-    } else if (static_cast<int>(pending_.size()) > limits_.max_pending_steps) {
-      *why = " (more than " + std::to_string(limits_.max_pending_steps) + " steps pending)";
-    } else if (limits_.step_timeout.count() > 0 && now - p.first_seen > limits_.step_timeout) {
-      *why = " within " + seconds_text(limits_.step_timeout) + " s";
-    } else {
-      return false;
-    }
+    OpenStep open;
+    open.step = step;
+    open.missing_moved_past = p.settled == p.by_rank.size();
+    open.newest_complete = newest_complete_;
+    open.pending_steps = pending_.size();
+    open.waited = now - p.first_seen;
+    std::optional<std::string> reason = give_up_reason(limits_, open);
+    if (!reason) return false;
+    *why = std::move(*reason);
     return true;
   }
 
@@ -194,11 +231,7 @@ class StepAssembler {
     for (size_t r = 0; r < c.by_rank.size(); ++r) {
       if (!c.by_rank[r]) c.missing.push_back(static_cast<int>(r));
     }
-    if (!c.complete) {
-      c.why_incomplete = "no summary from rank(s) " + rank_list_text(c.missing);
-      if (!why.empty() && why.front() != ' ') c.why_incomplete += ' ';
-      c.why_incomplete += why;
-    }
+    if (!c.complete) c.why_incomplete = why_incomplete(c.missing, why);
     last_closed_ = last_closed_ ? std::max(*last_closed_, c.step) : c.step;
     pending_.erase(it);
     return c;
