@@ -177,3 +177,27 @@ def test_deepspeed_zero3_collectives_are_seen(mode: str, tmp_path: Path) -> None
         assert pg["seen"] > 0 and pg["unseen"] == 0, pg
     steps = [s for s in result.steps if s.get("analyzed")]
     assert all({"all-gather", "reduce-scatter"} <= set(s["op_S"]) for s in steps), steps[-1]
+
+
+TORCHTITAN_STEPS = 30
+
+
+@pytest.mark.parametrize("layout", ["fsdp", "pp"])
+def test_torchtitan_names_the_slow_rank(layout: str, tmp_path: Path) -> None:
+    # torchtitan's own Trainer, llama3 debug model and parallelize functions, started by torchrun
+    # (torchtitan_job.py: four run-time changes let torchtitan 0.3.0 train on CPUs). "fsdp":
+    # FSDP2 over the 4 ranks; "pp": 2 pipeline stages x 2 FSDP ranks each (1F1B), where the slow
+    # rank 2 (stage 1, dp rank 0) must be named as the worker, not as its stage: its dp peer in
+    # the same stage, rank 3, is not slow. Every collective and send/recv is seen.
+    pytest.importorskip("torchtitan")
+    result = launch.run("torchtitan_job.py", {"mode": "import", "layout": layout,
+                                              "steps": TORCHTITAN_STEPS, "slow_rank": 2,
+                                              "slow_factor": 1.3}, tmp_path, timeout=480)
+    check_named(result, steps=TORCHTITAN_STEPS)
+    for rank in result.ranks:
+        pg = rank["stats"]["process_groups"]
+        assert pg["seen"] > 0 and pg["unseen"] == 0, pg
+    steps = [s for s in result.steps if s.get("analyzed") and s["step"] >= 10]
+    # the two dp ranks of the slow rank's stage are scored on their own work
+    apart = sum(s["worker_S"][2] > s["worker_S"][3] for s in steps)
+    assert apart >= 0.9 * len(steps), [s["worker_S"] for s in steps]
