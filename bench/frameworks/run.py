@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/frameworks/run.py overhead [--pairs 4] [--clients a,b] [--out DIR]
     .venv/bin/python bench/frameworks/run.py detect   [--clients a,b] [--modes import,preload]
+                                                      [--repeats N] [--clean]
 
 overhead: for each client, `pairs` pairs of clean runs (no straggler), the probe on (import) and
 off, interleaved in ABBA order (on-off, off-on, ...) so that drifts of the shared machine fall
@@ -10,8 +11,8 @@ gives the ratio on/off; the table has the mean ratio and a 95% confidence interv
 over the pairs). It also checks that each pair's runs exit 0 and end with the same loss, and
 counts the share of the "on" runs' analysed steps >= 10 that were flagged (cause != none):
 the noise rate with nothing injected.
-detect: one run per client and mode with rank 2 30% slower; the share of steps >= 10 naming it
-with cause worker.
+detect: per client and mode, `--repeats` runs with rank 2 30% slower; the share of steps >= 10
+naming it with cause worker; with `--clean`, each run's clean twin and its steps >= 10 named.
 Run it under the shared lock (flock /tmp/sp-heavy.lock ...): it measures time.
 """
 from __future__ import annotations
@@ -44,6 +45,10 @@ CLIENTS = {
     "fsdp1": ("fsdp_job.py", "torchrun", {"fsdp": 1}),
     "deepspeed-zero1-accum2": ("deepspeed_job.py", "deepspeed", {"zero": 1, "accumulation": 2}),
     "deepspeed-zero3-accum2": ("deepspeed_job.py", "deepspeed", {"zero": 3, "accumulation": 2}),
+    # torchtitan's own trainer and llama3 debug model on the CPU (the job's docstring); its work
+    # is real, the slow rank sleeps slow_factor - 1 of its own step on top
+    "torchtitan-fsdp2": ("torchtitan_job.py", "torchrun", {"layout": "fsdp", "steps": 30}),
+    "torchtitan-pp2xdp2": ("torchtitan_job.py", "torchrun", {"layout": "pp", "steps": 30}),
 }
 T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26}
 
@@ -97,17 +102,27 @@ def overhead(clients: list[str], pairs: int, root: Path) -> list[dict]:
     return rows
 
 
-def detect(clients: list[str], modes: list[str], root: Path) -> list[dict]:
+def detect(clients: list[str], modes: list[str], root: Path, repeats: int = 1,
+           clean: bool = False) -> list[dict]:
+    """Per repeat, client and mode: the planted run's share of steps >= 10 naming rank 2
+    (cause worker), and with `clean` the same job with nothing planted, its steps >= 10 named
+    anything. Repeats run in turn (every client's run 1, then run 2, ...)."""
     rows = []
-    for client in clients:
-        for mode in modes:
-            if mode == "preload" and launch.preload_library() is None:
-                continue
-            res = run(client, dict(SLOW, mode=mode), root / f"{client}-{mode}")
-            share, table = launch.named_share(res, "rank:2")
-            rows.append({"client": client, "mode": mode, "named": share, "steps": len(table),
-                         "exit_ok": set(res.returncodes) == {0}})
-            print(json.dumps(rows[-1]), flush=True)
+    for repeat in range(1, repeats + 1):
+        for client in clients:
+            for mode in modes:
+                if mode == "preload" and launch.preload_library() is None:
+                    continue
+                res = run(client, dict(SLOW, mode=mode), root / f"{client}-{mode}-{repeat}")
+                share, table = launch.named_share(res, "rank:2")
+                row = {"client": client, "mode": mode, "run": repeat, "named": share,
+                       "steps": len(table), "exit_ok": set(res.returncodes) == {0}}
+                if clean:
+                    twin = run(client, {"mode": mode}, root / f"{client}-{mode}-{repeat}-clean")
+                    row["clean_flagged"], row["clean_steps"] = flagged_share(twin)
+                    row["exit_ok"] &= set(twin.returncodes) == {0}
+                rows.append(row)
+                print(json.dumps(rows[-1]), flush=True)
     return rows
 
 
@@ -118,13 +133,15 @@ def main() -> None:
     ap.add_argument("--clients", default=",".join(CLIENTS))
     ap.add_argument("--modes", default="import,preload")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--repeats", type=int, default=1, help="detect: runs per client and mode")
+    ap.add_argument("--clean", action="store_true", help="detect: each run's clean twin too")
     a = ap.parse_args()
     root = Path(a.out or tempfile.mkdtemp(prefix="sp-bench-frameworks-"))
     clients = a.clients.split(",")
     if a.what == "overhead":
         overhead(clients, a.pairs, root)
     else:
-        detect(clients, a.modes.split(","), root)
+        detect(clients, a.modes.split(","), root, a.repeats, a.clean)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@ named right and S against the measured slowdown (method: bench/pipelining/README
 
 Each case runs twice, with the straggler planted and with the same job clean (for a heavier
 stage: the work spread evenly over the stages, fwd/bwd scaled by the mean stage factor).
+--repeats N runs the whole list N times in turn (run 1 of every case, then run 2, ...), so that
+a drift of the machine falls on every case alike; each row says its run.
 """
 from __future__ import annotations
 
@@ -73,11 +75,15 @@ def _step_time(result: harness.JobResult) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=24)
+    ap.add_argument("--repeats", type=int, default=1)
     args = ap.parse_args()
-    print("| case | named right (steps >= 10) | S (median) | S clean (median) | S / S clean | "
+    if args.repeats < 1:
+        ap.error("--repeats: expected an integer >= 1")
+    print("| case | run | named right (steps >= 10) | S (median) | S clean (median) | S / S clean | "
           "measured slowdown | S < 1 steps | flagged, clean |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for name, spec, world, (cause, worst), clean_spec in CASES:
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for run, (name, spec, world, (cause, worst), clean_spec) in (
+            (r + 1, case) for r in range(args.repeats) for case in CASES):
         planted = _run(_spec(spec, args.steps), world)
         clean = _run(_spec(clean_spec, args.steps), world)
         steps, clean_steps = _judged(planted), _judged(clean)
@@ -87,7 +93,7 @@ def main() -> None:
         measured = _step_time(planted) / _step_time(clean)
         low = sum(s["S"] < 1 for s in planted.steps + clean.steps if s.get("analyzed"))
         flagged = sum(s["cause"] != "none" for s in clean_steps)
-        print(f"| {name} | {named}/{len(steps)} | {S:.3f} | {S_clean:.3f} | {S / S_clean:.3f} | "
+        print(f"| {name} | {run} | {named}/{len(steps)} | {S:.3f} | {S_clean:.3f} | {S / S_clean:.3f} | "
               f"{measured:.3f} | {low} | {flagged}/{len(clean_steps)} |", flush=True)
 
 
