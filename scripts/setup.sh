@@ -27,11 +27,13 @@ if [ ! -x .venv/bin/python ]; then
 fi
 stamp=.venv/.straggler_probe_deps
 reqs=requirements.txt
-if [ ! -f "$stamp" ] || [ "$reqs" -nt "$stamp" ]; then
+nodeps=requirements-nodeps.txt
+if [ ! -f "$stamp" ] || [ "$reqs" -nt "$stamp" ] || [ "$nodeps" -nt "$stamp" ]; then
   echo "setup: installing Python packages from $reqs (PyTorch is large: this takes a while once)"
   .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
   # DeepSpeed (framework tests) builds from source: its compiled ops are for GPUs, not wanted here
   DS_BUILD_OPS=0 .venv/bin/python -m pip install -q --disable-pip-version-check -r "$reqs"
+  .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps -r "$nodeps"
   touch "$stamp"
 fi
 echo "setup: ready"

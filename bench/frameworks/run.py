@@ -47,8 +47,8 @@ CLIENTS = {
     "deepspeed-zero3-accum2": ("deepspeed_job.py", "deepspeed", {"zero": 3, "accumulation": 2}),
     # torchtitan's own trainer and llama3 debug model on the CPU (the job's docstring); its work
     # is real, the slow rank sleeps slow_factor - 1 of its own step on top
-    "torchtitan-fsdp2": ("torchtitan_job.py", "torchrun", {"layout": "fsdp", "steps": 30}),
-    "torchtitan-pp2xdp2": ("torchtitan_job.py", "torchrun", {"layout": "pp", "steps": 30}),
+    "torchtitan-fsdp2": ("torchtitan_job.py", "torchrun", {"layout": "fsdp"}),
+    "torchtitan-pp2xdp2": ("torchtitan_job.py", "torchrun", {"layout": "pp"}),
 }
 T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26}
 

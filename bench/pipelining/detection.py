@@ -2,6 +2,7 @@
 named right and S against the measured slowdown (method: bench/pipelining/README.md).
 
     flock /tmp/sp-heavy.lock .venv/bin/python bench/pipelining/detection.py [--steps 24] [--repeats 1]
+                                                                            [--only TEXT]
 
 Each case runs twice, with the straggler planted and with the same job clean (for a heavier
 stage: the work spread evenly over the stages, fwd/bwd scaled by the mean stage factor).
@@ -11,6 +12,7 @@ a drift of the machine falls on every case alike; each row says its run.
 from __future__ import annotations
 
 import argparse
+import collections
 import statistics
 import sys
 import tempfile
@@ -76,6 +78,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=24)
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--only", default="", help="the cases whose name contains this text")
     args = ap.parse_args()
     if args.repeats < 1:
         ap.error("--repeats: expected an integer >= 1")
@@ -83,7 +86,7 @@ def main() -> None:
           "measured slowdown | S < 1 steps | flagged, clean |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for run, (name, spec, world, (cause, worst), clean_spec) in (
-            (r + 1, case) for r in range(args.repeats) for case in CASES):
+            (r + 1, case) for r in range(args.repeats) for case in CASES if args.only in case[0]):
         planted = _run(_spec(spec, args.steps), world)
         clean = _run(_spec(clean_spec, args.steps), world)
         steps, clean_steps = _judged(planted), _judged(clean)
@@ -92,9 +95,12 @@ def main() -> None:
         S_clean = statistics.median(s["S"] for s in clean_steps)
         measured = _step_time(planted) / _step_time(clean)
         low = sum(s["S"] < 1 for s in planted.steps + clean.steps if s.get("analyzed"))
-        flagged = sum(s["cause"] != "none" for s in clean_steps)
+        flagged_causes = collections.Counter(s["cause"] for s in clean_steps if s["cause"] != "none")
+        flagged = sum(flagged_causes.values())
+        what = (" (" + ", ".join(f"{c} {n}" for c, n in flagged_causes.most_common()) + ")"
+                if flagged else "")
         print(f"| {name} | {run} | {named}/{len(steps)} | {S:.3f} | {S_clean:.3f} | {S / S_clean:.3f} | "
-              f"{measured:.3f} | {low} | {flagged}/{len(clean_steps)} |", flush=True)
+              f"{measured:.3f} | {low} | {flagged}/{len(clean_steps)}{what} |", flush=True)
 
 
 if __name__ == "__main__":

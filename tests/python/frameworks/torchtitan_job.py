@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import statistics
 import sys
 import types
 
@@ -115,11 +116,12 @@ def patch_torchtitan_for_cpu() -> None:
 
 class SlowRank:
     """slow_rank takes slow_factor times its own step: from step WARMUP on, its transformer
-    blocks sleep (slow_factor - 1) x its median step time over the steps before, a third in
-    their forwards and two thirds in their backwards (workload.SleepOp), spread evenly over the
-    blocks' calls of a step (micro-batches included). The other ranks do torchtitan's work only."""
+    blocks sleep (slow_factor - 1) x its median step time over the steps before (the first, which
+    holds the start-up, left out), a third in their forwards and two thirds in their backwards
+    (workload.SleepOp), spread evenly over the blocks' calls of a step (micro-batches included).
+    The other ranks do torchtitan's work only."""
 
-    WARMUP = 5
+    WARMUP = 3
 
     def __init__(self, clock: StepClock) -> None:
         self.clock = clock
@@ -140,7 +142,7 @@ class SlowRank:
         if steps == 1:
             self.calls_per_step = self.calls
         if self.on and steps == self.WARMUP:
-            typical = sorted(self.clock.times[1:])[len(self.clock.times[1:]) // 2]
+            typical = statistics.median(self.clock.times[1:])
             extra = (spec["slow_factor"] - 1) * typical / max(1, self.calls_per_step)
             self.fwd_s, self.bwd_s = extra / 3, 2 * extra / 3
 
@@ -164,7 +166,10 @@ def trainer_args() -> list[str]:
             "--loss.num-chunks", "1",
             # FSDP's bfloat16 parameters are a GPU's choice; CPUs without bf16 units take
             # several times longer for them
-            "--training.mixed-precision-param", "float32"]
+            "--training.mixed-precision-param", "float32",
+            # a fixed seed: the same initial weights in every run, so that runs with and without
+            # the probe can be compared loss for loss (bench/frameworks: "same loss")
+            "--debug.seed", "0"]
     if spec.get("layout", "fsdp") == "pp":
         args += ["--parallelism.pipeline_parallel_degree", "2",
                  "--parallelism.pipeline_parallel_schedule", "1F1B",
