@@ -3,9 +3,9 @@
 documented way, must name that rank with cause `worker` on at least 80% of the steps from step 10
 on (issue 8's bar), and leave the job's exit code and step count alone.
 
-Each job is small (a 2-layer model, 40 steps of ~0.1 s) so that the whole file stays within a few
-minutes on a 2-core CI machine; what they cost with and without the probe is measured in
-bench/frameworks, not here.
+Each job is small (a 2-layer model, 40 steps of ~0.1 s; torchtitan's debug llama3, 40 steps of
+0.5-1 s of real CPU work) so that the whole file stays within a few minutes on a 2-core CI
+machine; what they cost with and without the probe is measured in bench/frameworks, not here.
 """
 from __future__ import annotations
 
