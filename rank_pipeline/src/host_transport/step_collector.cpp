@@ -18,11 +18,8 @@ constexpr auto kTableEvery = std::chrono::milliseconds(1000);
 constexpr auto kTableFirstEvery = std::chrono::milliseconds(100);
 // Rows that never come (a rank whose probe did not start) are not waited for forever.
 constexpr auto kTableGiveUp = std::chrono::seconds(120);
-// The reasons that are not give_up_reason's own decision: what the counters already proved (a
-// later step whole; a whole step without some ranks' bytes), and the drain at the end
-// (StepAssembler::take_all's words).
-const std::string kMovedPast = " (those ranks skipped it)";
-const std::string kEndOfRun = "at the end of the run";
+// The host protocol's own reason: a whole step without some ranks' bytes (step_assembly.h has
+// the others).
 const std::string kPostedWithout = " (their host's leader sent the step without them)";
 
 online::AssemblyLimits assembly_limits(const TransportOptions& o) {
@@ -120,7 +117,7 @@ bool StepCollector::pump(Clock::time_point now) {
   bool progress = false;
   while (!remote_stop_ && own_latest_ != INT64_MIN && next() <= own_latest_) {
     if (next() <= final_through_) {  // a later step covers every rank: this one is as whole as it gets
-      settle(next(), kMovedPast);
+      settle(next(), std::string(online::kMovedPastReason));
       progress = true;
       continue;
     }
@@ -244,7 +241,7 @@ void StepCollector::fill(const std::vector<HostMessage>& messages, int64_t step,
 
 void StepCollector::give_up_all() {
   while (!remote_stop_ && own_latest_ != INT64_MIN && next() <= own_latest_) {
-    settle(next(), kEndOfRun);
+    settle(next(), std::string(online::kEndOfRunReason));
   }
 }
 

@@ -34,6 +34,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -82,6 +83,12 @@ inline std::string rank_list_text(const std::vector<int>& ranks) {
   return out;
 }
 
+// The two reasons a caller may give without asking give_up_reason: the missing ranks are known
+// to send nothing more (give_up_reason's first rule, which the host-aggregated collector also
+// learns from a whole later step), and the run ended (take_all).
+inline constexpr std::string_view kMovedPastReason = " (those ranks skipped it)";
+inline constexpr std::string_view kEndOfRunReason = "at the end of the run";
+
 // What is known of a step that is not whole, from whichever side holds it.
 struct OpenStep {
   int64_t step = 0;
@@ -94,7 +101,7 @@ struct OpenStep {
 // The one rule of giving a step up: nullopt to wait on, else the reason's tail after the
 // missing ranks (" (those ranks skipped it)", " by step 9", ...), checked in the order above.
 inline std::optional<std::string> give_up_reason(const AssemblyLimits& limits, const OpenStep& s) {
-  if (s.missing_moved_past) return std::string(" (those ranks skipped it)");
+  if (s.missing_moved_past) return std::string(kMovedPastReason);
   if (s.newest_complete && *s.newest_complete - s.step >= std::max(1, limits.incomplete_lag_steps)) {
     return " by step " + std::to_string(*s.newest_complete);
   }
@@ -174,7 +181,7 @@ class StepAssembler {
   }
 
   // End of the run: every pending step, complete or given up "at the end of the run".
-  std::vector<Closed> take_all(const std::string& why = "at the end of the run") {
+  std::vector<Closed> take_all(const std::string& why = std::string(kEndOfRunReason)) {
     std::vector<Closed> out;
     while (!pending_.empty()) out.push_back(close(pending_.begin(), why));
     return out;
