@@ -1,5 +1,5 @@
 // The analyze subcommand: the whole offline pipeline, from trace file to the five outputs and
-// the printed summary.
+// the printed overview.
 #include "analyze_command.h"
 
 #include <algorithm>
@@ -24,7 +24,7 @@
 #include "process_memory.h"
 #include "step_selection.h"
 #include "straggler_probe/whatif/analysis.h"
-#include "straggler_probe/whatif/report_summary.h"
+#include "straggler_probe/whatif/report_overview.h"
 #include "straggler_probe/whatif/result_json.h"
 #include "straggler_probe/whatif/trace_loader.h"
 
@@ -144,7 +144,7 @@ int run_analyze(const AnalyzeArgs& args) {
   write_report_html(out_dir / "report.html", analyze_html_page(r, lost));
   timeline.get();
 
-  std::fputs(format_summary(summary_input(r, ms, mw)).c_str(), stdout);
+  std::fputs(format_overview(overview_input(r, ms, mw)).c_str(), stdout);
   std::printf("  outputs           %s/{result.json, ms.json,%s timeline.json, heatmap.svg, report.html}\n", args.out.c_str(),
               mw ? " mw.json," : "");
   std::printf("straggler_probe %s (%s/lost.json)\n", offline_ledger_line(lost).c_str(), args.out.c_str());

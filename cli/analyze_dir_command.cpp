@@ -107,7 +107,7 @@ CLI::App* add_analyze_dir_command(CLI::App& app, AnalyzeDirArgs& args) {
   cmd->add_option("DIR", args.dir, "Directory of rank<R>.spsum files, one per rank")->required();
   cmd->add_option("--out", args.out, "Report directory (created if missing; default DIR/report)");
   cmd->add_option("--steps", args.steps, "Analyse only these steps, e.g. --steps 12 20-23")->expected(1, -1);
-  cmd->add_flag("--quiet,-q", args.quiet, "No per-step lines: only the closing summary and the report line");
+  cmd->add_flag("--quiet,-q", args.quiet, "No per-step lines: only the closing recap and the report line");
   namespace defaults = online::setting_defaults;
   online::AnalysisSettings& a = args.analysis;
   cmd->add_option("--threshold", a.slowdown_threshold,
@@ -128,10 +128,21 @@ CLI::App* add_analyze_dir_command(CLI::App& app, AnalyzeDirArgs& args) {
                   "(live: STRAGGLER_PROBE_ALARM_SIGNIFICANCE)")
       ->default_val(defaults::kAlarmSignificance)
       ->check(strictly_between(defaults::kAlarmSignificanceAbove, defaults::kAlarmSignificanceBelow));
-  cmd->add_option("--summary-interval", a.summary_interval,
-                  "A text summary with the S_w heatmap every N steps, as a live run (0: none)")
-      ->default_val(defaults::kSummaryInterval)
-      ->check(at_least(defaults::kSummaryIntervalLowest));
+  cmd->add_option("--recap-interval", a.recap_interval,
+                  "A recap (causes, the ledger, the S_w heatmap) every N steps, as a live run (0: none; "
+                  "live: STRAGGLER_PROBE_RECAP_INTERVAL)")
+      ->default_val(defaults::kRecapInterval)
+      ->check(at_least(defaults::kRecapIntervalLowest));
+  // The flag's name until the recap was called one: read for one release, with a warning.
+  cmd->add_option_function<int>(
+         "--summary-interval",
+         [&a](const int& n) {
+           spdlog::warn("--summary-interval is now --recap-interval; the old name is read until the next release");
+           a.recap_interval = n;
+         },
+         "Former name of --recap-interval")
+      ->check(at_least(defaults::kRecapIntervalLowest))
+      ->excludes("--recap-interval");
   cmd->add_option("--timeline-ranks", a.timeline_ranks,
                   "Ranks drawn in timeline.json (default: every rank while it stays within 16 MiB, beyond "
                   "that rank 0, the named ranks, each stage's slowest and the slowest / fastest by score; "
@@ -188,10 +199,10 @@ int run_analyze_dir(const AnalyzeDirArgs& args) {
     spdlog::warn("{} complete step(s) skipped by the analysis (first: {}); see their 'skipped' lines",
                  stats.steps_skipped, first_skip);
   }
-  // The closing summary (unless the periodic one has just been printed), then the report line.
-  const int every = args.analysis.summary_interval;
+  // The closing recap (unless the periodic one has just been printed), then the report line.
+  const int every = args.analysis.recap_interval;
   if (every > 0 && (args.quiet || verdicts % static_cast<size_t>(every) != 0)) {
-    runtime::print_line(driver.analyzer().summary_text());
+    runtime::print_line(driver.analyzer().recap_text());
   }
   online::ReportOptions report;
   report.sections["summary_files"] = summary_files_section(args, index.world_size, plan);

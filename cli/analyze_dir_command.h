@@ -19,9 +19,9 @@ struct AnalyzeDirArgs {
   std::string dir;                 // the STRAGGLER_PROBE_OUT_DIR of the run
   std::string out;                 // report directory; empty: DIR/report
   std::vector<std::string> steps;  // raw --steps tokens
-  bool quiet = false;              // no per-step lines, only the closing summary and report line
+  bool quiet = false;              // no per-step lines, only the closing recap and report line
   // The live analysis's settings, the flags filling those a user sets (--threshold, --window,
-  // --significance, --alarm-significance, --summary-interval, --timeline-ranks: the live run's
+  // --significance, --alarm-significance, --recap-interval, --timeline-ranks: the live run's
   // STRAGGLER_PROBE_* of the same meaning); the world size, report directory and lines come from
   // the run's files, DIR/--out and --quiet.
   online::AnalysisSettings analysis;

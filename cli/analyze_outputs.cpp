@@ -1,4 +1,4 @@
-// The files `analyze` writes besides the three JSON results, and the summary it prints.
+// The files `analyze` writes besides the three JSON results, and the overview it prints.
 #include "analyze_outputs.h"
 
 #include <algorithm>
@@ -65,9 +65,9 @@ std::vector<GroupSlowdown> groups_of(const std::optional<Decomposition>& d) {
 
 }  // namespace
 
-SummaryInput summary_input(const AnalysisResult& r, const SlowdownExplanation& ms,
+OverviewInput overview_input(const AnalysisResult& r, const SlowdownExplanation& ms,
                            const std::optional<SlowdownExplanation>& mw) {
-  SummaryInput s;
+  OverviewInput s;
   s.trial_name = r.job_meta.trial_name;
   s.steps = r.steps.size();
   s.slowdown = r.blocking_slowdown;

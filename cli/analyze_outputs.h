@@ -1,4 +1,4 @@
-// The files `analyze` writes besides the three JSON results, and the summary it prints.
+// The files `analyze` writes besides the three JSON results, and the overview it prints.
 #pragma once
 
 #include <cstdint>
@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "straggler_probe/whatif/analysis.h"
-#include "straggler_probe/whatif/report_summary.h"
+#include "straggler_probe/whatif/report_overview.h"
 
 namespace sp::cli {
 
@@ -18,8 +18,8 @@ void write_timeline(const std::filesystem::path& path, const whatif::TraceTable&
 // heatmap.svg: S_w per worker (report_heatmap.h).
 void write_heatmap(const std::filesystem::path& path, const whatif::AnalysisResult& r);
 
-// What the printed summary shows (report_summary.h).
-whatif::SummaryInput summary_input(const whatif::AnalysisResult& r, const whatif::SlowdownExplanation& ms,
+// What the printed overview shows (report_overview.h).
+whatif::OverviewInput overview_input(const whatif::AnalysisResult& r, const whatif::SlowdownExplanation& ms,
                                    const std::optional<whatif::SlowdownExplanation>& mw);
 
 }  // namespace sp::cli

@@ -99,8 +99,12 @@ def render_table(settings) -> str:
     rows = [BEGIN, "| variable | keyword | default | meaning |", "| --- | --- | --- | --- |"]
     for s in settings:
         keyword = f"`{s.name}=`" if s.keyword else "(environment only)"
+        doc = s.doc
+        if s.formerly:
+            doc += (f" Formerly `STRAGGLER_PROBE_{s.formerly.upper()}` / `{s.formerly}=`: still "
+                    "read until the next release, with a warning.")
         rows.append(f"| `STRAGGLER_PROBE_{s.name.upper()}` | {keyword} | {shown_default(s)} "
-                    f"| {s.doc} |")
+                    f"| {doc} |")
     rows.append(END)
     return "\n".join(rows)
 

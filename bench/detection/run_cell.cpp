@@ -88,7 +88,7 @@ CellRun run_cell(const Cell& cell, const std::string& dir, int warmup, int piece
   online::OnlineConfig cfg;  // the analyzer's defaults: nothing here is tuned to the benchmark
   cfg.world_size = cell.ranks;
   cfg.output_dir = dir;
-  cfg.summary_interval = 0;
+  cfg.recap_interval = 0;
   cfg.timeline_steps = 0;
   online::OnlineAnalyzer analyzer(cfg);
   std::vector<online::testing::StepTruth> truth;

@@ -210,7 +210,7 @@ class RankProcess {
     a.settings.world_size = world_;
     a.max_lag = o_.max_lag;
     a.settings.out_dir = o_.out_dir;
-    a.settings.summary_interval = 0;
+    a.settings.recap_interval = 0;
     Rank0* r0 = &rank0_;
     r0->worker = std::make_shared<rank_pipeline::AnalysisWorker>(
         a,

@@ -14,7 +14,7 @@ import threading
 from typing import Any, Iterator
 
 from . import _native
-from ._config import Config, ConfigError, load_config, unknown_env
+from ._config import Config, ConfigError, former_names_used, load_config, unknown_env
 
 __version__ = "0.1.0"
 __all__ = ["init", "shutdown", "step", "annotate", "region", "stats", "is_enabled", "out_dir",
@@ -41,10 +41,12 @@ def init(**kwargs: Any) -> bool:
             return False
         if _native.IMPORT_ERROR is not None:
             raise ImportError(_native.IMPORT_ERROR)
+        import warnings
         for name in unknown_env():
-            import warnings
             warnings.warn(f"straggler_probe: {name} is not a setting anyone reads (misspelt?); "
                           "see docs/CONFIG.md", RuntimeWarning, stacklevel=2)
+        for message in former_names_used(kwargs):
+            warnings.warn(f"straggler_probe: {message}", FutureWarning, stacklevel=2)
         from ._probe import Probe, register_exit
         _sessions += 1
         _probe = Probe(cfg, _sessions)

@@ -21,6 +21,8 @@ class ConfigError(ValueError):
 # Built from the settings table (_settings_table.py): one default and one check per setting.
 SETTINGS_BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
 KEYWORDS: tuple[str, ...] = tuple(s.name for s in SETTINGS if s.keyword)
+# Former names (a row's `formerly`), read for one release: the old name -> the row.
+FORMER_NAMES: dict[str, Setting] = {s.formerly: s for s in SETTINGS if s.formerly}
 
 
 # The resolved configuration: one attribute per row of the table, its default the table's.
@@ -39,25 +41,51 @@ def env_name(field: str) -> str:
 def load_config(kwargs: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Config:
     """Build the configuration; raises ConfigError on an unknown keyword or a malformed value."""
     environ = os.environ if environ is None else environ
-    unknown = sorted(set(kwargs) - set(KEYWORDS))
+    former_keywords = {old for old, s in FORMER_NAMES.items() if s.keyword}
+    unknown = sorted(set(kwargs) - set(KEYWORDS) - former_keywords)
     if unknown:
         raise ConfigError(f"straggler_probe.init(): unknown keyword argument(s) {', '.join(unknown)}; "
                           f"known: {', '.join(KEYWORDS)}")
     values: dict[str, Any] = {}
     for setting in SETTINGS:
-        name = setting.name
-        if name in kwargs and kwargs[name] is not None:
-            values[name] = _from_kwarg(name, setting, kwargs[name])
-            continue
-        raw = environ.get(env_name(name))
-        if raw is None:
-            values[name] = setting.default
-            continue
-        try:
-            values[name] = setting.parse(raw)
-        except ValueError as err:
-            raise ConfigError(f"{env_name(name)}={raw!r} is invalid: {err}") from None
+        # The current name first, then the former one: keyword over environment for each.
+        for name in (setting.name, setting.formerly):
+            if name is None:
+                continue
+            if setting.keyword and name in kwargs and kwargs[name] is not None:
+                values[setting.name] = _from_kwarg(name, setting, kwargs[name])
+                break
+            raw = environ.get(env_name(name))
+            if raw is not None:
+                try:
+                    values[setting.name] = setting.parse(raw)
+                except ValueError as err:
+                    raise ConfigError(f"{env_name(name)}={raw!r} is invalid: {err}") from None
+                break
+        else:
+            values[setting.name] = setting.default
     return Config(**values)
+
+
+def former_names_used(kwargs: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> list[str]:
+    """One warning per setting given under its former name (still read for one release)."""
+    environ = os.environ if environ is None else environ
+    out = []
+    for old, setting in FORMER_NAMES.items():
+        given_old = []
+        if kwargs.get(old) is not None:
+            given_old.append(f"{old}=")
+        if env_name(old) in environ:
+            given_old.append(env_name(old))
+        if not given_old:
+            continue
+        new_set = (setting.keyword and kwargs.get(setting.name) is not None) or \
+            env_name(setting.name) in environ
+        note = (f"; ignored, since {setting.name} is given too" if new_set
+                else "; the old name is read until the next release")
+        out.append(f"{' and '.join(given_old)} is now {setting.name}= / "
+                   f"{env_name(setting.name)}{note}")
+    return out
 
 
 def _from_kwarg(name: str, field: Setting, value: Any) -> Any:
@@ -79,7 +107,7 @@ _FOREIGN_ENV_PREFIXES = ("LOG", "VERBOSE", "RING", "MAX_THREADS", "MAX_EVENTS", 
 def unknown_env(environ: Mapping[str, str] | None = None) -> list[str]:
     """STRAGGLER_PROBE_* variables nobody reads: a misspelling would otherwise go unnoticed."""
     environ = os.environ if environ is None else environ
-    known = {env_name(s.name) for s in SETTINGS}
+    known = {env_name(s.name) for s in SETTINGS} | {env_name(old) for old in FORMER_NAMES}
     return sorted(k for k in environ
                   if k.startswith(ENV_PREFIX) and k not in known
                   and not k[len(ENV_PREFIX):].startswith(_FOREIGN_ENV_PREFIXES))

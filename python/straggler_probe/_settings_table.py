@@ -85,6 +85,9 @@ class Setting:
     shown: str | None = None     # the docs' default column, where the default's text says little
     cpp: str | None = None       # the C++ constant carrying this default (setting_defaults.h)
     cpp_unset: Any = None        # the C++ value standing for an unset default
+    # The setting's name before a rename: still read (keyword and environment) for one release,
+    # with a warning, so that a job's launch scripts keep working while they are updated.
+    formerly: str | None = None
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -179,10 +182,11 @@ SETTINGS: tuple[Setting, ...] = (
             doc=(
             'Recent analysed steps over which the ideal (straggler-free) durations are estimated. '
             'At least 2.')),
-    Setting("summary_interval", _parse_int(0), 50, cpp="kSummaryInterval",
+    Setting("recap_interval", _parse_int(0), 50, cpp="kRecapInterval", formerly="summary_interval",
             doc=(
-            'Rank 0 prints a text summary with the per-worker S_w heatmap every N analysed steps '
-            '(0: never; the report at exit has it anyway).')),
+            'Rank 0 prints a recap of the last N analysed steps every N steps: the causes named, '
+            'what they cost (the ledger) and the per-worker S_w heatmap (0: never; the report at '
+            'exit has it anyway).')),
     Setting("gc", _parse_bool, True,
             doc=(
             'Record Python GC pauses (`gc.callbacks`).')),

@@ -138,7 +138,7 @@ TEST_F(AnalyzeDir, NamesAPlantedSlowRankAsALiveRankZeroWouldAndWritesTheReport) 
   }
 
   // The closing summary and the report line; the files of the live path, under DIR/report.
-  EXPECT_NE(r.out.find("straggler_probe summary steps="), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("straggler_probe recap steps="), std::string::npos) << r.out;
   const auto all = lines_of(r.out);
   ASSERT_GE(all.size(), 2u);
   EXPECT_EQ(all[all.size() - 2], "straggler_probe report: d/report/report.json d/report/report.html d/report/timeline.json "
@@ -189,10 +189,10 @@ TEST_F(AnalyzeDir, ThresholdAndWindowAreTheLiveSettings) {
   write_rank_files(root_ / "d", run, [](size_t, size_t) { return false; });
 
   // A 30% slow rank is named at the default threshold and not above its S.
-  const CliRun named = run_cli("analyze-dir d --window 4 --summary-interval 0", root_);
+  const CliRun named = run_cli("analyze-dir d --window 4 --recap-interval 0", root_);
   ASSERT_EQ(named.exit_code, 0) << named.err;
   EXPECT_NE(named.out.find(" worst=rank:2 "), std::string::npos) << named.out;
-  const CliRun quiet = run_cli("analyze-dir d --window 4 --summary-interval 0 --threshold 3", root_);
+  const CliRun quiet = run_cli("analyze-dir d --window 4 --recap-interval 0 --threshold 3", root_);
   ASSERT_EQ(quiet.exit_code, 0) << quiet.err;
   for (const auto& line : step_lines(quiet.out)) {
     EXPECT_NE(line.find(" cause=none "), std::string::npos) << line;
@@ -202,7 +202,7 @@ TEST_F(AnalyzeDir, ThresholdAndWindowAreTheLiveSettings) {
   cfg.world_size = 4;
   cfg.thresholds.none_below = 3;
   cfg.ideal.window_steps = 4;
-  cfg.summary_interval = 0;
+  cfg.recap_interval = 0;
   std::vector<std::string> live;
   // Step lines only: the alarm lines between them are checked below.
   cfg.log_sink = [&](const std::string& line) {
@@ -258,10 +258,24 @@ TEST_F(AnalyzeDir, StepsQuietAndOutSelectWhatIsAnalysedAndARerunReplacesTheJsonl
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.err, "");
     EXPECT_TRUE(step_lines(r.out).empty()) << r.out;
-    EXPECT_NE(r.out.find("straggler_probe summary steps=" + range + " analyzed=10 "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("straggler_probe recap steps=" + range + " analyzed=10 "), std::string::npos) << r.out;
     EXPECT_EQ(lines_of(slurp(root_ / "o" / "straggler_probe_steps.jsonl")).size(), 11u);  // 10 steps, the layout
   }
   EXPECT_FALSE(fs::exists(root_ / "d" / "report"));
+}
+
+TEST_F(AnalyzeDir, TheRecapIntervalsFormerFlagIsStillReadWithAWarning) {
+  SyntheticJob job;
+  job.dp = 2;
+  write_rank_files(root_ / "d", run_synthetic(job, 12));
+  const CliRun r = run_cli("analyze-dir d --quiet --summary-interval 4", root_);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("--summary-interval is now --recap-interval"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("straggler_probe recap steps="), std::string::npos) << r.out;
+  // One name at a time: both together are refused rather than one silently winning.
+  const CliRun both = run_cli("analyze-dir d --quiet --summary-interval 4 --recap-interval 5", root_);
+  EXPECT_NE(both.exit_code, 0);
+  EXPECT_NE(both.err.find("excludes"), std::string::npos) << both.err;
 }
 
 // --- malformed directories -------------------------------------------------------------------

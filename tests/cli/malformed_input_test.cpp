@@ -119,6 +119,7 @@ INSTANTIATE_TEST_SUITE_P(
         UsageCase{"analyze-dir run --alarm-significance nan", "--alarm-significance: expected a probability strictly between 0 and 1"},
         UsageCase{"analyze-dir run --threshold 0.5", "--threshold: expected a number >= 1"},
         UsageCase{"analyze-dir run --timeline-ranks 0", "--timeline-ranks: expected an integer >= 1"},
+        UsageCase{"analyze-dir run --recap-interval -1", "--recap-interval: expected an integer >= 0"},
         UsageCase{"analyze-dir run --summary-interval -1", "--summary-interval: expected an integer >= 0"},
         UsageCase{"", "A subcommand is required"},
         UsageCase{"frobnicate", "unknown command 'frobnicate' (commands: analyze, analyze-dir; see --help)"}));

@@ -47,7 +47,7 @@ class MutatedStep {
     }
     OnlineConfig cfg;
     cfg.world_size = static_cast<int>(run_.steps[0].size());
-    cfg.summary_interval = 0;
+    cfg.recap_interval = 0;
     analyzer_ = std::make_unique<OnlineAnalyzer>(cfg);
   }
 

@@ -36,7 +36,7 @@ HostRun host_run(int steps, Mutate mutate, const std::string& name) {
   AnalysisSettings s;
   s.world_size = 4;
   s.out_dir = dir.string();
-  s.summary_interval = 0;
+  s.recap_interval = 0;
   HostRun run;
   AnalysisDriver driver(
       s, [&](const std::string& l) { run.lines.push_back(l); },

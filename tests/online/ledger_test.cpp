@@ -57,7 +57,7 @@ LedgerRun run_ledger(const SyntheticRun& run, const std::string& name) {
   AnalysisSettings s;
   s.world_size = static_cast<int>(run.steps.at(0).size());
   s.out_dir = dir.string();
-  s.summary_interval = 20;
+  s.recap_interval = 20;
   LedgerRun out;
   AnalysisDriver driver(
       s, [&](const std::string& l) { out.lines.push_back(l); }, [](const std::string&) {});
@@ -155,7 +155,7 @@ void expect_slow_rank_measured(SyntheticJob j, int rank, double factor, const st
             std::string::npos)
       << last;
   bool summary_has_ledger = false;
-  for (const std::string& l : r.lines) summary_has_ledger |= l.rfind("straggler_probe summary", 0) == 0 && l.find("\nlost ") != std::string::npos;
+  for (const std::string& l : r.lines) summary_has_ledger |= l.rfind("straggler_probe recap", 0) == 0 && l.find("\nlost ") != std::string::npos;
   EXPECT_TRUE(summary_has_ledger);
 }
 

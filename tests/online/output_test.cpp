@@ -117,7 +117,7 @@ TEST(OnlineOutput, LinesSummaryJsonlAndReport) {
   OnlineConfig cfg;
   cfg.world_size = 4;
   cfg.output_dir = dir;
-  cfg.summary_interval = 5;
+  cfg.recap_interval = 5;
   cfg.log_sink = [&lines](const std::string& l) { lines.push_back(l); };
   OnlineAnalyzer a(cfg);
   for (const auto& step : run.steps) {
@@ -139,7 +139,7 @@ TEST(OnlineOutput, LinesSummaryJsonlAndReport) {
     if (l.rfind("straggler_probe alarm", 0) == 0) {
       ++alarms;
       EXPECT_TRUE(std::regex_match(l, alarm_re)) << l;
-    } else if (l.rfind("straggler_probe summary", 0) == 0) {
+    } else if (l.rfind("straggler_probe recap", 0) == 0) {
       ++summaries;
       EXPECT_NE(l.find("stage0"), std::string::npos) << l;
       EXPECT_NE(l.find("stage1"), std::string::npos) << l;
@@ -152,7 +152,7 @@ TEST(OnlineOutput, LinesSummaryJsonlAndReport) {
   }
   EXPECT_EQ(summaries, 2);
   EXPECT_EQ(alarms, 1);
-  EXPECT_EQ(a.summary_text().rfind("straggler_probe summary", 0), 0u);
+  EXPECT_EQ(a.recap_text().rfind("straggler_probe recap", 0), 0u);
 
   std::ifstream jsonl(std::filesystem::path(dir) / "straggler_probe_steps.jsonl");
   std::string row;

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from straggler_probe._config import ConfigError, load_config, unknown_env
+from straggler_probe._config import ConfigError, former_names_used, load_config, unknown_env
 from straggler_probe._topology import infer_dp_pp
 from straggler_probe.hooks import seqlens
 
@@ -37,6 +37,25 @@ def test_bad_keyword():
         load_config({"max_lags": 3}, environ={})
     with pytest.raises(ConfigError, match=r"init\(steps='sometimes'\)"):
         load_config({"steps": "sometimes"}, environ={})
+
+
+def test_the_recap_interval_is_still_read_under_its_former_name_with_a_warning():
+    old_env = {"STRAGGLER_PROBE_SUMMARY_INTERVAL": "7"}
+    assert load_config({}, environ=old_env).recap_interval == 7
+    assert load_config({"summary_interval": 9}, environ={}).recap_interval == 9
+    assert unknown_env(old_env) == []  # a name still read is not "misspelt"
+    [warning] = former_names_used({}, old_env)
+    assert warning.startswith("STRAGGLER_PROBE_SUMMARY_INTERVAL is now recap_interval= / "
+                              "STRAGGLER_PROBE_RECAP_INTERVAL") and "until the next release" in warning
+    # Both names given: the new one wins, and the warning says the old one was ignored.
+    both = {"STRAGGLER_PROBE_SUMMARY_INTERVAL": "7", "STRAGGLER_PROBE_RECAP_INTERVAL": "3"}
+    assert load_config({}, environ=both).recap_interval == 3
+    [warning] = former_names_used({}, both)
+    assert "ignored, since recap_interval is given too" in warning
+    assert former_names_used({"recap_interval": 4}, {}) == []
+    # The former name goes through the same check, and the error names what was written.
+    with pytest.raises(ConfigError, match="STRAGGLER_PROBE_SUMMARY_INTERVAL='-1'"):
+        load_config({}, environ={"STRAGGLER_PROBE_SUMMARY_INTERVAL": "-1"})
 
 
 def test_misspelt_env_is_reported():

@@ -68,7 +68,7 @@ TEST(AnalysisWorker, GivenUpAndUnreadableStepsAreOneLineEachAndCountedInTheRepor
   AnalysisOptions o;
   o.settings.world_size = 4;
   o.settings.out_dir = dir.string();
-  o.settings.summary_interval = 0;
+  o.settings.recap_interval = 0;
   Printed printed;
   std::string failure;
   AnalysisWorker worker(o, [&](const std::string& l) { printed.add(l); },
@@ -118,7 +118,7 @@ TEST(AnalysisWorker, StepsDroppedBecauseTheAnalysisFellBehindAreOneLineForTheRan
   AnalysisOptions o;
   o.settings.world_size = 4;
   o.max_lag = 2;
-  o.settings.summary_interval = 0;
+  o.settings.recap_interval = 0;
   o.fault = FaultInjection::kSlow;  // 500 ms per step: the queue overflows
   Printed printed;
   AnalysisWorker worker(o, [&](const std::string& l) { printed.add(l); }, [](const std::string&) {});
@@ -143,7 +143,7 @@ TEST(AnalysisWorker, StepsDroppedBecauseTheAnalysisFellBehindAreOneLineForTheRan
 TEST(AnalysisWorker, ItsThreadIsNamedSoThatUsersCanTellItFromTheTrainingsOwn) {
   AnalysisOptions o;
   o.settings.world_size = 4;
-  o.settings.summary_interval = 0;
+  o.settings.recap_interval = 0;
   AnalysisWorker worker(o, [](const std::string&) {}, [](const std::string&) {});
   auto names = [] {
     std::vector<std::string> out;

@@ -209,12 +209,14 @@ class GenSettingsTest(unittest.TestCase):
             shown: str | None = None
             cpp: str | None = None
             cpp_unset: Any = None
+            formerly: str | None = None
 
         SETTINGS = (
             Setting("max_lag", int, {max_lag}, doc="Steps rank 0 may lag.", cpp="kMaxLag"),
             Setting("metrics_file", str, None, doc="A file.", shown="(none)", cpp="kMetricsFile",
                     cpp_unset=""),
             Setting("fault", str, "none", doc="Test hook.", keyword=False),
+            Setting("recap_interval", int, 50, doc="Recap.", formerly="summary_interval"),
         )
         """
 
@@ -242,6 +244,8 @@ class GenSettingsTest(unittest.TestCase):
             self.assertIn("| `STRAGGLER_PROBE_MAX_LAG` | `max_lag=` | 8 | Steps rank 0 may lag. |", doc)
             self.assertIn("| `STRAGGLER_PROBE_FAULT` | (environment only) | none |", doc)
             self.assertIn("| (none) |", doc)
+            self.assertIn("| Recap. Formerly `STRAGGLER_PROBE_SUMMARY_INTERVAL` / `summary_interval=`: "
+                          "still read until the next release, with a warning. |", doc)
             self.assertTrue(doc.endswith("After.\n"))
             # A default changed in the table and not regenerated: both files are stale.
             write(root, "python/straggler_probe/_settings_table.py",

@@ -24,7 +24,7 @@ OnlineConfig config_of(const AnalysisSettings& s, LineSink print) {
   c.noise.alpha = s.significance;
   c.noise.alarm_alpha = s.alarm_significance;
   c.ideal.window_steps = s.window_steps;
-  c.summary_interval = s.summary_interval;
+  c.recap_interval = s.recap_interval;
   c.cpu_budget = s.cpu_budget;
   c.hang_after_s = s.hang_after_s;
   c.hang_multiple = s.hang_multiple;

@@ -17,7 +17,7 @@
 #include "output/report_writer.h"
 #include "step_analysis.h"
 #include "straggler_probe/online/step_assembly.h"
-#include "output/summary_text.h"
+#include "output/recap_text.h"
 #include "output/verdict_json.h"
 
 namespace sp::online {
@@ -45,7 +45,7 @@ struct OnlineAnalyzer::Impl {
   Assembler assembler;  // add(): which steps are complete or given up (step_assembly.h)
   StepAnalysis steps;   // the analysis of complete steps and what it keeps between them
   std::deque<StepVerdict> recent;
-  uint64_t since_summary = 0;
+  uint64_t since_recap = 0;
   ReportTotals totals;
   std::ofstream jsonl;
   nlohmann::ordered_json jsonl_layout;  // the layout record last written (verdict_json.h)
@@ -222,10 +222,10 @@ void OnlineAnalyzer::Impl::emit(std::vector<StepVerdict>* out, StepVerdict v, bo
     }
     steps.settle(&stats);  // after the line and the JSONL: what the step owes waits for neither
     recent.push_back(v);
-    while (static_cast<int>(recent.size()) > std::max(1, cfg.summary_interval)) recent.pop_front();
-    if (cfg.summary_interval > 0 && ++since_summary >= static_cast<uint64_t>(cfg.summary_interval)) {
-      since_summary = 0;
-      if (cfg.log_sink) cfg.log_sink(format_summary(recent, stats.steps_skipped));
+    while (static_cast<int>(recent.size()) > std::max(1, cfg.recap_interval)) recent.pop_front();
+    if (cfg.recap_interval > 0 && ++since_recap >= static_cast<uint64_t>(cfg.recap_interval)) {
+      since_recap = 0;
+      if (cfg.log_sink) cfg.log_sink(format_recap(recent, stats.steps_skipped));
     }
   } catch (const std::exception& e) {
     ++stats.analysis_errors;
@@ -299,10 +299,10 @@ std::vector<StepVerdict> OnlineAnalyzer::finish() {
   return impl_->guarded("finish", [&] { return impl_->close_all(impl_->assembler.take_all()); });
 }
 
-std::string OnlineAnalyzer::summary_text() const {
+std::string OnlineAnalyzer::recap_text() const {
   if (!impl_) return {};
   try {
-    return format_summary(impl_->recent, impl_->stats.steps_skipped);
+    return format_recap(impl_->recent, impl_->stats.steps_skipped);
   } catch (...) {
     return {};
   }

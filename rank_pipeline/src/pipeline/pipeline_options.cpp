@@ -70,7 +70,7 @@ RankPipelineOptions to_pipeline_options(const PipelineSettings& s) {
   as.significance = s.significance;
   as.alarm_significance = s.alarm_significance;
   as.window_steps = s.window_steps;
-  as.summary_interval = s.summary_interval;
+  as.recap_interval = s.recap_interval;
   as.hang_after_s = s.hang_after_s;  // the step's verdict holds the step to the same bound
   as.hang_multiple = s.hang_multiple;
   as.timeline_ranks = s.timeline_ranks;

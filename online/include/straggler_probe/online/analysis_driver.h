@@ -22,7 +22,7 @@
 namespace sp::online {
 
 // The analysis's user-facing settings (docs/CONFIG.md: STRAGGLER_PROBE_SLOWDOWN_THRESHOLD,
-// _SIGNIFICANCE, _ALARM_SIGNIFICANCE, _WINDOW_STEPS, _SUMMARY_INTERVAL, _LOG_LINES, _OUT_DIR;
+// _SIGNIFICANCE, _ALARM_SIGNIFICANCE, _WINDOW_STEPS, _RECAP_INTERVAL, _LOG_LINES, _OUT_DIR;
 // analyze-dir's options of the same names).
 struct AnalysisSettings {
   int world_size = 1;
@@ -33,7 +33,7 @@ struct AnalysisSettings {
   double significance = setting_defaults::kSignificance;             // NoiseConfig::alpha
   double alarm_significance = setting_defaults::kAlarmSignificance;  // NoiseConfig::alarm_alpha
   int window_steps = setting_defaults::kWindowSteps;
-  int summary_interval = setting_defaults::kSummaryInterval;
+  int recap_interval = setting_defaults::kRecapInterval;
   bool replace_jsonl = false;     // analyze-dir: a rerun replaces the JSONL; a live run appends
   // Share of one core the analysis may use (OnlineConfig::cpu_budget; 0 = no budget): the live
   // thread shares rank 0's CPU with training, analyze-dir has the machine to itself.

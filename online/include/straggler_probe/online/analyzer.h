@@ -55,8 +55,8 @@ class OnlineAnalyzer {
   std::vector<StepVerdict> skip_steps(int64_t first, int64_t last, const std::string& kind,
                                       const std::string& reason);
 
-  // The periodic text summary with the dp-rank x stage heatmap of S_w over recent steps.
-  std::string summary_text() const;
+  // The periodic recap with the dp-rank x stage heatmap of S_w over recent steps.
+  std::string recap_text() const;
   // The ledger over the run (src/ledger.h): "lost 3.2% of GPU time (...): 2.1% worker on node-17
   // gpu 3 (rank 5), ..."; "" before any analysed step.
   std::string lost_text() const;

@@ -98,10 +98,10 @@ struct OnlineConfig {
     std::vector<int> ranks;
   };
   std::function<SilentRanks()> silent_ranks;
-  // Output. Empty output_dir: no files. summary_interval 0: no periodic summary.
+  // Output. Empty output_dir: no files. recap_interval 0: no periodic recap.
   std::string output_dir;
   std::string jsonl_name = "straggler_probe_steps.jsonl";
-  int summary_interval = setting_defaults::kSummaryInterval;
+  int recap_interval = setting_defaults::kRecapInterval;
   int timeline_steps = 3;          // last steps kept for the report's real-vs-ideal timeline
   // The ranks timeline.json draws: 0, every rank while the file stays within 16 MiB, beyond that
   // rank 0, the named ranks, each stage's slowest and the slowest / fastest by score up to it

@@ -44,9 +44,9 @@ inline constexpr double kAlarmSignificanceBelow = 1.0;
 // STRAGGLER_PROBE_WINDOW_STEPS
 inline constexpr int kWindowSteps = 20;
 inline constexpr int kWindowStepsLowest = 2;
-// STRAGGLER_PROBE_SUMMARY_INTERVAL
-inline constexpr int kSummaryInterval = 50;
-inline constexpr int kSummaryIntervalLowest = 0;
+// STRAGGLER_PROBE_RECAP_INTERVAL
+inline constexpr int kRecapInterval = 50;
+inline constexpr int kRecapIntervalLowest = 0;
 // STRAGGLER_PROBE_HANG_AFTER_S
 inline constexpr double kHangAfterS = 10.0;
 inline constexpr double kHangAfterSLowest = 0.0;

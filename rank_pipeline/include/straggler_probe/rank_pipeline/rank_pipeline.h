@@ -24,7 +24,7 @@ namespace sp::rank_pipeline {
 #define SP_PIPELINE_SETTING_FIELDS(X)                                                          \
   X(max_lag) X(warmup_steps) X(step_timeout) X(analysis_timeout) X(out_dir) X(log_lines)         \
   X(fault_inject) X(clock_sync) X(clock_sync_period) X(slowdown_threshold) X(significance)      \
-  X(alarm_significance) X(window_steps) X(summary_interval) X(hang_after_s) X(hang_multiple)    \
+  X(alarm_significance) X(window_steps) X(recap_interval) X(hang_after_s) X(hang_multiple)    \
   X(timeline_ranks) X(metrics_port) X(metrics_addr) X(metrics_file) X(control_token)            \
   X(hostname) X(transport_protocol)
 // The rest: this rank's place and the session, filled by the package itself.
@@ -50,7 +50,7 @@ struct PipelineSettings {
   double significance = online::setting_defaults::kSignificance;
   double alarm_significance = online::setting_defaults::kAlarmSignificance;
   int window_steps = online::setting_defaults::kWindowSteps;
-  int summary_interval = online::setting_defaults::kSummaryInterval;
+  int recap_interval = online::setting_defaults::kRecapInterval;
   double hang_after_s = online::setting_defaults::kHangAfterS;
   double hang_multiple = online::setting_defaults::kHangMultiple;
   int timeline_ranks = online::setting_defaults::kTimelineRanks;

@@ -1,5 +1,5 @@
-// The CLI's human summary and its verdict rules.
-#include "straggler_probe/whatif/report_summary.h"
+// The CLI's printed overview and its verdict rules.
+#include "straggler_probe/whatif/report_overview.h"
 
 #include <algorithm>
 #include <map>
@@ -50,7 +50,7 @@ double worst_rank_consistency(const std::vector<std::string>& per_step) {
 // 5. One dp rank explains half the slowdown and is the worst in most steps: a slow machine
 //    (or its network) in that data-parallel replica, spread over its stages.
 // 6. Otherwise name the biggest contributor by op type, flagging communication (network).
-std::string derive_verdict(const SummaryInput& in) {
+std::string derive_verdict(const OverviewInput& in) {
   const double s = in.slowdown;
   if (s < kNoStragglingBelow) {
     return "no significant straggling (S=" + fixed(s, 3) + " < " + fixed(kNoStragglingBelow, 2) + ")";
@@ -93,7 +93,7 @@ std::string derive_verdict(const SummaryInput& in) {
   return "slowdown S=" + fixed(s, 3) + " without attribution (run with a lower --threshold to attribute it)";
 }
 
-std::string format_summary(const SummaryInput& in) {
+std::string format_overview(const OverviewInput& in) {
   std::string out;
   out += in.trial_name + ": " + std::to_string(in.steps) + " steps analysed\n";
   out += "  slowdown S        " + fixed(in.slowdown, 4) + "  (waste " + fixed(100 * (1 - 1 / in.slowdown), 1) +

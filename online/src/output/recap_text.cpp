@@ -1,4 +1,4 @@
-#include "summary_text.h"
+#include "recap_text.h"
 
 #include <algorithm>
 #include <cmath>
@@ -49,7 +49,7 @@ WorkerGrid mean_worker_grid(const std::deque<StepVerdict>& verdicts) {
   return g;
 }
 
-std::string format_summary(const std::deque<StepVerdict>& recent, uint64_t skipped_total) {
+std::string format_recap(const std::deque<StepVerdict>& recent, uint64_t skipped_total) {
   std::map<std::string, int> causes;
   double s_sum = 0;
   int analyzed = 0, skipped = 0;
@@ -65,7 +65,7 @@ std::string format_summary(const std::deque<StepVerdict>& recent, uint64_t skipp
     s_sum += v.S;
     ++causes[std::string(cause_name(v.cause))];
   }
-  std::string out = "straggler_probe summary steps=" + std::to_string(first) + "-" +
+  std::string out = "straggler_probe recap steps=" + std::to_string(first) + "-" +
                     std::to_string(last) + " analyzed=" + std::to_string(analyzed) +
                     " skipped=" + std::to_string(skipped) +
                     " skipped_total=" + std::to_string(skipped_total);

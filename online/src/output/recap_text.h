@@ -1,4 +1,4 @@
-// The periodic text summary for people: causes over the recent steps and the heatmap of mean
+// The periodic recap for people: causes over the recent steps and the heatmap of mean
 // S_w per worker (the per-step log line is log_line.cpp's).
 #pragma once
 
@@ -17,6 +17,6 @@ struct WorkerGrid {
 };
 WorkerGrid mean_worker_grid(const std::deque<StepVerdict>& verdicts);
 
-std::string format_summary(const std::deque<StepVerdict>& recent, uint64_t skipped_total);
+std::string format_recap(const std::deque<StepVerdict>& recent, uint64_t skipped_total);
 
 }  // namespace sp::online

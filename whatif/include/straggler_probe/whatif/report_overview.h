@@ -1,4 +1,4 @@
-// The short human summary the CLI prints, and the one-line verdict behind it.
+// The short overview for a person the CLI prints, and the one-line verdict behind it.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +14,7 @@ struct GroupSlowdown {
   double slowdown = 1.0;
 };
 
-struct SummaryInput {
+struct OverviewInput {
   std::string trial_name;
   size_t steps = 0;              // steps analysed
   double slowdown = 1.0;         // S
@@ -42,9 +42,9 @@ inline constexpr double kFewWorkersMw = 0.5;
 inline constexpr double kLastStageMs = 0.8;
 
 // One line naming the likely cause.
-std::string derive_verdict(const SummaryInput& in);
+std::string derive_verdict(const OverviewInput& in);
 
 // A few lines for a person: S, waste, worst stage / dp rank / op type, M_S, M_W, verdict.
-std::string format_summary(const SummaryInput& in);
+std::string format_overview(const OverviewInput& in);
 
 }  // namespace sp::whatif

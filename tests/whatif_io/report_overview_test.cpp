@@ -1,16 +1,16 @@
-// The verdict rules, on inputs shaped like the reference cases, and the summary text.
+// The verdict rules, on inputs shaped like the reference cases, and the overview text.
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "straggler_probe/whatif/report_summary.h"
+#include "straggler_probe/whatif/report_overview.h"
 
 namespace sp::whatif {
 namespace {
 
 // ST: last stage slow, every dp rank equally affected.
-SummaryInput st_like() {
-  SummaryInput in;
+OverviewInput st_like() {
+  OverviewInput in;
   in.trial_name = "ST";
   in.steps = 32;
   in.slowdown = 1.1787;
@@ -25,8 +25,8 @@ SummaryInput st_like() {
 }
 
 // SE: both stages slow, no dp rank stands out, compute-bound.
-SummaryInput se_like() {
-  SummaryInput in;
+OverviewInput se_like() {
+  OverviewInput in;
   in.trial_name = "SE";
   in.steps = 43;
   in.slowdown = 1.5374;
@@ -52,14 +52,14 @@ TEST(Verdict, SequenceLengthImbalance) {
 // Few data-parallel ranks: one of them can explain over half the slowdown by chance, but the
 // worst rank changes from step to step.
 TEST(Verdict, MovingWorstRankIsStillImbalance) {
-  SummaryInput in = se_like();
+  OverviewInput in = se_like();
   in.by_dp_rank = {{"1", 1.6}, {"4", 1.5}};  // rank 1 explains 1.6-1 / 0.5374 > 100%
   in.per_step_worst_dp_rank = {"7", "6", "4", "1", "1", "4"};
   EXPECT_EQ(derive_verdict(in).rfind("stragglers are spread across workers and steps", 0), 0u) << derive_verdict(in);
 }
 
 TEST(Verdict, ConsistentlySlowDpRank) {
-  SummaryInput in = se_like();
+  OverviewInput in = se_like();
   in.by_dp_rank = {{"3", 1.4}, {"4", 1.05}};  // 74% of the slowdown
   in.per_step_worst_dp_rank = {"3", "3", "3", "1", "3"};
   EXPECT_EQ(derive_verdict(in),
@@ -68,7 +68,7 @@ TEST(Verdict, ConsistentlySlowDpRank) {
 }
 
 TEST(Verdict, FewWorkers) {
-  SummaryInput in = se_like();
+  OverviewInput in = se_like();
   in.m_w = 0.93;
   in.worst_worker_dp = 8;
   in.worst_worker_stage = 1;
@@ -76,13 +76,13 @@ TEST(Verdict, FewWorkers) {
 }
 
 TEST(Verdict, NoStraggling) {
-  SummaryInput in = st_like();
+  OverviewInput in = st_like();
   in.slowdown = 1.05;
   EXPECT_EQ(derive_verdict(in), "no significant straggling (S=1.050 < 1.10)");
 }
 
 TEST(Verdict, Communication) {
-  SummaryInput in = se_like();
+  OverviewInput in = se_like();
   in.m_s = 0.1;
   in.by_optype = {{"grads-reduce-scatter", 1.3}, {"forward-compute", 1.05}};
   in.by_dp_rank = {{"3", 1.2}};  // explains 37%: no single rank to blame
@@ -90,8 +90,8 @@ TEST(Verdict, Communication) {
             "communication is the main contributor: grads-reduce-scatter (S_t=1.300), suspect the network");
 }
 
-TEST(Summary, ListsTheNumbersAPersonNeeds) {
-  const std::string s = format_summary(st_like());
+TEST(Overview, ListsTheNumbersAPersonNeeds) {
+  const std::string s = format_overview(st_like());
   EXPECT_NE(s.find("slowdown S        1.1787  (waste 15.2% of GPU time"), std::string::npos) << s;
   EXPECT_NE(s.find("worst stage       stage 3  (S=1.2323)"), std::string::npos) << s;
   EXPECT_NE(s.find("worst dp rank     dp rank 1  (S=1.1779)"), std::string::npos) << s;
