@@ -210,6 +210,16 @@ SlowdownMetrics lane_oracle_metrics(const StepModel& m, const Ideals& ideals, do
   SlowdownMetrics r;
   scores(m, sc, step_time, &r);
   fix_top_workers(m, values, top_fraction, &replayer, &r);
+  // Each rank's compute work, real over ideal, rank by rank.
+  for (int rank = 0; rank < m.world; ++rank) {
+    double real = 0, ideal = 0;
+    for (size_t i = 0; i < m.nodes.size(); ++i) {
+      if (m.nodes[i].rank != rank || m.nodes[i].role != NodeRole::kCompute) continue;
+      real += values.real_work[i];
+      ideal += values.ideal_work[i];
+    }
+    r.own_work_ratio.push_back(ideal > 0 ? real / ideal : 1.0);
+  }
   if (want_timeline) {
     for (size_t i = 0; i < m.nodes.size(); ++i) {
       r.real_start.push_back(first_batch.start[2 * i]);

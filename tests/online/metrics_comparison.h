@@ -35,6 +35,7 @@ inline void expect_same_metrics(const SlowdownMetrics& a, const SlowdownMetrics&
   expect_near_all(a.worker_S, b.worker_S, "worker_S", where);
   expect_near_all(a.fix_stage_share, b.fix_stage_share, "fix_stage_share", where);
   expect_near_all(a.dp_fix_gain, b.dp_fix_gain, "dp_fix_gain", where);
+  expect_near_all(a.own_work_ratio, b.own_work_ratio, "own_work_ratio", where);
   EXPECT_NEAR(a.M_S, b.M_S, 1e-9) << where;
   EXPECT_NEAR(a.M_W, b.M_W, 1e-9) << where;
   EXPECT_EQ(a.top_workers, b.top_workers) << where;

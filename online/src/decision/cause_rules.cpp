@@ -3,6 +3,7 @@
 #include "cause_rules.h"
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <string_view>
 
@@ -96,6 +97,13 @@ std::optional<CauseResult> seq_lengths_rule(const Step& st) {
 // stage, the usual culprit with its loss layer) AND all dp ranks of that stage are hot (a hot
 // row). One slow worker also makes its stage's score high, but leaves its row-mates cool.
 //
+// Hot is a rank's own work: its compute, real over ideal (own_work_ratio), each row-mate's
+// excess at least stage_uniform of the row's hottest. Not its S_w: in a pp x dp job S_w is
+// min(its dp column's score, its stage's score), and the dp column holds other stages' ranks, so
+// a noisy peer in another stage makes a cool row-mate of a slow rank look hot (torchtitan's
+// 2 stages x 2 dp ranks named the slow rank's stage on 10-20% of its steps that way). A stage
+// of one rank is its own row.
+//
 // Fixing a heavier stage can recover MORE than the slowdown, and its score (only the stage
 // real) can exceed S: the ideal re-balances the work, giving every stage the mean, so the
 // lighter stages get more than they do. Fixing the heavy stage alone leaves them lighter than
@@ -108,12 +116,16 @@ std::optional<CauseResult> stage_rule(const Step& st) {
   const SlowdownMetrics& w = st.w;
   if (m.pp_size <= 1) return std::nullopt;
   const size_t p = static_cast<size_t>(std::max_element(w.stage_S.begin(), w.stage_S.end()) - w.stage_S.begin());
-  const double stage_excess = w.stage_S[p] - 1.0;
-  bool uniform = stage_excess > 0;
-  for (int r = 0; r < m.world && uniform; ++r) {
+  double hottest = 0.0, coolest = std::numeric_limits<double>::infinity();
+  int row = 0;
+  for (int r = 0; r < m.world; ++r) {
     if (static_cast<size_t>(m.rank_stage[static_cast<size_t>(r)]) != p) continue;
-    uniform = w.worker_S[static_cast<size_t>(r)] - 1.0 >= st.th.stage_uniform * stage_excess;
+    const double excess = w.own_work_ratio[static_cast<size_t>(r)] - 1.0;
+    hottest = std::max(hottest, excess);
+    coolest = std::min(coolest, excess);
+    ++row;
   }
+  const bool uniform = w.stage_S[p] > 1.0 && (row <= 1 || (hottest > 0 && coolest >= st.th.stage_uniform * hottest));
   const double share = w.fix_stage_share[p];
   if (share < st.th.ms_min || !uniform) return std::nullopt;
   const double recovered = std::min(1.0, share);

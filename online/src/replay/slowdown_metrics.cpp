@@ -19,7 +19,7 @@ double share(double T, double T_fixed, double T_ideal) {
 void SlowdownMetrics::clear() {
   T_real = T_nodelay = T_ideal = 0;
   M_S = M_W = 0;
-  for (auto* v : {&dp_S, &stage_S, &worker_S, &fix_stage_share, &dp_fix_gain}) v->clear();
+  for (auto* v : {&dp_S, &stage_S, &worker_S, &fix_stage_share, &dp_fix_gain, &own_work_ratio}) v->clear();
   op_S.clear();
   top_workers.clear();
 }
@@ -41,6 +41,7 @@ void SlowdownAnalysis::compute(const StepModel& m, const Ideals& ideals, double 
   base_scenarios(m, &r);
   unit_scores(m, &r);
   worker_scores(m, top_fraction, &r);
+  own_work(m, &r);
   // The timeline's arrays are left out of clear(): timeline() overwrites them whole (not zeroed
   // first), or they are emptied here.
   if (want_timeline) {
@@ -152,6 +153,22 @@ void SlowdownAnalysis::worker_scores(const StepModel& m, double top_fraction, Sl
     selection_.rank_delay[static_cast<size_t>(w)] = static_cast<uint8_t>(DelayMode::kIdeal);
   }
   r->M_W = share(r->T_real, replay(selection_, &other_), r->T_ideal);
+}
+
+// Per rank: the real and ideal work of its compute nodes (segments), summed in node order.
+void SlowdownAnalysis::own_work(const StepModel& m, SlowdownMetrics* r) const {
+  const auto world = static_cast<size_t>(m.world);
+  std::vector<double> real(world, 0.0), ideal(world, 0.0);
+  for (size_t i = 0; i < m.nodes.size(); ++i) {
+    const Node& node = m.nodes[i];
+    if (node.role != NodeRole::kCompute) continue;
+    real[static_cast<size_t>(node.rank)] += node_values_.real_work[i];
+    ideal[static_cast<size_t>(node.rank)] += node_values_.ideal_work[i];
+  }
+  r->own_work_ratio.resize(world);
+  for (size_t rank = 0; rank < world; ++rank) {
+    r->own_work_ratio[rank] = ideal[rank] > 0 ? real[rank] / ideal[rank] : 1.0;
+  }
 }
 
 // Per node (not position): the real and the ideal replay.

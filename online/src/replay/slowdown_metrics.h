@@ -36,6 +36,10 @@ struct SlowdownMetrics {
   // fraction of the ideal step: (T_real - T_fixed) / T_ideal, >= 0. The worker rule's cost test
   // (noise_verdict.cpp): naming a rank means that replacing it would make the step faster.
   std::vector<double> dp_fix_gain;
+  // Per rank: its compute work, real over ideal (1 when it has none): what the rank itself did
+  // against the ideal, apart from whom it waited for. The stage rule reads it to tell a stage
+  // whose every rank works harder from one slow rank in it (cause_rules.cpp, rule 6).
+  std::vector<double> own_work_ratio;
   double M_S = 0, M_W = 0;
   std::vector<int> top_workers;
   // Per node, seconds since t0: replay with real values and with ideal values (for timelines).
@@ -88,6 +92,7 @@ class SlowdownAnalysis {
   void base_scenarios(const StepModel& m, SlowdownMetrics* r);
   void unit_scores(const StepModel& m, SlowdownMetrics* r);
   void worker_scores(const StepModel& m, double top_fraction, SlowdownMetrics* r);
+  void own_work(const StepModel& m, SlowdownMetrics* r) const;
   void timeline(const StepModel& m, SlowdownMetrics* r) const;
 
   UnitMethod unit_method_ = UnitMethod::kAuto;

@@ -193,11 +193,11 @@ def test_torchtitan_names_the_slow_rank(layout: str, tmp_path: Path) -> None:
     if layout == "fsdp":
         check_named(result)
     else:
-        # Issue 23's bar is 80%; the pipeline reaches 80-90% (bench/README.md, torchtitan): the
-        # other steps name rank 2's own stage, when its dp peer's score, which is its dp column's
-        # (ranks 1 and 3), runs hot that step and the stage rule takes the stage's row for hot.
-        # Asserted here: the worker on at least 70%, and never anyone but rank 2 or its stage.
-        check_named(result, bar=0.7)
+        # Issue 23's bar, 80%: the pipeline reached 87-100% in three runs (bench/README.md,
+        # torchtitan) once the stage rule read each rank's own work; before, it named rank 2's
+        # stage on 0-20% of the steps, when rank 3's S_w (its dp column's score, with rank 1 in
+        # it) ran hot. Never anyone but rank 2 or its stage.
+        check_named(result, bar=0.8)
         judged = [s for s in result.steps if s.get("analyzed") and s["step"] >= 10]
         others = [s for s in judged if s["cause"] != "none" and s["worst"] not in ("rank:2", "stage:1")]
         assert not others, others

@@ -16,8 +16,9 @@ struct CauseThresholds {
   // (1.0): the default decision is the noise model's (NoiseConfig).
   double none_below = setting_defaults::kSlowdownThreshold;
   double ms_min = 0.5;             // stage-imbalance: share of the slowdown one stage explains
-  double stage_uniform = 0.5;      // ... and every dp rank of that stage carries >= this share
-                                   //     of the stage's excess S_w (a hot row, not one hot cell)
+  double stage_uniform = 0.5;      // ... and every dp rank of that stage does >= this share of
+                                   //     the extra work its hottest rank does (its compute, real
+                                   //     over ideal): a hot row, not one hot cell
   double mw_min = 0.5;             // worker: share of the slowdown the top workers explain
   double worker_top_fraction = 0.03;  // the paper's "top 3%" of workers for M_W (at least 1)
   double seq_corr_min = 0.9;       // seq-imbalance: Pearson r of compute vs sum(seq_len^2)
