@@ -8,7 +8,7 @@
 
 #include <cstdio>
 
-#include "spsc_ring.h"
+#include "capture/spsc_ring.h"
 #include "straggler_probe/probe.h"
 
 namespace {

@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from . import _native as N
 
-now_ns = time.time_ns  # the probe clock (runtime/src/clock.h reads CLOCK_REALTIME too)
+now_ns = time.time_ns  # the probe clock (runtime/src/capture/clock.h reads CLOCK_REALTIME too)
 
 # (kind, start, end, microbatch, name_id, stream, coll, group_id, seq, bytes, peer, group_size)
 Meta = tuple

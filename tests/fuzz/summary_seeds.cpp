@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "crc32.h"
+#include "codec/crc32.h"
 #include "straggler_probe/wire_io.h"
 #include "synthetic_job.h"
 
@@ -124,7 +124,7 @@ void write_v1_op(runtime::wire::Writer& w, const sp_event& e, uint32_t name_id) 
 }
 }  // namespace
 
-// Version 1 as its encoder wrote it (runtime/src/summary_codec_v1.cpp has the layout).
+// Version 1 as its encoder wrote it (runtime/src/codec/summary_codec_v1.cpp has the layout).
 std::vector<std::string> encoded_v1(const std::vector<StepSummary>& summaries) {
   std::vector<std::string> out;
   for (const StepSummary& s : summaries) {

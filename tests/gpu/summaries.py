@@ -3,8 +3,8 @@ times reached them (CUPTI spans, CPU stamps, CUDA events) and what they say.
 
 A summary is taken with sp_set_summary_callback (sp_ctypes.Probe.set_summary_callback), which
 observes every finished summary just before it is queued for the transport, and decoded here
-from its wire form (runtime/src/summary_codec.cpp: 16-byte header "SPSM", u16 version, u16
-flags, u32 body size, u32 CRC-32; runtime/src/summary_codec_v2.cpp: the version-2 body). Only
+from its wire form (runtime/src/codec/summary_codec.cpp: 16-byte header "SPSM", u16 version, u16
+flags, u32 body size, u32 CRC-32; runtime/src/codec/summary_codec_v2.cpp: the version-2 body). Only
 version 2 is decoded (what the runtime writes); anything else is counted as undecodable.
 """
 from __future__ import annotations

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "probe_state.h"
+#include "api/probe_state.h"
 #include "probe_test_util.h"
 
 namespace sp::runtime::testing {

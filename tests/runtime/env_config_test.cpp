@@ -7,7 +7,7 @@
 #include <ostream>
 #include <string>
 
-#include "env_config.h"
+#include "config/env_config.h"
 
 namespace sp::runtime {
 namespace {

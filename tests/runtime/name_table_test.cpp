@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "name_table.h"
+#include "capture/name_table.h"
 
 namespace sp::runtime {
 namespace {

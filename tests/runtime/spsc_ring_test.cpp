@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "straggler_probe/mpsc_queue.h"
-#include "spsc_ring.h"
+#include "capture/spsc_ring.h"
 
 namespace sp::runtime {
 namespace {

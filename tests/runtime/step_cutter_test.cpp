@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "probe_test_util.h"
-#include "step_cutter.h"
+#include "steps/step_cutter.h"
 
 namespace sp::runtime {
 namespace {

@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <string>
 
-#include "crc32.h"
+#include "codec/crc32.h"
 #include "straggler_probe/step_summary.h"
 #include "straggler_probe/wire_io.h"
 

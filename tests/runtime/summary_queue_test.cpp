@@ -4,7 +4,7 @@
 #include <chrono>
 #include <thread>
 
-#include "summary_queue.h"
+#include "steps/summary_queue.h"
 
 namespace sp::runtime {
 namespace {

@@ -1,4 +1,4 @@
-// The one guard of every exported C entry point (runtime/src/c_api.cpp, cupti's and nccl_hooks'
+// The one guard of every exported C entry point (runtime/src/api/c_api.cpp, cupti's and nccl_hooks'
 // C APIs): no exception crosses the C ABI. An exception from inside becomes the entry point's
 // error value, one warning naming the entry point, and the probe stepping aside (training goes
 // on without it). C++ only, not part of the C ABI.

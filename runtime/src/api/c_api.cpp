@@ -7,8 +7,8 @@
 #include <cstring>
 #include <string_view>
 
-#include "clock.h"
-#include "gpu_region_tags.h"
+#include "capture/clock.h"
+#include "capture/gpu_region_tags.h"
 #include "lifecycle.h"
 #include "straggler_probe/log.h"
 #include "probe_state.h"

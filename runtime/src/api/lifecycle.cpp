@@ -8,7 +8,7 @@
 #include <chrono>
 #include <mutex>
 
-#include "clock.h"
+#include "capture/clock.h"
 #include "consumer.h"
 #include "lifecycle.h"
 #include "straggler_probe/log.h"

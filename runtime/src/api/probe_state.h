@@ -18,13 +18,13 @@
 #include <string>
 #include <vector>
 
-#include "env_config.h"
-#include "heartbeat_cell.h"
+#include "config/env_config.h"
+#include "steps/heartbeat_cell.h"
 #include "straggler_probe/mpsc_queue.h"
-#include "name_table.h"
-#include "step_cutter.h"
-#include "summary_queue.h"
-#include "thread_registry.h"
+#include "capture/name_table.h"
+#include "steps/step_cutter.h"
+#include "steps/summary_queue.h"
+#include "capture/thread_registry.h"
 
 namespace sp::runtime {
 

@@ -15,9 +15,9 @@
 #include <thread>
 #include <vector>
 
-#include "env_config.h"
-#include "heartbeat_cell.h"
-#include "step_cutter.h"
+#include "config/env_config.h"
+#include "steps/heartbeat_cell.h"
+#include "steps/step_cutter.h"
 
 namespace sp::runtime {
 

@@ -7,7 +7,7 @@
 
 #include <utility>
 
-#include "clock.h"
+#include "capture/clock.h"
 #include "straggler_probe/log.h"
 #include "probe_state.h"
 

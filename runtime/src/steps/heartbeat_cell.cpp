@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "name_table.h"
+#include "capture/name_table.h"
 
 namespace sp::runtime {
 namespace {
