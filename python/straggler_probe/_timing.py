@@ -289,7 +289,7 @@ class CudaEventTimer:
 
 class GpuRegionTags:
     """The regions' kernels on the GPU: each forward / backward / optimizer region is bracketed
-    by libstraggler_probe.so's launch markers (cupti/src/launch_markers.h: a marker at push and at
+    by libstraggler_probe.so's launch markers (cupti/src/attribution/launch_markers.h: a marker at push and at
     pop), so that its GPU capture attributes every kernel launched in between, from any thread
     (autograd's device threads in a CUDA backward too), to the region and emits the region's GPU
     span (time source CUPTI; the online model then prefers it to the CUDA-event or CPU time of the

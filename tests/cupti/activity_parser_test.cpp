@@ -9,8 +9,8 @@
 #include <cupti.h>
 #endif
 
-#include "activity_parser.h"
-#include "cupti_records.h"
+#include "records/activity_parser.h"
+#include "loader/cupti_records.h"
 #include "straggler_probe/gpu/external_ids.h"
 #include "straggler_probe/probe.h"
 #include "synthetic_activity_buffer.h"

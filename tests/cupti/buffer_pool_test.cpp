@@ -4,7 +4,7 @@
 #include <cstring>
 #include <vector>
 
-#include "buffer_pool.h"
+#include "records/buffer_pool.h"
 
 namespace sp::cupti {
 namespace {

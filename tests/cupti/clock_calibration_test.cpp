@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "clock_calibration.h"
+#include "attribution/clock_calibration.h"
 
 namespace sp::cupti {
 namespace {

@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "cupti_records.h"
+#include "loader/cupti_records.h"
 #include "fake_cupti.h"
 #include "straggler_probe/event_sink.h"
 #include "straggler_probe/gpu/cupti_capture.h"

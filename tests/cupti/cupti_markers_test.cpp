@@ -9,10 +9,10 @@
 #include <thread>
 #include <vector>
 
-#include "cupti_records.h"
+#include "loader/cupti_records.h"
 #include "fake_cuda_driver.h"
 #include "fake_cupti.h"
-#include "launch_markers.h"
+#include "attribution/launch_markers.h"
 #include "straggler_probe/event_sink.h"
 #include "straggler_probe/gpu/cupti_capture.h"
 #include "straggler_probe/gpu/external_ids.h"

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "cuda_driver.h"
+#include "loader/cuda_driver.h"
 
 namespace sp::cupti::testing {
 

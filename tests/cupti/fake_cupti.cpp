@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "cupti_records.h"
-#include "record_iterator.h"
+#include "loader/cupti_records.h"
+#include "records/record_iterator.h"
 
 namespace sp::cupti::testing {
 namespace {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "cupti_loader.h"
+#include "loader/cupti_loader.h"
 #include "synthetic_activity_buffer.h"
 
 namespace sp::cupti::testing {

@@ -2,7 +2,7 @@
 // the markers around it.
 #include <gtest/gtest.h>
 
-#include "launch_brackets.h"
+#include "attribution/launch_brackets.h"
 
 namespace sp::cupti {
 namespace {

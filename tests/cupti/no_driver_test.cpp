@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "activity_parser.h"
-#include "cupti_loader.h"
-#include "cupti_records.h"
-#include "record_iterator.h"
+#include "records/activity_parser.h"
+#include "loader/cupti_loader.h"
+#include "loader/cupti_records.h"
+#include "records/record_iterator.h"
 #include "straggler_probe/gpu/cupti_capture.h"
 #include "straggler_probe/gpu/external_ids.h"
 #include "straggler_probe/log.h"

@@ -1,7 +1,7 @@
 // Kernels attributed to regions: one span per region instance, top kernels per region type.
 #include <gtest/gtest.h>
 
-#include "region_attribution.h"
+#include "attribution/region_attribution.h"
 #include "straggler_probe/probe.h"
 
 namespace sp::cupti {

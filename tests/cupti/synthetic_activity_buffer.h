@@ -10,7 +10,7 @@
 #include <cstring>
 #include <vector>
 
-#include "cupti_records.h"
+#include "loader/cupti_records.h"
 
 namespace sp::cupti::testing {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "buffer_pool.h"
-#include "cupti_loader.h"
+#include "loader/cupti_loader.h"
 
 namespace sp::cupti {
 

@@ -23,7 +23,7 @@
 #include <mutex>
 #include <string>
 
-#include "cuda_driver.h"
+#include "loader/cuda_driver.h"
 
 namespace sp::cupti {
 

@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "cupti_loader.h"
+#include "loader/cupti_loader.h"
 
 namespace sp::cupti {
 

@@ -13,14 +13,14 @@
 #include <thread>
 #include <vector>
 
-#include "activity_api.h"
-#include "activity_parser.h"
-#include "buffer_pool.h"
-#include "clock_calibration.h"
-#include "cupti_loader.h"
-#include "launch_brackets.h"
-#include "launch_markers.h"
-#include "region_attribution.h"
+#include "records/activity_api.h"
+#include "records/activity_parser.h"
+#include "records/buffer_pool.h"
+#include "attribution/clock_calibration.h"
+#include "loader/cupti_loader.h"
+#include "attribution/launch_brackets.h"
+#include "attribution/launch_markers.h"
+#include "attribution/region_attribution.h"
 #include "straggler_probe/gpu/cupti_capture.h"
 #include "straggler_probe/probe.h"
 

@@ -15,7 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "activity_parser.h"
+#include "records/activity_parser.h"
 #include "straggler_probe/gpu/external_ids.h"
 
 namespace sp::cupti {

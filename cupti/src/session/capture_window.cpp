@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "capture_state.h"
-#include "cupti_records.h"
-#include "record_iterator.h"
+#include "loader/cupti_records.h"
+#include "records/record_iterator.h"
 #include "straggler_probe/event_sink.h"
 #include "straggler_probe/gpu/external_ids.h"
 #include "straggler_probe/log.h"

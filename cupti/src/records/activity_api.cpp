@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "cupti_records.h"
+#include "loader/cupti_records.h"
 
 namespace sp::cupti {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "cupti_records.h"
+#include "loader/cupti_records.h"
 
 namespace sp::cupti {
 

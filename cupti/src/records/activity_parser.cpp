@@ -3,7 +3,7 @@
 #include <array>
 #include <cstring>
 
-#include "cupti_records.h"
+#include "loader/cupti_records.h"
 
 namespace sp::cupti {
 namespace {
