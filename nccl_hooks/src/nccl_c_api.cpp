@@ -6,7 +6,7 @@
 
 #include "interposer/interposer_recorder.h"
 #include "nccl_emit.h"
-#include "plugin/profiler_plugin_core.h"
+#include "plugin/core/profiler_plugin_core.h"
 #include "straggler_probe/c_abi_guard.h"
 
 extern "C" {

@@ -14,9 +14,9 @@
 
 #include "fake_runtime.h"
 #include "interposer/interposer_recorder.h"
-#include "plugin/nccl_profiler_api.h"
-#include "plugin/plugin_op_state.h"
-#include "plugin/profiler_plugin_core.h"
+#include "plugin/abi/nccl_profiler_api.h"
+#include "plugin/core/plugin_op_state.h"
+#include "plugin/core/profiler_plugin_core.h"
 #include "straggler_probe/event_sink.h"
 #include "straggler_probe/gpu/nccl_c_api.h"
 

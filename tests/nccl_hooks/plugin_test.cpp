@@ -10,8 +10,8 @@
 
 #include "fake_runtime.h"
 #include "interposer/interposer_recorder.h"
-#include "plugin/nccl_profiler_api.h"
-#include "plugin/profiler_plugin_core.h"
+#include "plugin/abi/nccl_profiler_api.h"
+#include "plugin/core/profiler_plugin_core.h"
 #include "straggler_probe/event_sink.h"
 
 namespace sp::nccl {

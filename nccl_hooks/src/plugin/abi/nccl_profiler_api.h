@@ -5,9 +5,9 @@
 // Adding a version: nccl_hooks/README.md, "Adding an NCCL profiler version".
 #pragma once
 
-#include "plugin/nccl_profiler_v1.h"
-#include "plugin/nccl_profiler_v2.h"
-#include "plugin/nccl_profiler_v3.h"
-#include "plugin/nccl_profiler_v4.h"
-#include "plugin/nccl_profiler_v5.h"
-#include "plugin/nccl_profiler_v6.h"
+#include "plugin/abi/nccl_profiler_v1.h"
+#include "plugin/abi/nccl_profiler_v2.h"
+#include "plugin/abi/nccl_profiler_v3.h"
+#include "plugin/abi/nccl_profiler_v4.h"
+#include "plugin/abi/nccl_profiler_v5.h"
+#include "plugin/abi/nccl_profiler_v6.h"

@@ -1,8 +1,8 @@
 // NCCL profiler plugin API v6 (NCCL 2.29+): v5's handling, plus collectives that the copy
 // engines run (CeColl), which launch no NCCL kernel and so report no channels: they are recorded
 // with CPU times around NCCL's enqueue (profiler_plugin_core.cpp).
-#include "plugin/nccl_profiler_adapter.h"
-#include "plugin/nccl_profiler_v6.h"
+#include "plugin/versions/nccl_profiler_adapter.h"
+#include "plugin/abi/nccl_profiler_v6.h"
 
 namespace sp::nccl {
 namespace {

@@ -2,8 +2,8 @@
 // KernelLaunch event that brackets NCCL's cuLaunchKernelEx on the launching thread, where the
 // probe pushes a CUPTI external correlation id so that CUPTI's record of the NCCL kernel is
 // tagged (profiler_plugin_core.cpp). Collective/p2p/KernelCh handling is v4's.
-#include "plugin/nccl_profiler_adapter.h"
-#include "plugin/nccl_profiler_v5.h"
+#include "plugin/versions/nccl_profiler_adapter.h"
+#include "plugin/abi/nccl_profiler_v5.h"
 
 namespace sp::nccl {
 namespace {

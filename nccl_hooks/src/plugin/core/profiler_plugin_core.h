@@ -41,7 +41,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "plugin/nccl_profiler_common.h"
+#include "plugin/abi/nccl_profiler_common.h"
 #include "straggler_probe/probe.h"
 
 namespace sp::nccl {

@@ -1,4 +1,4 @@
-#include "plugin/plugin_handles.h"
+#include "plugin/core/plugin_handles.h"
 
 #include "straggler_probe/event_sink.h"
 

@@ -3,7 +3,7 @@
 // plugins/profiler/example/nccl/profiler_v6.h declares it (LP64).
 #pragma once
 
-#include "plugin/nccl_profiler_v5.h"
+#include "plugin/abi/nccl_profiler_v5.h"
 
 namespace sp::nccl::api {
 

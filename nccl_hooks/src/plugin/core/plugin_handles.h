@@ -9,8 +9,8 @@
 
 #include "comm_registry.h"
 #include "index_free_list.h"
-#include "plugin/plugin_op_state.h"
-#include "plugin/profiler_plugin_core.h"
+#include "plugin/core/plugin_op_state.h"
+#include "plugin/core/profiler_plugin_core.h"
 #include "straggler_probe/probe.h"
 
 namespace sp::nccl::plugin {

@@ -1,4 +1,4 @@
-#include "plugin/plugin_operations.h"
+#include "plugin/core/plugin_operations.h"
 
 #include <algorithm>
 #include <string>

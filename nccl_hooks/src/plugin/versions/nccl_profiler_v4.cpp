@@ -1,8 +1,8 @@
 // NCCL profiler plugin API v4 (NCCL 2.27): the communicator's identity comes with init, and
 // KernelCh events carry the GPU %globaltimer of each channel's start (descriptor) and stop
 // (KernelChStop state), the operation's GPU times.
-#include "plugin/nccl_profiler_adapter.h"
-#include "plugin/nccl_profiler_v4.h"
+#include "plugin/versions/nccl_profiler_adapter.h"
+#include "plugin/abi/nccl_profiler_v4.h"
 
 namespace sp::nccl {
 namespace {

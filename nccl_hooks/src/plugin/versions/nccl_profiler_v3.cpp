@@ -1,7 +1,7 @@
 // NCCL profiler plugin API v3 (NCCL 2.26): KernelCh events exist but carry no GPU timer, so they
 // are not requested.
-#include "plugin/nccl_profiler_adapter.h"
-#include "plugin/nccl_profiler_v3.h"
+#include "plugin/versions/nccl_profiler_adapter.h"
+#include "plugin/abi/nccl_profiler_v3.h"
 
 extern "C" {
 __attribute__((visibility("default"))) constinit sp::nccl::api::ProfilerV3 ncclProfiler_v3 =

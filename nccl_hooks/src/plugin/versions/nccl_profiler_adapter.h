@@ -16,8 +16,8 @@
 #include <cstdint>
 
 #include "nccl_op_names.h"
-#include "plugin/nccl_profiler_common.h"
-#include "plugin/profiler_plugin_core.h"
+#include "plugin/abi/nccl_profiler_common.h"
+#include "plugin/core/profiler_plugin_core.h"
 
 namespace sp::nccl {
 

@@ -1,12 +1,12 @@
-// NCCL profiler plugin API v3 (NCCL 2.26: KernelCh events (no timers yet), trafficBytes gone). Layout as NCCL's
-// plugins/profiler/example/nccl/profiler_v3.h declares it (LP64).
+// NCCL profiler plugin API v2 (NCCL 2.24-2.25: names as strings). Layout as NCCL's
+// plugins/profiler/example/nccl/profiler_v2.h declares it (LP64).
 #pragma once
 
-#include "plugin/nccl_profiler_v2.h"
+#include "plugin/abi/nccl_profiler_v1.h"
 
 namespace sp::nccl::api {
 
-struct DescrV3 {
+struct DescrV2 {
   uint8_t type;
   void* parentObj;
   int rank;
@@ -21,6 +21,7 @@ struct DescrV3 {
       size_t count;
       int root;
       const char* datatype;
+      size_t trafficBytes;
       uint8_t nMaxChannels;
       uint8_t nWarps;
       const char* algo;
@@ -46,26 +47,19 @@ struct DescrV3 {
     struct {
       int step;
     } proxyStep;
-    struct {
-      uint8_t channelId;
-    } kernelCh;
-    struct {
-      int64_t id;
-      void* data;
-    } netPlugin;
   };
 };
-using StateArgsV3 = StateArgsV1;
+using StateArgsV2 = StateArgsV1;
 
-using InitV3 = InitV1;
-using ProfilerV3 = Profiler<InitV3, DescrV3, StateArgsV3>;
+using InitV2 = InitV1;
+using ProfilerV2 = Profiler<InitV2, DescrV2, StateArgsV2>;
 
 // Layout checks: the offsets NCCL's compiler gives the same declarations.
-static_assert(offsetof(DescrV3, coll) == 24);
+static_assert(offsetof(DescrV2, coll) == 24);
 
 }  // namespace sp::nccl::api
 
-// The symbol NCCL looks for (defined in nccl_profiler_v3.cpp through nccl_profiler_adapter.h).
+// The symbol NCCL looks for (defined in nccl_profiler_v2.cpp through nccl_profiler_adapter.h).
 extern "C" {
-extern sp::nccl::api::ProfilerV3 ncclProfiler_v3 __attribute__((visibility("default")));
+extern sp::nccl::api::ProfilerV2 ncclProfiler_v2 __attribute__((visibility("default")));
 }

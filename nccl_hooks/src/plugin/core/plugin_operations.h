@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "plugin/plugin_handles.h"
+#include "plugin/core/plugin_handles.h"
 
 namespace sp::nccl::plugin {
 

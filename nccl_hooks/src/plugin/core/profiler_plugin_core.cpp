@@ -1,15 +1,15 @@
 // The plugin's entry points, version-independent: what NCCL's startEvent / stopEvent /
 // recordEventState / init / finalize do with each event type (operations themselves are
 // plugin_operations.cpp's, handles plugin_handles.cpp's).
-#include "plugin/profiler_plugin_core.h"
+#include "plugin/core/profiler_plugin_core.h"
 
 #include <string>
 
 #include "comm_registry.h"
 #include "interposer/interposer_recorder.h"
 #include "nccl_emit.h"
-#include "plugin/plugin_handles.h"
-#include "plugin/plugin_operations.h"
+#include "plugin/core/plugin_handles.h"
+#include "plugin/core/plugin_operations.h"
 #include "straggler_probe/event_sink.h"
 #include "straggler_probe/gpu/capture_hooks.h"
 #include "straggler_probe/log.h"

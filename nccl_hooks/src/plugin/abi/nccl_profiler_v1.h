@@ -3,7 +3,7 @@
 // plugins/profiler/example/nccl/profiler_v1.h declares it (LP64).
 #pragma once
 
-#include "plugin/nccl_profiler_common.h"
+#include "plugin/abi/nccl_profiler_common.h"
 
 namespace sp::nccl::api {
 
