@@ -10,11 +10,11 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include "analyze_command.h"
-#include "analyze_dir_command.h"
-#include "exit_codes.h"
-#include "lib_path.h"
-#include "process_memory.h"
+#include "analyze/analyze_command.h"
+#include "analyze_dir/analyze_dir_command.h"
+#include "common/exit_codes.h"
+#include "common/lib_path.h"
+#include "common/process_memory.h"
 #include "straggler_probe/whatif/lane_model.h"
 #include "straggler_probe/whatif/op_graph.h"
 #include "straggler_probe/whatif/trace_table.h"

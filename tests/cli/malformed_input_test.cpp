@@ -113,7 +113,7 @@ INSTANTIATE_TEST_SUITE_P(
         UsageCase{"analyze --trace valid.csv --meta meta.yaml --out /tmp/x --threshold abc",
                   "Could not convert: --threshold = abc"},
         // analyze-dir's flags refuse what the environment variable of the same setting refuses,
-        // in the settings table's words (cli/setting_bounds.h), without echoing the value.
+        // in the settings table's words (cli/common/setting_bounds.h), without echoing the value.
         UsageCase{"analyze-dir run --window 1", "--window: expected an integer >= 2"},
         UsageCase{"analyze-dir run --significance 1", "--significance: expected a probability strictly between 0 and 1"},
         UsageCase{"analyze-dir run --alarm-significance nan", "--alarm-significance: expected a probability strictly between 0 and 1"},

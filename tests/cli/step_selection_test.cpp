@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "exit_codes.h"
-#include "step_selection.h"
+#include "common/exit_codes.h"
+#include "common/step_selection.h"
 
 namespace sp::cli {
 namespace {

@@ -1,5 +1,5 @@
 // The per-rank .spsum files (runtime/include/straggler_probe/summary_file.h framing, read by
-// analyze-dir's cli/summary_dir_reader.cpp): a directory of a 2-rank job whose rank 0 file is
+// analyze-dir's cli/analyze_dir/summary_dir_reader.cpp): a directory of a 2-rank job whose rank 0 file is
 // mutated (the records' checksums fixed up where a record is whole, so that mutations reach the
 // summaries), indexed, and every indexed record loaded back. One BadInput line or a clean index,
 // never a crash, and never a loop or allocation sized by a number read from the file.
@@ -10,10 +10,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "exit_codes.h"
+#include "common/exit_codes.h"
 #include "fuzz_engine.h"
 #include "straggler_probe/summary_file.h"
-#include "summary_dir_reader.h"
+#include "analyze_dir/summary_dir_reader.h"
 #include "summary_seeds.h"
 #include "synthetic_job.h"
 

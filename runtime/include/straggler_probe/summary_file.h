@@ -1,6 +1,6 @@
 // The per-rank summary file (<dir>/rank<R>.spsum): what a rank without the Python package writes
 // under LD_PRELOAD with STRAGGLER_PROBE_OUT_DIR (preload/src/summary_file_writer.cpp)
-// and `straggler-probe analyze-dir` reads (cli/summary_dir_reader.cpp). One unit for the framing
+// and `straggler-probe analyze-dir` reads (cli/analyze_dir/summary_dir_reader.cpp). One unit for the framing
 // both sides use, beside the summary codec (step_summary.h) that encodes each record's payload:
 //
 //   file   := record*

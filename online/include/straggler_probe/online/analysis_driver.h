@@ -1,6 +1,6 @@
 // AnalysisDriver: what both callers of rank 0's analysis share, the live analysis thread
 // (rank_pipeline/src/pipeline/analysis_worker.cpp) and `straggler-probe analyze-dir`
-// (cli/analyze_dir_command.cpp): the OnlineAnalyzer set up from the user's settings, where its
+// (cli/analyze_dir/analyze_dir_command.cpp): the OnlineAnalyzer set up from the user's settings, where its
 // lines go, whole steps in (each caller assembles steps with its own StepAssembler,
 // step_assembly.h) and the steps given up before the analysis, the health check (one warning when
 // the probe sees nothing useful, and report.json's "health" section saying why), and the report

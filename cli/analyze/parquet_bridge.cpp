@@ -18,7 +18,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "exit_codes.h"
+#include "common/exit_codes.h"
 
 extern char** environ;
 

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string_view>
 
-#include "exit_codes.h"
+#include "common/exit_codes.h"
 #include "straggler_probe/summary_file.h"
 
 namespace sp::cli {

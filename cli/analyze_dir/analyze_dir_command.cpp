@@ -10,10 +10,10 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
-#include "exit_codes.h"
-#include "output_dir.h"
-#include "setting_bounds.h"
-#include "step_selection.h"
+#include "common/exit_codes.h"
+#include "common/output_dir.h"
+#include "common/setting_bounds.h"
+#include "common/step_selection.h"
 #include "straggler_probe/online/analysis_driver.h"
 #include "straggler_probe/online/step_assembly.h"
 #include "straggler_probe/output_line.h"
