@@ -23,7 +23,7 @@ ALPHA = 1e-3  # the default significance
 
 def allowed_named(n: int, alpha: float) -> int:
     """The most of n clean steps a level-alpha test may name, the check's own false-alarm rate held
-    to alpha: the smallest k with P(Bin(n, alpha) > k) < alpha (tests/online/hang_test.cpp)."""
+    to alpha: the smallest k with P(Bin(n, alpha) > k) < alpha (tests/online/decision/hang_test.cpp)."""
     k, cdf = 0, (1 - alpha) ** n
     while 1 - cdf >= alpha:
         k += 1

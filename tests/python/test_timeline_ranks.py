@@ -1,7 +1,7 @@
 """timeline_ranks reaches rank 0's report from a real job (issue 26): a 4-rank gloo job with one
 slow rank and STRAGGLER_PROBE_TIMELINE_RANKS=2 draws rank 0 and the named slow rank only, and
 timeline.json says that 2 of the 4 ranks were left out and how to draw them all. (Which ranks a
-large job draws under the byte budget: tests/online/timeline_ranks_test.cpp.)"""
+large job draws under the byte budget: tests/online/output/timeline_ranks_test.cpp.)"""
 import json
 
 import harness

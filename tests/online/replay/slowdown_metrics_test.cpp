@@ -12,8 +12,8 @@
 
 #include "decision/cause_rules.h"
 #include "ideal/ideal_window.h"
-#include "lane_oracle.h"
-#include "metrics_comparison.h"
+#include "oracle/lane_oracle.h"
+#include "oracle/metrics_comparison.h"
 #include "model/seq_evidence.h"
 #include "replay/slowdown_metrics.h"
 #include "model/step_model_builder.h"
