@@ -66,7 +66,7 @@ function headline() {
     ["mean ideal step time", fmt(REPORT.mean_ideal_s) + " s"],
     ["GPU time lost", lost && isNum(lost.lost_share) ? (100 * lost.lost_share).toFixed(2) + "%" : "no ledger"],
   ];
-  const box = el("div", { class: "summary" });
+  const box = el("div", { class: "overview" });
   table(box, ["", ""], rows.map((r) => [r[0], r[1] === undefined ? "-" : r[1]]));
   MAIN.appendChild(box);
 }
