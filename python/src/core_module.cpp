@@ -12,8 +12,8 @@
 #include "gpu_regions.h"
 #include "pipeline_settings.h"
 #include "python_kv_store.h"
+#include "runtime_table.h"
 #include "straggler_probe/rank_pipeline/rank_pipeline.h"
-#include "straggler_probe/rank_pipeline/runtime_api.h"
 #include "straggler_probe/rank_pipeline/seconds.h"
 #include "straggler_probe/probe.h"
 
@@ -27,7 +27,7 @@ py::dict* g_final_status = nullptr;  // the last pipeline's numbers, readable af
 
 py::dict status_of(const sp::rank_pipeline::RankPipeline& p);
 
-using sp::rank_pipeline::runtime;
+using sp::pyext::runtime;
 
 using sp::rank_pipeline::seconds_to_ms;  // the Python API takes seconds
 
@@ -118,7 +118,8 @@ void start_pipeline(py::object store, const sp::rank_pipeline::PipelineSettings&
   std::lock_guard<std::mutex> lock(g_pipeline_mutex);
   if (g_pipeline) throw std::runtime_error("the straggler_probe pipeline is already running");
   py::gil_scoped_release release;  // the constructor starts threads that may want the GIL
-  g_pipeline = std::make_unique<sp::rank_pipeline::RankPipeline>(settings, kv);
+  g_pipeline = std::make_unique<sp::rank_pipeline::RankPipeline>(
+      settings, kv, sp::pyext::pipeline_calls(runtime()));
 }
 
 void stop_pipeline(double drain_s) {

@@ -4,13 +4,11 @@
 #include <cstdint>
 #include <string>
 
-#include "straggler_probe/rank_pipeline/runtime_api.h"
+#include "runtime_table.h"
 
 namespace py = pybind11;
 
 namespace sp::pyext {
-
-using sp::rank_pipeline::runtime;
 
 void bind_gpu_regions(py::module_& m) {
   m.def("has_gpu_capture", [] { return runtime().cupti_region_push != nullptr; },

@@ -1,7 +1,7 @@
 // The Python probe's regions on the GPU: forward / backward / optimizer push their identity on
 // CUPTI's external-correlation stack (sp_cupti_region_push / _pop of libstraggler_probe.so) so
 // that their kernels are attributed to them, and at exit rank 0's report gets the top kernels per
-// region (sp_cupti_report). The functions come from the runtime table (runtime_api.h), bound to
+// region (sp_cupti_report). The functions come from the runtime table (runtime_table.h), bound to
 // the same libstraggler_probe.so as the rest of the C ABI; the built-in copy of the runtime has no
 // GPU capture, and then these are no-ops.
 #pragma once

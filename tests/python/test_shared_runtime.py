@@ -1,5 +1,5 @@
-"""One runtime per process: the package binds to libstraggler_probe.so by path (rank_pipeline/
-include/straggler_probe/rank_pipeline/runtime_api.h), so that a later dlopen of the same file (NCCL_PROFILER_PLUGIN, ctypes) reaches the
+"""One runtime per process: the package binds to libstraggler_probe.so by path (python/src/
+runtime_table.h), so that a later dlopen of the same file (NCCL_PROFILER_PLUGIN, ctypes) reaches the
 same instance; the copy linked into _core is only a fallback, with one warning."""
 from __future__ import annotations
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "straggler_probe/rank_pipeline/runtime_api.h"
 #include "straggler_probe/op_kinds.h"
 #include "straggler_probe/wire_io.h"
 
@@ -102,10 +101,9 @@ Heartbeat aged(Heartbeat hb, int64_t ms) {
   return hb;
 }
 
-HeartbeatSource runtime_heartbeat_source() {
-  return [](Heartbeat* out) {
-    const RuntimeApi& api = runtime();
-    if (api.get_heartbeat == nullptr) return false;
+HeartbeatSource runtime_heartbeat_source(const RuntimeCalls& runtime) {
+  return [api = runtime](Heartbeat* out) {
+    if (api.get_heartbeat == nullptr || api.now_ns == nullptr) return false;
     sp_heartbeat raw{};
     raw.struct_size = sizeof raw;
     if (api.get_heartbeat(&raw) != SP_OK) return false;

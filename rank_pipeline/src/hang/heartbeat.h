@@ -20,6 +20,8 @@
 #include <string_view>
 #include <vector>
 
+#include "straggler_probe/rank_pipeline/runtime_calls.h"
+
 namespace sp::rank_pipeline {
 
 inline constexpr auto kHeartbeatEvery = std::chrono::milliseconds(500);
@@ -49,8 +51,9 @@ Heartbeat aged(Heartbeat hb, int64_t ms);
 
 // Fills *out with this rank's heartbeat now; false when there is none (no runtime, or not yet).
 using HeartbeatSource = std::function<bool(Heartbeat*)>;
-// This process's runtime (sp_get_heartbeat); a source that says false when it has none.
-HeartbeatSource runtime_heartbeat_source();
+// This process's runtime's (its get_heartbeat, runtime_calls.h); a source that says false when
+// it has none.
+HeartbeatSource runtime_heartbeat_source(const RuntimeCalls& runtime);
 
 // One rank of a host, as its leader saw it when it made the aggregate.
 struct RankBeat {

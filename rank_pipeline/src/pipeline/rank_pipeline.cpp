@@ -5,7 +5,6 @@
 
 #include "store/local_kv_store.h"
 #include "report_sections.h"
-#include "straggler_probe/rank_pipeline/runtime_api.h"
 
 namespace sp::rank_pipeline {
 RunningPipeline::RunningPipeline(RankPipelineOptions options, sp_kv_store* store)
@@ -16,7 +15,7 @@ RunningPipeline::RunningPipeline(RankPipelineOptions options, sp_kv_store* store
   options_.analysis.hang_board = hang_board_;
   store_->set_on_lost([this](const std::string& why) { store_lost(why); });
   if (options_.discard) {
-    transport_ = start_discarder(counters_);
+    transport_ = start_discarder(counters_, options_.transport.runtime);
     return;
   }
   start_clock_sync();
@@ -72,7 +71,7 @@ void RunningPipeline::start_metrics() {
   if (!options_.analysis.board) return;
   metrics_ = http::MetricsService::start(
       options_.metrics, options_.analysis.board, options_.analysis.control,
-      [this] {
+      [this, runtime = options_.transport.runtime] {
         http::ProbeHealth h;
         const RankPipelineState s = state_.load();
         h.state = s == RankPipelineState::kRunning  ? "running"
@@ -82,13 +81,13 @@ void RunningPipeline::start_metrics() {
         h.stats = stats();
         // Rank 0's own recording: what its rings and summary queue dropped.
         sp_stats rs{};
-        if (runtime().get_stats != nullptr && runtime().get_stats(&rs) == SP_OK) {
+        if (runtime.get_stats(&rs) == SP_OK) {
           h.stats["runtime_events_recorded"] = static_cast<double>(rs.events_recorded);
           h.stats["runtime_events_dropped"] = static_cast<double>(rs.events_dropped);
           h.stats["runtime_steps_skipped"] = static_cast<double>(rs.steps_skipped);
         }
         sp_pause_state ps{};  // /control's pause, as rank 0's own recording took it
-        if (runtime().get_pause_state != nullptr && runtime().get_pause_state(&ps) == SP_OK) {
+        if (runtime.get_pause_state != nullptr && runtime.get_pause_state(&ps) == SP_OK) {
           h.stats["runtime_recording_pauses"] = static_cast<double>(ps.pauses);
           h.stats["runtime_steps_paused"] = static_cast<double>(ps.steps_paused);
         }
@@ -109,8 +108,10 @@ void RunningPipeline::start_clock_sync() {
   o.prefix = options_.transport.prefix;
   o.period = options_.clock_sync_period;
   ClockSyncHooks hooks;
-  hooks.clock = [] { return static_cast<int64_t>(runtime().now_ns()); };
-  hooks.apply = [](int64_t offset_ns) { runtime().set_clock_offset(offset_ns); };
+  hooks.clock = [now = options_.transport.runtime.now_ns] { return static_cast<int64_t>(now()); };
+  hooks.apply = [set = options_.transport.runtime.set_clock_offset](int64_t offset_ns) {
+    set(offset_ns);
+  };
   if (options_.analysis.settings.log_lines) hooks.print = print_line;
   hooks.warn = print_stderr_line;
   hooks.step_seconds = [this] { return static_cast<double>(step_ns_.load()) / 1e9; };
@@ -132,7 +133,7 @@ online::ReportOptions RunningPipeline::report_sections(bool final) const {
   if (clock_) o.sections["clock"] = clock_section(clock_->table(), options_.clock_sync_period);
   o.sections["hangs"] = hang_board_->section();
   // The top kernels (a walk of the capture's tables under its lock) only at the end.
-  add_gpu_capture(&o, options_.transport.rank, final);
+  add_gpu_capture(&o, options_.transport.runtime, options_.transport.rank, final);
   return o;
 }
 

@@ -2,6 +2,9 @@
 // front of the running pipeline, forwarding to it.
 #include "straggler_probe/rank_pipeline/rank_pipeline.h"
 
+#include <stdexcept>
+#include <string>
+
 #include "rank_pipeline.h"
 #include "store/kv_client.h"
 
@@ -10,9 +13,15 @@ namespace sp::rank_pipeline {
 namespace {
 
 // The options, or the store released (it is ours from the call on) and the error rethrown.
-RankPipelineOptions options_or_release(const PipelineSettings& settings, sp_kv_store* store) {
+RankPipelineOptions options_or_release(const PipelineSettings& settings, sp_kv_store* store,
+                                       const RuntimeCalls& runtime) {
   try {
-    return to_pipeline_options(settings);
+    if (const std::string missing = missing_runtime_call(runtime); !missing.empty()) {
+      throw std::invalid_argument("the rank pipeline was given a runtime without " + missing);
+    }
+    RankPipelineOptions options = to_pipeline_options(settings);
+    options.transport.runtime = runtime;
+    return options;
   } catch (...) {
     KvClient release(store);  // destroys the store as the running pipeline would have
     throw;
@@ -21,8 +30,9 @@ RankPipelineOptions options_or_release(const PipelineSettings& settings, sp_kv_s
 
 }  // namespace
 
-RankPipeline::RankPipeline(const PipelineSettings& settings, sp_kv_store* store)
-    : run_(std::make_unique<RunningPipeline>(options_or_release(settings, store), store)) {}
+RankPipeline::RankPipeline(const PipelineSettings& settings, sp_kv_store* store,
+                           const RuntimeCalls& runtime)
+    : run_(std::make_unique<RunningPipeline>(options_or_release(settings, store, runtime), store)) {}
 
 RankPipeline::~RankPipeline() {
   // stop() left a thread that still uses the running pipeline: it must outlive this object.

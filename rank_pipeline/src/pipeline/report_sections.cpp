@@ -4,7 +4,6 @@
 #include <cstdlib>
 #include <string>
 
-#include "straggler_probe/rank_pipeline/runtime_api.h"
 
 namespace sp::rank_pipeline {
 namespace {
@@ -13,8 +12,8 @@ using json = nlohmann::ordered_json;
 
 constexpr const char* kInactivePrefix = "GPU capture inactive: ";
 
-std::string cupti_report_text(uint32_t top_k) {
-  const auto report = runtime().cupti_report;
+std::string cupti_report_text(const RuntimeCalls& runtime, uint32_t top_k) {
+  const auto report = runtime.cupti_report;
   if (report == nullptr) return {};
   std::string text(report(nullptr, 0, top_k), '\0');
   if (!text.empty()) report(text.data(), text.size() + 1, top_k);
@@ -59,16 +58,17 @@ json clock_section(const std::vector<RankClock>& rows, std::chrono::milliseconds
           {"ranks", std::move(ranks)}};
 }
 
-void add_gpu_capture(online::ReportOptions* options, int rank, bool with_kernels, uint32_t top_k) {
+void add_gpu_capture(online::ReportOptions* options, const RuntimeCalls& runtime, int rank,
+                     bool with_kernels, uint32_t top_k) {
   json gpu;
   sp_cupti_stats s{};
   s.struct_size = sizeof(s);
-  const bool have_stats = runtime().cupti_get_stats != nullptr && runtime().cupti_get_stats(&s) == SP_OK;
+  const bool have_stats = runtime.cupti_get_stats != nullptr && runtime.cupti_get_stats(&s) == SP_OK;
   const bool ran = have_stats && (s.active != 0 || s.windows > 0 || s.kernels > 0 || s.memcpys > 0);
   if (!ran) {
     std::string why = "the runtime in use has no GPU capture (libstraggler_probe.so with CUDA is not loaded)";
     if (have_stats) {
-      const std::vector<std::string> lines = lines_of(cupti_report_text(0));
+      const std::vector<std::string> lines = lines_of(cupti_report_text(runtime, 0));
       why = lines.empty() ? "never started" : lines[0];
       if (why.rfind(kInactivePrefix, 0) == 0) why = why.substr(std::string(kInactivePrefix).size());
     }
@@ -84,7 +84,7 @@ void add_gpu_capture(online::ReportOptions* options, int rank, bool with_kernels
          {"events_emitted", s.events_emitted}, {"pauses", s.pauses}};
   options->sections["capture"] = {{"gpu", std::move(gpu)}};
   if (!with_kernels) return;
-  const std::string text = cupti_report_text(top_k);
+  const std::string text = cupti_report_text(runtime, top_k);
   options->sections["gpu_top_kernels"] = {{"rank", rank}, {"top_k", top_k}, {"lines", lines_of(text)}};
   options->files.emplace_back("gpu_kernels_rank" + std::to_string(rank) + ".txt", text);
 }

@@ -11,6 +11,7 @@
 
 #include "clock/clock_sync.h"
 #include "straggler_probe/online/analyzer.h"
+#include "straggler_probe/rank_pipeline/runtime_calls.h"
 
 namespace sp::rank_pipeline {
 
@@ -21,7 +22,8 @@ nlohmann::ordered_json clock_section(const std::vector<RankClock>& rows,
 // "capture": {"gpu": ...}: active / stopped with its counters, or inactive and why (said once,
 // here). Only when GPU capture ran and `with_kernels`: "gpu_top_kernels" and the file
 // gpu_kernels_rank<rank>.txt (the top kernels per region type).
-void add_gpu_capture(online::ReportOptions* options, int rank, bool with_kernels,
-                     uint32_t top_k = 10);
+// `runtime`: this process's (runtime_calls.h), whose GPU calls say what the capture did.
+void add_gpu_capture(online::ReportOptions* options, const RuntimeCalls& runtime, int rank,
+                     bool with_kernels, uint32_t top_k = 10);
 
 }  // namespace sp::rank_pipeline

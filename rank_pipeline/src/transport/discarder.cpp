@@ -33,8 +33,9 @@ class Discarder final : public StoppableLoop {
 
 }  // namespace
 
-std::unique_ptr<TransportThread> start_discarder(std::shared_ptr<TransportCounters> counters) {
-  return std::make_unique<Discarder>(std::move(counters), runtime_summary_source());
+std::unique_ptr<TransportThread> start_discarder(std::shared_ptr<TransportCounters> counters,
+                                                 const RuntimeCalls& runtime) {
+  return std::make_unique<Discarder>(std::move(counters), runtime_summary_source(runtime));
 }
 
 }  // namespace sp::rank_pipeline

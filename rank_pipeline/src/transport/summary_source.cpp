@@ -1,6 +1,5 @@
 #include "summary_source.h"
 
-#include "straggler_probe/rank_pipeline/runtime_api.h"
 #include "straggler_probe/probe.h"
 #include "straggler_probe/step_summary.h"
 
@@ -9,7 +8,7 @@ namespace sp::rank_pipeline {
 SummarySource::Status RuntimeSummarySource::pop(int timeout_ms, EncodedSummary* out, std::string* error) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     size_t size = 0;
-    const int rc = runtime().pop_summary(buffer_.data(), buffer_.size(), &size, timeout_ms);
+    const int rc = pop_summary_(buffer_.data(), buffer_.size(), &size, timeout_ms);
     if (rc == SP_ERR_TIMEOUT) return Status::kEmpty;
     if (rc == SP_ERR_DISABLED) return Status::kClosed;
     if (rc == SP_ERR_INVALID && size > buffer_.size()) {
@@ -36,8 +35,8 @@ SummarySource::Status RuntimeSummarySource::pop(int timeout_ms, EncodedSummary* 
   return Status::kBad;
 }
 
-std::shared_ptr<SummarySource> runtime_summary_source() {
-  return std::make_shared<RuntimeSummarySource>();
+std::shared_ptr<SummarySource> runtime_summary_source(const RuntimeCalls& runtime) {
+  return std::make_shared<RuntimeSummarySource>(runtime);
 }
 
 }  // namespace sp::rank_pipeline

@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 
+#include "straggler_probe/rank_pipeline/runtime_calls.h"
+
 namespace sp::rank_pipeline {
 
 struct EncodedSummary {
@@ -24,15 +26,17 @@ class SummarySource {
   virtual Status pop(int timeout_ms, EncodedSummary* out, std::string* error) = 0;
 };
 
-// This process's runtime (runtime_api.h).
+// This process's runtime's queue (its pop_summary, runtime_calls.h).
 class RuntimeSummarySource final : public SummarySource {
  public:
+  explicit RuntimeSummarySource(const RuntimeCalls& runtime) : pop_summary_(runtime.pop_summary) {}
   Status pop(int timeout_ms, EncodedSummary* out, std::string* error) override;
 
  private:
+  int (*pop_summary_)(void*, size_t, size_t*, int32_t);
   std::string buffer_ = std::string(64 * 1024, '\0');
 };
 
-std::shared_ptr<SummarySource> runtime_summary_source();
+std::shared_ptr<SummarySource> runtime_summary_source(const RuntimeCalls& runtime);
 
 }  // namespace sp::rank_pipeline

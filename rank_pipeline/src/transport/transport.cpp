@@ -1,7 +1,6 @@
 // Which protocol a rank speaks (transport.h), and the threads that speak it.
 #include "transport.h"
 
-#include "straggler_probe/rank_pipeline/runtime_api.h"
 #include "transport_loop.h"
 
 namespace sp::rank_pipeline {
@@ -24,10 +23,12 @@ TransportContext transport_context(const TransportOptions& options,
   TransportContext c;
   c.o = options;
   if (!c.o.source) {
-    c.o.source = runtime_summary_source();
-    if (!c.o.heartbeat) c.o.heartbeat = runtime_heartbeat_source();
-    if (!c.o.set_recording_paused && runtime().set_recording_paused != nullptr) {
-      c.o.set_recording_paused = [](bool paused) { runtime().set_recording_paused(paused ? 1 : 0); };
+    c.o.source = runtime_summary_source(c.o.runtime);
+    if (!c.o.heartbeat) c.o.heartbeat = runtime_heartbeat_source(c.o.runtime);
+    if (!c.o.set_recording_paused && c.o.runtime.set_recording_paused != nullptr) {
+      c.o.set_recording_paused = [set = c.o.runtime.set_recording_paused](bool paused) {
+        set(paused ? 1 : 0);
+      };
     }
   }
   c.store = std::move(store);

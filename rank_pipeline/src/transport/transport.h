@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "base/rank_row.h"
+#include "straggler_probe/rank_pipeline/runtime_calls.h"
 #include "straggler_probe/rank_pipeline/seconds.h"
 #include "hang/heartbeat.h"
 #include "store/kv_client.h"
@@ -110,7 +111,10 @@ struct TransportOptions {
   std::chrono::milliseconds host_timeout{0};
   // A rank that cannot reach its host's leader for this long sends as a host of its own.
   std::chrono::milliseconds connect_timeout{10000};
-  // Where this rank's summaries come from; null: this process's runtime.
+  // This process's runtime (runtime_calls.h): where the summaries, the heartbeat and the pause
+  // go through when `source` is null.
+  RuntimeCalls runtime;
+  // Where this rank's summaries come from; null: `runtime`'s queue.
   std::shared_ptr<SummarySource> source;
   // Rank 0 polls the store for the others' summaries: every `poll` while they arrive, backing off
   // to `max_poll` while nothing comes, so that an idle collector costs the job's cores (and the
@@ -122,7 +126,7 @@ struct TransportOptions {
   // hang_after); hang_after 0: off. Heartbeats flow over the host sockets either way.
   std::chrono::milliseconds hang_after{seconds_to_ms(online::setting_defaults::kHangAfterS)};
   double hang_multiple = online::setting_defaults::kHangMultiple;
-  // This rank's heartbeat; null: this process's runtime's when `source` is null too, else none.
+  // This rank's heartbeat; null: `runtime`'s when `source` is null too, else none.
   HeartbeatSource heartbeat;
   // Rank 0's hang episodes (for report.json) and every rank's hang notices (for the stack
   // dumps); null: none kept.
@@ -214,7 +218,8 @@ std::unique_ptr<TransportThread> start_sender(
 
 // transport=none: pops this rank's summaries and drops them (counted), so that the runtime's
 // queue does not overflow and warn about a transport nobody asked for.
-std::unique_ptr<TransportThread> start_discarder(std::shared_ptr<TransportCounters> counters);
+std::unique_ptr<TransportThread> start_discarder(std::shared_ptr<TransportCounters> counters,
+                                                 const RuntimeCalls& runtime);
 
 // Rank 0: collects its own and the others' summaries into StepBatches, in step order.
 // `deliver` must not block; `watchdog` runs every pass (the analysis watchdog). A local stop

@@ -17,6 +17,7 @@
 
 #include "straggler_probe/online/setting_defaults.h"
 #include "straggler_probe/rank_pipeline/kv_store.h"
+#include "straggler_probe/rank_pipeline/runtime_calls.h"
 
 namespace sp::rank_pipeline {
 
@@ -80,9 +81,10 @@ class RunningPipeline;   // src/pipeline/rank_pipeline.h
 class RankPipeline {
  public:
   // Starts the threads. Takes ownership of `store` (null for a single-rank job: an in-process
-  // store is used), also when it throws: settings that check_pipeline_settings refuses are
-  // std::invalid_argument, the store destroyed.
-  RankPipeline(const PipelineSettings& settings, sp_kv_store* store);
+  // store is used), also when it throws: settings that check_pipeline_settings refuses, or a
+  // `runtime` without a required call (runtime_calls.h), are std::invalid_argument, the store
+  // destroyed. `runtime` is this process's runtime: where the steps come from.
+  RankPipeline(const PipelineSettings& settings, sp_kv_store* store, const RuntimeCalls& runtime);
   ~RankPipeline();
   RankPipeline(const RankPipeline&) = delete;
   RankPipeline& operator=(const RankPipeline&) = delete;

@@ -1,8 +1,9 @@
-// Which runtime instance the extension talks to. There must be one per process: the Python
-// hooks' events and step marks, the CUPTI kernels and NCCL operations captured by
-// libstraggler_probe.so (LD_PRELOAD, or NCCL_PROFILER_PLUGIN, which NCCL dlopens later) and the
-// summaries the transport sends all belong to the same steps. So every C ABI call goes through
-// this table, bound to libstraggler_probe.so in every mode:
+// The C ABI table: which runtime instance straggler_probe._core talks to. There must be one per
+// process: the Python hooks' events and step marks, the CUPTI kernels and NCCL operations
+// captured by libstraggler_probe.so (LD_PRELOAD, or NCCL_PROFILER_PLUGIN, which NCCL dlopens
+// later) and the summaries the transport sends all belong to the same steps. So every C ABI call
+// of the module goes through this table, and the rank pipeline it starts gets its few calls from
+// it too (pipeline_calls), bound to libstraggler_probe.so in every mode:
 //   1. "preloaded": its exported functions are already in the global scope (LD_PRELOAD);
 //   2. "shared": it is loaded (or now loaded, RTLD_LOCAL) by path: $STRAGGLER_PROBE_LIB, else the
 //      copy installed next to this module, else the build tree's (RTLD_NOLOAD first, so a copy
@@ -17,10 +18,11 @@
 
 #include "straggler_probe/gpu/cupti_c_api.h"
 #include "straggler_probe/probe.h"
+#include "straggler_probe/rank_pipeline/runtime_calls.h"
 
-namespace sp::rank_pipeline {
+namespace sp::pyext {
 
-struct RuntimeApi {
+struct RuntimeTable {
   uint32_t (*abi_version)();
   void (*config_init)(sp_config*);
   int (*init)(const sp_config*);
@@ -61,6 +63,9 @@ struct RuntimeApi {
 };
 
 // Resolved once, on first use (thread-safe). Prints the warning, if any, once.
-const RuntimeApi& runtime();
+const RuntimeTable& runtime();
 
-}  // namespace sp::rank_pipeline
+// The calls the rank pipeline makes, from the table.
+rank_pipeline::RuntimeCalls pipeline_calls(const RuntimeTable& table);
+
+}  // namespace sp::pyext

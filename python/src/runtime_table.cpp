@@ -1,4 +1,4 @@
-#include "straggler_probe/rank_pipeline/runtime_api.h"
+#include "runtime_table.h"
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <vector>
 
-namespace sp::rank_pipeline {
+namespace sp::pyext {
 namespace {
 
 constexpr const char* kLibraryName = "libstraggler_probe.so";  // also its SONAME
@@ -23,7 +23,7 @@ bool bind(void* handle, F* slot, const char* name) {
 // The C ABI from `handle` (RTLD_DEFAULT: the global scope, which holds a preloaded library but
 // not this module's hidden copy). false when a function is missing or the ABI differs: the
 // built-in copy is always consistent with this module's headers.
-bool bind_all(void* handle, RuntimeApi* api) {
+bool bind_all(void* handle, RuntimeTable* api) {
   const bool all =
       bind(handle, &api->abi_version, "sp_abi_version") &&
       bind(handle, &api->config_init, "sp_config_init") && bind(handle, &api->init, "sp_init") &&
@@ -70,8 +70,8 @@ bool bind_all(void* handle, RuntimeApi* api) {
   return true;
 }
 
-RuntimeApi built_in(std::string warning) {
-  RuntimeApi api;
+RuntimeTable built_in(std::string warning) {
+  RuntimeTable api;
   api.abi_version = &sp_abi_version;
   api.config_init = &sp_config_init;
   api.init = &sp_init;
@@ -122,8 +122,8 @@ std::vector<std::string> candidates() {
   return out;
 }
 
-RuntimeApi resolve() {
-  RuntimeApi api;
+RuntimeTable resolve() {
+  RuntimeTable api;
   if (bind_all(RTLD_DEFAULT, &api)) {  // LD_PRELOAD
     api.source = "preloaded";
     api.library = path_of(reinterpret_cast<const void*>(api.abi_version));
@@ -150,7 +150,7 @@ RuntimeApi resolve() {
     }
   }
   if (handle != nullptr) {
-    RuntimeApi shared;
+    RuntimeTable shared;
     if (bind_all(handle, &shared)) {
       shared.source = "shared";
       shared.library = path_of(reinterpret_cast<const void*>(shared.abi_version));
@@ -167,13 +167,27 @@ RuntimeApi resolve() {
 
 }  // namespace
 
-const RuntimeApi& runtime() {
-  static const RuntimeApi api = [] {
-    RuntimeApi r = resolve();
+rank_pipeline::RuntimeCalls pipeline_calls(const RuntimeTable& table) {
+  rank_pipeline::RuntimeCalls c;
+  c.pop_summary = table.pop_summary;
+  c.now_ns = table.now_ns;
+  c.set_clock_offset = table.set_clock_offset;
+  c.get_stats = table.get_stats;
+  c.get_heartbeat = table.get_heartbeat;
+  c.set_recording_paused = table.set_recording_paused;
+  c.get_pause_state = table.get_pause_state;
+  c.cupti_get_stats = table.cupti_get_stats;
+  c.cupti_report = table.cupti_report;
+  return c;
+}
+
+const RuntimeTable& runtime() {
+  static const RuntimeTable api = [] {
+    RuntimeTable r = resolve();
     if (!r.warning.empty()) std::fprintf(stderr, "[straggler_probe] [warning] %s\n", r.warning.c_str());
     return r;
   }();
   return api;
 }
 
-}  // namespace sp::rank_pipeline
+}  // namespace sp::pyext
