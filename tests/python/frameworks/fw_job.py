@@ -62,10 +62,44 @@ class StepClock:
         now = time.perf_counter()
         self.times.append(now - self._last)
         self._last = now
+        TICKS[0] += 1
+        if TICKS[0] == CPU_MARK_STEP:
+            CPU_MARK.update(threads_cpu_s())
+
+
+# Each thread's CPU at the end of step CPU_MARK_STEP, so that bench/frameworks can take the
+# per-step cost apart from the start-up (imports, init(), hooks installed, the first steps).
+CPU_MARK_STEP = 5
+CPU_MARK: dict[str, float] = {}
+TICKS = [0]  # steps ticked by any StepClock of the process
+
+
+def threads_cpu_s() -> dict[str, float]:
+    """CPU seconds so far per thread name of this process (/proc/self/task/<tid>/schedstat, the
+    time on a CPU), summed over threads of one name: what the probe's own threads (sp_*) cost next
+    to training's, for bench/frameworks. Empty where /proc has no schedstat."""
+    out: dict[str, float] = {}
+    try:
+        for task in os.scandir("/proc/self/task"):
+            try:
+                with open(os.path.join(task.path, "comm")) as f:
+                    name = f.read().strip()
+                with open(os.path.join(task.path, "schedstat")) as f:
+                    ns = int(f.read().split()[0])
+            except OSError:
+                continue  # the thread ended meanwhile
+            out[name] = out.get(name, 0.0) + ns / 1e9
+    except OSError:
+        return {}
+    return out
 
 
 def write_result(spec: dict, rank: int, step_times: list[float], **extra: Any) -> None:
     result: dict[str, Any] = {"rank": rank, "step_times": step_times, **extra}
+    result["threads_cpu_s"] = threads_cpu_s()
+    result["threads_cpu_s_at_mark"] = dict(CPU_MARK)
+    result["cpu_mark_step"] = CPU_MARK_STEP
+    result["steps_ticked"] = TICKS[0]
     if "straggler_probe" in sys.modules:
         sp = sys.modules["straggler_probe"]
         result["stats"] = sp.stats()
