@@ -46,7 +46,7 @@ sp_set_warnings(sp_c10d_kv_store)
 set(SP_TORCH_CXX11_ABI ${SP_TORCH_CXX11_ABI} CACHE INTERNAL "torch's _GLIBCXX_USE_CXX11_ABI")
 set(SP_TORCH_LIB_DIR ${SP_TORCH_DIR}/lib CACHE INTERNAL "torch's library folder")
 
-Python3_add_library(sp_python_c10d MODULE WITH_SOABI src/c10d_store.cpp)
+Python3_add_library(sp_python_c10d MODULE WITH_SOABI src/c10d_store.cpp src/work_stamp.cpp)
 set_target_properties(sp_python_c10d PROPERTIES
   OUTPUT_NAME _c10d
   LIBRARY_OUTPUT_DIRECTORY ${SP_PYTHON_PACKAGE_DIR}

@@ -1,10 +1,12 @@
 // straggler_probe._c10d: hands the job's c10d::Store to the transport as an sp_kv_store, so
 // that summaries travel over the job's own torch.distributed store from a C++ thread, without
-// the GIL. Built against the installed torch (its headers, its bundled pybind11 and its C++
-// ABI) because the Store object crosses from torch's Python bindings into this module.
+// the GIL; and stamps c10d Works' completion from C++ (work_stamp.h). Built against the installed
+// torch (its headers, its bundled pybind11 and its C++ ABI) because the Store and Work objects
+// cross from torch's Python bindings into this module.
 #include <pybind11/pybind11.h>
 
 #include "c10d_kv_store.h"
+#include "work_stamp.h"
 
 // torch's bindings hold c10d objects by intrusive_ptr (torch/csrc/utils/pybind.h says the same).
 PYBIND11_DECLARE_HOLDER_TYPE(T, c10::intrusive_ptr<T>, true)
@@ -34,7 +36,9 @@ py::object wrap_store(const py::object& store_obj) {
 }  // namespace
 
 PYBIND11_MODULE(_c10d, m) {
-  m.doc() = "straggler_probe's bridge to torch.distributed's c10d::Store (built against torch)";
+  m.doc() = "straggler_probe's bridge to torch.distributed's c10d objects (built against torch): "
+            "the job's Store for the transport, and its Works' completion stamps";
   m.def("wrap_store", &wrap_store, py::arg("store"),
         "A capsule owning a reference to the c10d Store, for straggler_probe._core's transport.");
+  sp::pyext::bind_work_stamps(m);
 }

@@ -105,6 +105,10 @@ class CollectiveHooks:
         self.groups = GroupTable(dist)
         self.tls = threading.local()
         self._patched: list[tuple[Any, str, Any]] = []
+        # The process-group layer's open works (hooks/open_works.py) while it is installed: an
+        # async op's end is stamped in C++ and recorded there, with no Python callback on the
+        # backend's thread; None: the future's Python callback below.
+        self.works: Any = None
 
     # -- installation ---------------------------------------------------------------------------
     def install(self) -> Callable[[], None]:
@@ -216,6 +220,12 @@ class CollectiveHooks:
 
         if not is_async or result is None:
             record(now_ns())
+            return result
+        works = self.works
+        stamp = works.stamp(result) if works is not None else None
+        if stamp is not None:
+            works.add(result, lambda end_ns, _wait_start=None: record(end_ns), None, False,
+                      rec.step, stamp)
             return result
         try:
             fut = result.get_future()

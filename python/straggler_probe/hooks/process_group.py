@@ -103,9 +103,16 @@ class ProcessGroupHooks:
             self.mode = "methods"
         self._patch_wait()
         self.find_groups()
+        if self.works.stamps:
+            self.coll.works = self.works  # the by-name wrappers' async ops end here too
         return self.uninstall
 
     def uninstall(self) -> None:
+        self.coll.works = None
+        try:
+            self.works.poll()  # what completed since the last step boundary is still recorded
+        except Exception as err:  # noqa: BLE001
+            self.rec.fail(f"process-group works at shutdown: {type(err).__name__}: {err}")
         for pg, *_ in self._seen.values():
             if self.mode == "hooks":
                 for name in ("unregister_pre_hook", "unregister_post_hook"):
@@ -299,15 +306,19 @@ class ProcessGroupHooks:
         if work is None:
             done(now_ns())  # the backend finished it inside the call (synchronous at C++ level)
             return
-        try:
-            fut = work.get_future()
-        except Exception:  # noqa: BLE001 - gloo's p2p and reduce-scatter work have no future
-            fut = None
+        # Stamped in C++ where _c10d is built (open_works.py); no stamp there means no future.
+        stamp = self.works.stamp(work)
+        fut = None
+        if stamp is None:
+            try:
+                fut = work.get_future()
+            except Exception:  # noqa: BLE001 - gloo's p2p and reduce-scatter work have no future
+                fut = None
         # Without a future it ends when a wait() on it returns (FSDP waits for each
         # reduce-scatter); ended at its issue it would leave that wait, the slow rank's lateness,
         # as an unexplained gap on the waiting rank. A bucket of a backward is polled.
         poll = on_train and is_async and kind == N.COLLECTIVE and rec.in_backward
-        self.works.add(work, done, fut, poll, rec.step)
+        self.works.add(work, done, fut, poll, rec.step, stamp)
 
     def finish_work(self, work: Any, end_ns: int, wait_start: int | None = None) -> None:
         """A wait on `work` (begun at wait_start) returned: if it is ours and still open, it
@@ -352,6 +363,7 @@ class ProcessGroupHooks:
         return {"mode": self.mode, "groups": len(self._seen), "recorded": self.recorded,
                 "seen": sum(e[1] for e in self._seen.values()), "unseen": self.unseen,
                 "ended_unwaited": self.works.ended_unwaited, "polled_ends": self.works.polled_ends,
+                "stamped_ends": self.works.stamped_ends, "work_end_stamps": self.works.stamps,
                 "left_to_nccl": len(self._native)}
 
 
