@@ -45,8 +45,12 @@ RunningPipeline::RunningPipeline(RankPipelineOptions options, sp_kv_store* store
       options_.analysis, print_line, [this](const std::string& why) { fail(why); },
       [this](bool final) { return report_sections(final); });
   auto worker = worker_;
-  // A hang episode rewrites the report at once: a job killed during the hang keeps it.
-  hang_board_->on_record = [worker] { worker->request_report(); };
+  // A hang episode rewrites the report at once: a job killed during the hang keeps it. Weak: the
+  // worker holds the board (its options), and a board holding the worker back would keep both
+  // alive for ever (LeakSanitizer found it, linked_runtime_test.cpp).
+  hang_board_->on_record = [weak = std::weak_ptr<AnalysisWorker>(worker)] {
+    if (const auto w = weak.lock()) w->request_report();
+  };
   const auto timeout = options_.analysis_timeout;
   transport_ = start_collector(
       options_.transport, store_, counters_,
