@@ -18,6 +18,7 @@ from typing import Any, Callable
 from .. import _native as N
 from .._timing import now_ns
 from .groups import GroupInfo, GroupTable
+from .open_works import NO_STAMP
 
 # name: (kind, coll, parameter holding the payload, peer parameter, group-relative peer parameter)
 _SPECS: dict[str, tuple[int, int, str | None, str | None, str | None]] = {
@@ -222,15 +223,17 @@ class CollectiveHooks:
             record(now_ns())
             return result
         works = self.works
-        stamp = works.stamp(result) if works is not None else None
-        if stamp is not None:
+        stamp = works.stamp(result) if works is not None else NO_STAMP
+        if stamp is not NO_STAMP and stamp is not None:
             works.add(result, lambda end_ns, _wait_start=None: record(end_ns), None, False,
                       rec.step, stamp)
             return result
-        try:
-            fut = result.get_future()
-        except Exception:  # noqa: BLE001 - gloo send/recv work has no future
-            fut = None
+        fut = None  # None from the stamp: no future (gloo's send/recv), nothing to ask again
+        if stamp is NO_STAMP:
+            try:
+                fut = result.get_future()
+            except Exception:  # noqa: BLE001 - gloo send/recv work has no future
+                fut = None
         if fut is not None:
             fut.add_done_callback(lambda _f: record(now_ns()))
             return result

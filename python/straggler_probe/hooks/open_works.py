@@ -40,6 +40,10 @@ UNWAITED_STEPS = 2
 
 Done = Callable[..., None]  # done(end_ns, wait_start_ns | None)
 
+# OpenWorks.stamp's answer when it cannot stamp a work (no _c10d, or not a c10d Work): the caller
+# asks the work for its future itself. None instead means the work has no future.
+NO_STAMP = object()
+
 
 class OpenWorks:
     def __init__(self) -> None:
@@ -60,13 +64,14 @@ class OpenWorks:
         return self._stamp is not None
 
     def stamp(self, work: Any) -> Any:
-        """A WorkStamp for `work`, or None: no _c10d, or the work has no future."""
+        """A WorkStamp for `work`; None: the work has no future (gloo's p2p and reduce-scatter),
+        so asking it again is no use; NO_STAMP: no _c10d, or not a c10d Work."""
         if self._stamp is None:
-            return None
+            return NO_STAMP
         try:
             return self._stamp(work)
         except Exception:  # noqa: BLE001 - not a c10d Work (a fake group's): the Python path
-            return None
+            return NO_STAMP
 
     def __contains__(self, key: int) -> bool:
         return key in self._open

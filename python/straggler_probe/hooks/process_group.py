@@ -40,7 +40,7 @@ from .. import _native as N
 from .._timing import now_ns
 from .collectives import futureless_recv_start, payload_bytes
 from .native_nccl import is_pure_nccl
-from .open_works import OpenWorks
+from .open_works import NO_STAMP, OpenWorks
 
 HOOK_ID = 0x5350_5052  # "SPPR": our pre/post hook id on every group
 
@@ -306,10 +306,11 @@ class ProcessGroupHooks:
         if work is None:
             done(now_ns())  # the backend finished it inside the call (synchronous at C++ level)
             return
-        # Stamped in C++ where _c10d is built (open_works.py); no stamp there means no future.
+        # Stamped in C++ where _c10d is built (open_works.py); None there means no future.
         stamp = self.works.stamp(work)
         fut = None
-        if stamp is None:
+        if stamp is NO_STAMP:
+            stamp = None
             try:
                 fut = work.get_future()
             except Exception:  # noqa: BLE001 - gloo's p2p and reduce-scatter work have no future
