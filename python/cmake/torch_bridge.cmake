@@ -46,7 +46,22 @@ sp_set_warnings(sp_c10d_kv_store)
 set(SP_TORCH_CXX11_ABI ${SP_TORCH_CXX11_ABI} CACHE INTERNAL "torch's _GLIBCXX_USE_CXX11_ABI")
 set(SP_TORCH_LIB_DIR ${SP_TORCH_DIR}/lib CACHE INTERNAL "torch's library folder")
 
-Python3_add_library(sp_python_c10d MODULE WITH_SOABI src/c10d_store.cpp src/work_stamp.cpp)
+Python3_add_library(sp_python_c10d MODULE WITH_SOABI src/c10d_store.cpp src/work_stamp.cpp
+                    src/group_observer.cpp src/observed_ops.cpp)
+# C++ pre/post hooks on a ProcessGroup (src/group_observer.h) need torch's hook API with the op id
+# that pairs a pre-hook with its post-hook (torch 2.15); without it the Python hooks stay.
+file(STRINGS ${SP_TORCH_DIR}/include/torch/csrc/distributed/c10d/ProcessGroup.hpp
+     _sp_pg_hooks REGEX "registerPreHook")
+set(_sp_hook_args "")
+if(EXISTS ${SP_TORCH_DIR}/include/torch/csrc/distributed/c10d/Hooks.hpp)
+  file(STRINGS ${SP_TORCH_DIR}/include/torch/csrc/distributed/c10d/Hooks.hpp
+       _sp_hook_args REGEX "int64_t op_id")
+endif()
+if(_sp_pg_hooks AND _sp_hook_args)
+  target_compile_definitions(sp_python_c10d PRIVATE SP_C10D_GROUP_HOOKS=1)
+  message(STATUS "straggler_probe: _c10d observes process groups in C++ (torch's pre/post hooks)")
+endif()
+target_include_directories(sp_python_c10d PRIVATE ${PROJECT_SOURCE_DIR}/runtime/include)
 set_target_properties(sp_python_c10d PROPERTIES
   OUTPUT_NAME _c10d
   LIBRARY_OUTPUT_DIRECTORY ${SP_PYTHON_PACKAGE_DIR}

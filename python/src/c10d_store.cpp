@@ -6,6 +6,7 @@
 #include <pybind11/pybind11.h>
 
 #include "c10d_kv_store.h"
+#include "group_observer.h"
 #include "work_stamp.h"
 
 // torch's bindings hold c10d objects by intrusive_ptr (torch/csrc/utils/pybind.h says the same).
@@ -37,8 +38,10 @@ py::object wrap_store(const py::object& store_obj) {
 
 PYBIND11_MODULE(_c10d, m) {
   m.doc() = "straggler_probe's bridge to torch.distributed's c10d objects (built against torch): "
-            "the job's Store for the transport, and its Works' completion stamps";
+            "the job's Store for the transport, its Works' completion stamps, and its process groups' "
+            "collectives observed from C++";
   m.def("wrap_store", &wrap_store, py::arg("store"),
         "A capsule owning a reference to the c10d Store, for straggler_probe._core's transport.");
   sp::pyext::bind_work_stamps(m);
+  sp::pyext::bind_group_observer(m);
 }

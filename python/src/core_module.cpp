@@ -12,6 +12,7 @@
 #include "gpu_regions.h"
 #include "pipeline_settings.h"
 #include "python_kv_store.h"
+#include "record_entry.h"
 #include "runtime_table.h"
 #include "straggler_probe/rank_pipeline/rank_pipeline.h"
 #include "straggler_probe/rank_pipeline/seconds.h"
@@ -247,6 +248,13 @@ PYBIND11_MODULE(_core, m) {
         "sp_set_rank: this rank's place, learnt after init (re-stamps queued summaries too)");
   m.def("set_clock_offset", [](int64_t ns) { return runtime().set_clock_offset(ns); });
   m.def("stats", &stats);
+  // For straggler_probe._c10d's process-group hooks (group_observer.h): the record call of the
+  // runtime instance this module uses, so that they record where everything else does.
+  m.def("record_entry", [] {
+    static const sp::pyext::RecordEntry entry{runtime().record};
+    return py::capsule(const_cast<sp::pyext::RecordEntry*>(&entry),
+                       sp::pyext::kRecordEntryCapsule);
+  });
   m.def("pause_state", &pause_state);
   // Once per step (the Recorder, after its mark): whether the step now starting is paused.
   m.def("recording_paused", [] {

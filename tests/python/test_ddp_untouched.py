@@ -46,10 +46,14 @@ def test_gloo_ddp_comm_hook_state_is_untouched(tmp_path, setting):
     assert got["ddp"] == {"models": 1, "times_buckets": False, "comm_hooks_registered": 0}
     if _pg_has_hooks():
         # the buckets are still seen, below DDP: 6 steps of several buckets each, each ended by
-        # its C++ completion stamp (where _c10d is built) or polled (open_works.py)
+        # a C++ callback on its future (where _c10d observes the group: no Python at all),
+        # its C++ completion stamp or polled (open_works.py)
         assert got["buckets"] is None or got["buckets"] >= 2
         pg = got["process_groups"]
-        assert pg["polled_ends"] + pg["stamped_ends"] >= 6 * 2, pg
+        ends = pg["polled_ends"] + pg["stamped_ends"] + pg["cpp_future_ends"]
+        assert ends >= 6 * 2, pg
+        if pg["observed_in_cpp"]:
+            assert pg["cpp_future_ends"] >= 6 * 2 and pg["polled_ends"] == 0, pg
 
 
 def test_opt_in_hook_times_gloo_buckets(tmp_path):

@@ -87,8 +87,9 @@ def test_unwaited_async_collectives_are_recorded_by_their_stamps(tmp_path):
     stats = _run(JOB, str(tmp_path))
     pg = stats["process_groups"]
     assert pg["work_end_stamps"] is True
-    # 3 a step, none waited: each ended by its stamp at the next op or the step boundary
-    assert pg["stamped_ends"] >= 3 * 7, pg
+    # 3 a step, none waited: each ended by its stamp at the next op or the step boundary, or,
+    # where C++ hooks observe the group (test_group_observer.py), by a C++ callback
+    assert pg["stamped_ends"] + pg["cpp_future_ends"] >= 3 * 7, pg
     assert pg["ended_unwaited"] == 0, pg
     steps = [json.loads(line) for line in (tmp_path / "straggler_probe_steps.jsonl").read_text().splitlines()]
     analysed = [s for s in steps if s.get("event") == "step" and s.get("analyzed")]

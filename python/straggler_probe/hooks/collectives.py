@@ -3,10 +3,12 @@
 The functions are replaced in both torch.distributed and torch.distributed.distributed_c10d, so
 that torch's own identity checks (P2POp, batch_isend_irecv) see the same objects users pass.
 A thread-local depth keeps calls torch makes internally (all_gather_object -> all_gather) from
-being counted twice. Times are CPU times around the call; for async calls the end is when the
-work completes (its future, or wait() where gloo has no future for p2p). A receive without a
-future is recorded from the end of the compute that ran between its issue and the wait that
-ended it (futureless_recv_start).
+being counted twice. The collectives of a group whose ops C++ hooks observe
+(hooks/group_observer.py) are left to those hooks: the wrapper only calls through.
+Times are CPU times around the call; for async calls the end is when the work completes (its
+future, or wait() where gloo has no future for p2p). A receive without a future is recorded
+from the end of the compute that ran between its issue and the wait that ended it
+(futureless_recv_start).
 """
 from __future__ import annotations
 
@@ -110,6 +112,10 @@ class CollectiveHooks:
         # async op's end is stamped in C++ and recorded there, with no Python callback on the
         # backend's thread; None: the future's Python callback below.
         self.works: Any = None
+        # (enter, exit) of _c10d's thread-local wrapper depth, while the process-group layer
+        # observes groups in C++ (hooks/process_group.py): its hooks then skip what a wrapper
+        # records, as the Python hooks do through tls.depth.
+        self.native_depth: tuple[Callable[[], None], Callable[[], None]] | None = None
 
     # -- installation ---------------------------------------------------------------------------
     def install(self) -> Callable[[], None]:
@@ -132,7 +138,7 @@ class CollectiveHooks:
 
     def suppressed(self) -> "_Suppress":
         """Calls made inside (a DDP comm hook we time as a whole) are not recorded again."""
-        return _Suppress(self.tls)
+        return _Suppress(self.tls, self.native_depth)
 
     # -- the wrapper ------------------------------------------------------------------------------
     def _wrap(self, name: str, orig: Callable[..., Any],
@@ -157,6 +163,12 @@ class CollectiveHooks:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             if getattr(tls, "depth", 0) or rec.failed or rec.paused:
                 return orig(*args, **kwargs)
+            if kind == N.COLLECTIVE and self.native_depth is not None:
+                # A group observed in C++ (hooks/process_group.py) records its collectives
+                # itself, at a timestamp's cost: nothing for the wrapper to add.
+                observed = self.groups.info(arg(args, kwargs, "group"))
+                if observed is not None and observed.observer is not None:
+                    return orig(*args, **kwargs)
             try:
                 if not name_id_holder:
                     name_id_holder.append(rec.intern(name))
@@ -170,11 +182,16 @@ class CollectiveHooks:
                 return orig(*args, **kwargs)
             mb = rec.p2p_boundary(kind, peer) if kind != N.COLLECTIVE else None
             tls.depth = 1
+            native = self.native_depth
+            if native is not None:
+                native[0]()
             start = now_ns()
             try:
                 result = orig(*args, **kwargs)
             finally:
                 tls.depth = 0
+                if native is not None:
+                    native[1]()
             if info is None:
                 return result
             try:
@@ -259,14 +276,19 @@ def futureless_recv_start(rec: Any, kind: int, issued_ns: int, wait_start_ns: in
 
 
 class _Suppress:
-    __slots__ = ("_tls", "_prev")
+    __slots__ = ("_tls", "_prev", "_native")
 
-    def __init__(self, tls: threading.local):
+    def __init__(self, tls: threading.local, native: Any = None):
         self._tls = tls
+        self._native = native
 
     def __enter__(self) -> None:
         self._prev = getattr(self._tls, "depth", 0)
         self._tls.depth = 1
+        if self._native is not None:
+            self._native[0]()
 
     def __exit__(self, *exc: Any) -> None:
         self._tls.depth = self._prev
+        if self._native is not None:
+            self._native[1]()

@@ -17,7 +17,7 @@ def stable_id(text: str) -> int:
 
 
 class GroupInfo:
-    __slots__ = ("group", "group_id", "size", "ranks", "coll_seq", "p2p_seq")
+    __slots__ = ("group", "group_id", "size", "ranks", "coll_seq", "p2p_seq", "observer")
 
     def __init__(self, group: Any, name: str, ranks: list[int]):
         self.group = group  # held: the id() key below must not be reused while we know it
@@ -26,6 +26,12 @@ class GroupInfo:
         self.ranks = ranks
         self.coll_seq = 0
         self.p2p_seq: dict[tuple[int, int], int] = {}
+        # _c10d.GroupObserver when the group's collectives are observed in C++
+        # (hooks/process_group.py): it numbers them, for the by-name wrappers too.
+        self.observer: Any = None
+
+    def colls_numbered(self) -> int:
+        return self.observer.coll_seq if self.observer is not None else self.coll_seq
 
 
 class GroupTable:
@@ -72,9 +78,11 @@ class GroupTable:
     def ops_numbered(self) -> int:
         """Collectives and sends/receives numbered so far, in every group (all recorded)."""
         with self._lock:
-            return sum(i.coll_seq + sum(i.p2p_seq.values()) for i in self._by_id.values())
+            return sum(i.colls_numbered() + sum(i.p2p_seq.values()) for i in self._by_id.values())
 
     def next_coll(self, info: GroupInfo) -> int:
+        if info.observer is not None:
+            return info.observer.next_coll()  # one atomic counter for C++ hooks and wrappers
         with self._lock:
             seq = info.coll_seq
             info.coll_seq += 1
@@ -89,3 +97,24 @@ class GroupTable:
 
     def to_global(self, info: GroupInfo, group_rank: int) -> int:
         return info.ranks[group_rank] if 0 <= group_rank < len(info.ranks) else -1
+
+
+def sequence_number(pg: Any) -> int | None:
+    getter = getattr(pg, "_get_sequence_number_for_group", None)
+    if getter is None:
+        return None
+    try:
+        return int(getter())
+    except Exception:  # noqa: BLE001 - a backend that does not count
+        return None
+
+
+def group_name(pg: Any) -> str:
+    for attr in ("group_name", "group_desc"):
+        try:
+            value = getattr(pg, attr)
+            if value:
+                return repr(str(value))
+        except Exception:  # noqa: BLE001
+            continue
+    return "(unnamed)"

@@ -10,6 +10,11 @@ go through a wrapper (the wrappers' own calls are counted here, not recorded twi
   before and after it issues each collective, whoever asked for it, functional collectives and
   C++ callers included. Each group gets the hooks when the probe first sees it (at init() and at
   every step boundary: groups made by FSDP or a DeviceMesh after init() are found there).
+  Where straggler_probe._c10d is built against that torch, the hooks are C++
+  (python/src/group_observer.h): a collective costs the issuing thread a timestamp and a
+  sequence number, and its end is recorded by a C++ callback on its future, with no Python and
+  no GIL (bench/README.md: the Python hooks cost a gloo DDP job ~50 us a bucket). Sends and
+  receives still come here (_p2p_pre / _post), for the recorder's micro-batch state.
 - older torch: the ProcessGroup methods whose names say they are collectives are wrapped on the
   class; callers that reach the group from C++ bypass that, and the check below says so.
 
@@ -31,7 +36,6 @@ time they differ it says once how many went by unseen and what follows for the a
 """
 from __future__ import annotations
 
-import re
 import threading
 import warnings
 from typing import Any, Callable
@@ -39,40 +43,20 @@ from typing import Any, Callable
 from .. import _native as N
 from .._timing import now_ns
 from .collectives import futureless_recv_start, payload_bytes
+from .group_observer import ObserverApi, observer_api
+from .groups import group_name, sequence_number
 from .native_nccl import is_pure_nccl
+from .op_kinds import classify
 from .open_works import NO_STAMP, OpenWorks
+from .pg_methods import patch_methods
 
 HOOK_ID = 0x5350_5052  # "SPPR": our pre/post hook id on every group
 
-# Collective kinds by name, for any spelling torch uses (ALLGATHER_BASE, all_gather_single,
-# _reduce_scatter_base, allgather_into_tensor_coalesced...): order matters (all-reduce before reduce).
-_PATTERNS: list[tuple[str, int, int]] = [
-    ("reducescatter", N.COLLECTIVE, N.COLL_REDUCE_SCATTER),
-    ("allreduce", N.COLLECTIVE, N.COLL_ALL_REDUCE),
-    ("allgather", N.COLLECTIVE, N.COLL_ALL_GATHER),
-    ("alltoall", N.COLLECTIVE, N.COLL_ALL_TO_ALL),
-    ("broadcast", N.COLLECTIVE, N.COLL_BROADCAST),
-    ("barrier", N.COLLECTIVE, N.COLL_BARRIER),
-    ("send", N.SEND, N.COLL_SEND),
-    ("recv", N.RECV, N.COLL_RECV),
-    ("gather", N.COLLECTIVE, N.COLL_GATHER),
-    ("scatter", N.COLLECTIVE, N.COLL_SCATTER),
-    ("reduce", N.COLLECTIVE, N.COLL_REDUCE),
-]
-_METHOD_NAME = re.compile(r"^_?(all_?reduce|all_?gather|reduce_scatter|all_?to_?all|alltoall|"
-                          r"broadcast|barrier|monitored_barrier|gather|scatter|reduce|send|recv)")
-
-
-def classify(name: str) -> tuple[int, int] | None:
-    """(kind, coll) of a collective named any way torch names one; None if it is not one."""
-    flat = name.lower().replace("_", "").replace("monitored", "")
-    for pattern, kind, coll in _PATTERNS:
-        if pattern in flat:
-            return kind, coll
-    return None
-
-
 class ProcessGroupHooks:
+    # Whether groups' collectives are observed by C++ hooks where _c10d can (bench/step_cost
+    # compares the two; the Python hooks are the fallback either way).
+    observe_in_cpp = True
+
     def __init__(self, recorder: Any, dist: Any, collectives: Any, leave_nccl: bool = False):
         """leave_nccl: pure-NCCL groups are left to the NCCL layer of libstraggler_probe.so."""
         self.rec = recorder
@@ -92,14 +76,21 @@ class ProcessGroupHooks:
         self.unseen = 0
         self.works = OpenWorks()         # issued here and not finished yet
         self._op_names: dict[Any, str] = {}  # the pre-hook's op kind -> its name
+        # while the groups' collectives are observed in C++; None: the Python hooks do it all
+        self._observe: ObserverApi | None = None
+        self.observed_in_cpp = 0         # groups whose collectives C++ hooks observe
 
     # -- installation ------------------------------------------------------------------------------
     def install(self) -> Callable[[], None]:
         pg_cls = self.dist.distributed_c10d.ProcessGroup
         if hasattr(pg_cls, "register_pre_hook") and hasattr(pg_cls, "register_post_hook"):
             self.mode = "hooks"
+            if self.observe_in_cpp:
+                self._observe = observer_api(self.rec)
+                if self._observe is not None:
+                    self.coll.native_depth = self._observe.wrapper_depth()
         else:
-            self._patch_methods(pg_cls)
+            self._patched.extend(patch_methods(self, pg_cls))
             self.mode = "methods"
         self._patch_wait()
         self.find_groups()
@@ -109,12 +100,18 @@ class ProcessGroupHooks:
 
     def uninstall(self) -> None:
         self.coll.works = None
+        self.coll.native_depth = None
         try:
             self.works.poll()  # what completed since the last step boundary is still recorded
         except Exception as err:  # noqa: BLE001
             self.rec.fail(f"process-group works at shutdown: {type(err).__name__}: {err}")
-        for pg, *_ in self._seen.values():
-            if self.mode == "hooks":
+        for pg, _, _, observer in self._seen.values():
+            if observer is not None:
+                try:
+                    observer.detach()
+                except Exception:  # noqa: BLE001 - the group is gone already
+                    pass
+            elif self.mode == "hooks":
                 for name in ("unregister_pre_hook", "unregister_post_hook"):
                     try:
                         getattr(pg, name)(HOOK_ID)
@@ -134,10 +131,13 @@ class ProcessGroupHooks:
                 self._adopt(pg)
 
     def _adopt(self, pg: Any) -> None:
-        entry = [pg, 0, _sequence_number(pg)]
+        # [group, ops seen by the Python hooks, its sequence number at adoption, GroupObserver]
+        entry = [pg, 0, sequence_number(pg), None]
         if self.leave_nccl and is_pure_nccl(self.dist, pg):
             self._native[id(pg)] = (pg, entry[2])
             entry[2] = None  # not ours to check
+        elif self.mode == "hooks" and self._observe is not None and self._observe_group(pg, entry):
+            self.observed_in_cpp += 1
         elif self.mode == "hooks":
             key = id(pg)  # the hook arguments do not name the group: each group gets its own
             try:
@@ -146,6 +146,24 @@ class ProcessGroupHooks:
             except Exception:  # noqa: BLE001 - e.g. a fake group: its ops stay unseen, counted
                 entry[2] = None
         self._seen[id(pg)] = entry
+
+    def _observe_group(self, pg: Any, entry: list) -> bool:
+        """C++ pre/post hooks on pg; False: the Python hooks instead."""
+        info = self.groups.info(pg)
+        if info is None:
+            return False
+        key = id(pg)
+
+        def p2p_pre(name: str, is_async: bool, nbytes: int, root: int) -> None:
+            seen = self._seen.get(key)
+            self._p2p_pre(seen[0] if seen is not None else None, name, is_async, nbytes, root)
+
+        try:
+            entry[3] = self._observe.observe(pg, info, self.rec.train_thread, HOOK_ID, p2p_pre,
+                                             self._post)
+        except Exception:  # noqa: BLE001 - e.g. a group of a Python backend: the Python hooks
+            return False
+        return True
 
     def _patch_wait(self) -> None:
         work_cls = getattr(self.dist.distributed_c10d, "Work", None)
@@ -160,7 +178,10 @@ class ProcessGroupHooks:
                 return orig(work, *args, **kwargs)
             cut = threading.get_ident() == rec.train_thread and rec.in_region
             if not cut and id(work) not in owner.works:
-                return orig(work, *args, **kwargs)
+                result = orig(work, *args, **kwargs)
+                if owner._observe is not None:  # a futureless collective the C++ hooks issued
+                    owner._observe.work_waited(work, now_ns())
+                return result
             # Cut even when the work is done already (an empty wait): every rank then records
             # the same pieces, and the analysis compares like with like across ranks
             start = now_ns()
@@ -179,17 +200,6 @@ class ProcessGroupHooks:
         self._patched.append((work_cls, "wait", orig))
         work_cls.wait = wait
 
-    def _patch_methods(self, pg_cls: Any) -> None:
-        for name in dir(pg_cls):
-            if not _METHOD_NAME.match(name) or classify(name) is None:
-                continue
-            orig = getattr(pg_cls, name)
-            if not callable(orig) or getattr(orig, "_straggler_probe", False):
-                continue
-            wrapper = self._method_wrapper(name, orig)
-            self._patched.append((pg_cls, name, orig))
-            setattr(pg_cls, name, wrapper)
-
     # -- what torch calls ----------------------------------------------------------------------------
     def _count(self, pg: Any) -> bool:
         """Counts one op seen on pg; True when a by-name wrapper on this thread records it."""
@@ -204,14 +214,32 @@ class ProcessGroupHooks:
         # a backward ~4 µs a bucket (bench/README.md, the lockstep's DDP rows).
         return bool(self.coll.tls.__dict__.get("depth", 0))
 
+    def _pending(self) -> list:
+        """This thread's ops issued and awaiting their post-hook (None: not recorded here)."""
+        pending = self._tls.__dict__.get("pending")
+        if pending is None:
+            pending = self._tls.pending = []
+        return pending
+
+    def _p2p_pre(self, pg: Any, name: str, is_async: bool, nbytes: int, root: int) -> None:
+        """A send or receive the C++ hooks hand over (not inside a by-name wrapper; counted)."""
+        try:
+            pending = self._pending()
+            if self.works.polling:
+                self.works.poll()
+            if pg is None or self.rec.failed:
+                pending.append(None)
+                return
+            pending.append((pg, name, now_ns(), bool(is_async), int(nbytes), int(root)))
+        except Exception as err:  # noqa: BLE001 - never raise into torch's collective call
+            self.rec.fail(f"process-group pre-hook: {type(err).__name__}: {err}")
+
     def _pre_hook(self, key: int, args: Any) -> None:
         try:
             entry = self._seen.get(key)
             pg = entry[0] if entry is not None else None
             inside_wrapper = self._count(pg) if pg is not None else True
-            pending = self._tls.__dict__.get("pending")
-            if pending is None:
-                pending = self._tls.pending = []
+            pending = self._pending()
             if self.works.polling:
                 self.works.poll()  # a bucket done by the next one's launch ended by now
             if inside_wrapper or self.rec.failed:
@@ -227,41 +255,18 @@ class ProcessGroupHooks:
             self.rec.fail(f"process-group pre-hook: {type(err).__name__}: {err}")
 
     def _post_hook(self, args: Any) -> None:
+        self._post(args.work)
+
+    def _post(self, work: Any) -> None:
         pending = self._tls.__dict__.get("pending")
         op = pending.pop() if pending else None
         if op is None:
             return
         try:
             pg, name, start, is_async, nbytes, root = op
-            self._record(pg, name, start, is_async, nbytes, root, args.work)
+            self._record(pg, name, start, is_async, nbytes, root, work)
         except Exception as err:  # noqa: BLE001
             self.rec.fail(f"process-group post-hook: {type(err).__name__}: {err}")
-
-    def _method_wrapper(self, name: str, orig: Callable[..., Any]) -> Callable[..., Any]:
-        owner = self
-        peer_at = 1 if classify(name)[0] != N.COLLECTIVE else None
-
-        def method(pg: Any, *args: Any, **kwargs: Any) -> Any:
-            if owner.rec.failed or owner._count(pg) or id(pg) in owner._native:
-                return orig(pg, *args, **kwargs)
-            start = now_ns()
-            owner.coll.tls.depth = 1  # what it calls in turn is this one op
-            try:
-                work = orig(pg, *args, **kwargs)
-            finally:
-                owner.coll.tls.depth = 0
-            try:
-                root = args[peer_at] if peer_at is not None and len(args) > peer_at else -1
-                owner._record(pg, name, start, True, payload_bytes(args[0] if args else None),
-                              int(root) if isinstance(root, int) else -1, work)
-            except Exception as err:  # noqa: BLE001
-                owner.rec.fail(f"process group {name}: {type(err).__name__}: {err}")
-            return work
-
-        method._straggler_probe = True  # type: ignore[attr-defined]
-        method.__name__ = name
-        method.__doc__ = getattr(orig, "__doc__", None)
-        return method
 
     # -- recording -----------------------------------------------------------------------------------
     def _record(self, pg: Any, name: str, start: int, is_async: bool, nbytes: int, root: int,
@@ -325,23 +330,36 @@ class ProcessGroupHooks:
         """A wait on `work` (begun at wait_start) returned: if it is ours and still open, it
         ended by now (a futureless receive: collectives.futureless_recv_start)."""
         self.works.finish(id(work), work, end_ns, wait_start)
+        if self._observe is not None:
+            self._observe.work_waited(work, end_ns)
 
     def after_backward(self) -> None:
         """The training thread's backward returned: DDP has waited for its buckets."""
         if self.works.polling:
             self.works.poll()
+        if self._observe is not None:
+            self._observe.sweep()
 
     # -- what went by unseen -------------------------------------------------------------------------
     def at_step(self, step: int) -> None:
         """At a step boundary: new groups get hooks; collectives nobody saw are said once."""
         self.find_groups()
         self.works.settle(step)
+        if self._observe is not None:
+            self._observe.settle(step)
+            for *_, observer in self._seen.values():
+                failure = observer.failure if observer is not None else ""
+                if failure:
+                    self.rec.fail(failure)
+                    break
         if self._warned:
             return
-        for pg, seen, baseline in self._seen.values():
+        for pg, seen, baseline, observer in self._seen.values():
             if baseline is None:
                 continue
-            now = _sequence_number(pg)
+            if observer is not None:
+                seen = observer.seen
+            now = sequence_number(pg)
             if now is None:
                 continue
             missed = now - baseline - seen
@@ -350,7 +368,7 @@ class ProcessGroupHooks:
                 self.unseen = missed
                 warnings.warn(
                     f"straggler_probe: {missed} collective(s) on process group "
-                    f"{_group_name(pg)} went by without the probe seeing them (by step {step}; "
+                    f"{group_name(pg)} went by without the probe seeing them (by step {step}; "
                     f"a path below its {self.mode} layer, such as a C++ caller); their time "
                     "counts as the compute around them, so waiting ranks may look slow",
                     RuntimeWarning, stacklevel=2)
@@ -358,32 +376,19 @@ class ProcessGroupHooks:
 
     def native_ops(self) -> int:
         """Operations issued so far on the groups left to the NCCL layer (it records them)."""
-        return sum((_sequence_number(pg) or 0) - (at or 0) for pg, at in self._native.values())
+        return sum((sequence_number(pg) or 0) - (at or 0) for pg, at in self._native.values())
 
     def stats(self) -> dict[str, Any]:
-        return {"mode": self.mode, "groups": len(self._seen), "recorded": self.recorded,
-                "seen": sum(e[1] for e in self._seen.values()), "unseen": self.unseen,
-                "ended_unwaited": self.works.ended_unwaited, "polled_ends": self.works.polled_ends,
+        observed = [e[3].stats() for e in self._seen.values() if e[3] is not None]
+        return {"mode": self.mode, "groups": len(self._seen),
+                "recorded": self.recorded + sum(o["recorded"] for o in observed),
+                "seen": sum(e[1] for e in self._seen.values()) + sum(o["seen"] for o in observed),
+                "unseen": self.unseen,
+                "ended_unwaited": (self.works.ended_unwaited
+                                   + sum(o["ended_unwaited"] for o in observed)),
+                "polled_ends": self.works.polled_ends,
                 "stamped_ends": self.works.stamped_ends, "work_end_stamps": self.works.stamps,
-                "left_to_nccl": len(self._native)}
-
-
-def _sequence_number(pg: Any) -> int | None:
-    getter = getattr(pg, "_get_sequence_number_for_group", None)
-    if getter is None:
-        return None
-    try:
-        return int(getter())
-    except Exception:  # noqa: BLE001 - a backend that does not count
-        return None
-
-
-def _group_name(pg: Any) -> str:
-    for attr in ("group_name", "group_desc"):
-        try:
-            value = getattr(pg, attr)
-            if value:
-                return repr(str(value))
-        except Exception:  # noqa: BLE001
-            continue
-    return "(unnamed)"
+                "left_to_nccl": len(self._native),
+                "observed_in_cpp": self.observed_in_cpp,
+                "cpp_future_ends": sum(o["future_ends"] + o["seen_ends"] for o in observed),
+                "cpp_waited_ends": sum(o["waited_ends"] for o in observed)}

@@ -1,0 +1,100 @@
+#include "observed_ops.h"
+
+#ifdef SP_C10D_GROUP_HOOKS
+
+#include <time.h>
+
+#include <algorithm>
+#include <exception>
+#include <iterator>
+#include <utility>
+#include <vector>
+
+namespace sp::pyext::observed {
+namespace {
+
+// Made on first use and never destroyed: at exit, destroying Works after torch's libraries have
+// torn down would crash the job on its way out. Touched by the issuing threads (post-hooks) and
+// the training thread's looks, never by the backends' callbacks.
+std::mutex g_open_mu;
+std::vector<std::shared_ptr<OpenOp>>& open_ops() {
+  static auto* ops = new std::vector<std::shared_ptr<OpenOp>>();
+  return *ops;
+}
+std::atomic<int64_t> g_step{0};
+
+bool future_done(const OpenOp& o) {
+  const c10::intrusive_ptr<c10::ivalue::Future> future = o.future.lock();
+  return future && future->completed();
+}
+
+}  // namespace
+
+void sweep(bool futureless_too, int64_t step) {
+  std::vector<std::shared_ptr<OpenOp>> due;
+  {
+    const std::lock_guard<std::mutex> lock(g_open_mu);
+    std::vector<std::shared_ptr<OpenOp>>& ops = open_ops();
+    if (ops.empty()) return;
+    auto keep = std::partition(ops.begin(), ops.end(), [&](const std::shared_ptr<OpenOp>& o) {
+      if (o->ended.load(std::memory_order_acquire)) return false;
+      if (!o->owner->active.load(std::memory_order_acquire)) return false;
+      bool complete = false;
+      if (!o->work) {
+        complete = future_done(*o);
+      } else if (futureless_too) {
+        try {
+          complete = o->work->isCompleted();
+        } catch (const std::exception&) {
+          complete = false;  // a failed op: given up by age
+        }
+      }
+      return !complete && (step < 0 || step - o->issued_step < kUnwaitedSteps);
+    });
+    std::move(keep, ops.end(), std::back_inserter(due));
+    ops.erase(keep, ops.end());
+  }
+  const int64_t now = realtime_ns();
+  for (const std::shared_ptr<OpenOp>& o : due) {
+    o->end(now, (!o->work && future_done(*o)) ? &Observer::seen_ends : &Observer::ended_unwaited);
+  }
+}
+
+bool end_waited(const c10d::Work* work, int64_t end_ns) {
+  std::shared_ptr<OpenOp> found;
+  {
+    const std::lock_guard<std::mutex> lock(g_open_mu);
+    std::vector<std::shared_ptr<OpenOp>>& ops = open_ops();
+    auto it = std::find_if(ops.begin(), ops.end(), [&](const std::shared_ptr<OpenOp>& o) {
+      return o->key == work;
+    });
+    if (it == ops.end()) return false;
+    found = std::move(*it);
+    ops.erase(it);
+  }
+  found->end(end_ns, &Observer::waited_ends);
+  return true;
+}
+
+void track(std::shared_ptr<OpenOp> op) {
+  const std::lock_guard<std::mutex> lock(g_open_mu);
+  open_ops().push_back(std::move(op));
+}
+
+void set_step(int64_t step) { g_step.store(step, std::memory_order_relaxed); }
+int64_t current_step() { return g_step.load(std::memory_order_relaxed); }
+
+size_t open_count() {
+  const std::lock_guard<std::mutex> lock(g_open_mu);
+  return open_ops().size();
+}
+
+int64_t realtime_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+}  // namespace sp::pyext::observed
+
+#endif  // SP_C10D_GROUP_HOOKS
