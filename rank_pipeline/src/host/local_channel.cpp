@@ -93,6 +93,10 @@ bool FrameSocket::read(std::vector<Frame>* frames, size_t max_frames, std::strin
     if (n == 0) return false;  // orderly close
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return true;
+      // A peer process that ended (killed with frames of ours unread) resets the connection
+      // instead of closing it: the same news as an orderly close, and the job's own failure,
+      // which torch reports; a warning of the probe's here would be a second one for it.
+      if (errno == ECONNRESET) return false;
       *error = errno_text("recv");
       return false;
     }
