@@ -22,6 +22,8 @@ std::vector<std::shared_ptr<OpenOp>>& open_ops() {
   return *ops;
 }
 std::atomic<int64_t> g_step{0};
+constexpr size_t kCompactAt = 1024;
+constexpr size_t kMaxOpen = 8192;
 
 bool future_done(const OpenOp& o) {
   const c10::intrusive_ptr<c10::ivalue::Future> future = o.future.lock();
@@ -77,8 +79,27 @@ bool end_waited(const c10d::Work* work, int64_t end_ns) {
 }
 
 void track(std::shared_ptr<OpenOp> op) {
-  const std::lock_guard<std::mutex> lock(g_open_mu);
-  open_ops().push_back(std::move(op));
+  std::vector<std::shared_ptr<OpenOp>> given_up;
+  {
+    const std::lock_guard<std::mutex> lock(g_open_mu);
+    std::vector<std::shared_ptr<OpenOp>>& ops = open_ops();
+    // The training thread's looks empty the table; a job whose ops come from other threads and
+    // whose steps never end would only add to it. So it stays bounded here too: the ended ones
+    // leave, and past kMaxOpen the oldest is given up (recorded as ending now).
+    if (ops.size() >= kCompactAt) {
+      std::erase_if(ops, [](const std::shared_ptr<OpenOp>& o) {
+        return o->ended.load(std::memory_order_acquire);
+      });
+    }
+    if (ops.size() >= kMaxOpen) {
+      given_up.push_back(std::move(ops.front()));
+      ops.erase(ops.begin());
+    }
+    ops.push_back(std::move(op));
+  }
+  for (const std::shared_ptr<OpenOp>& o : given_up) {
+    o->end(realtime_ns(), &Observer::ended_unwaited);
+  }
 }
 
 void set_step(int64_t step) { g_step.store(step, std::memory_order_relaxed); }

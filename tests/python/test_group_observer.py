@@ -35,7 +35,17 @@ JOB = textwrap.dedent("""
         pg.reduce_scatter([out], [[inp]]).wait()           # gloo: no future, ended at the wait
         time.sleep(0.01)
         sp.step()
+    # ops from another thread, with no step boundary to look at them: the table stays bounded
+    import threading
+    from straggler_probe import _c10d
+    def issue_many():
+        for _ in range(3000):
+            pg.allreduce([t])
+    worker = threading.Thread(target=issue_many)
+    worker.start(); worker.join()
+    open_after_thread = _c10d.open_ops()
     stats = sp.stats()["process_groups"]
+    stats["open_after_thread"] = open_after_thread
     groups = sp._probe.collectives.groups
     info = groups.info(pg)
     observer = info.observer
@@ -69,13 +79,14 @@ def test_collectives_are_recorded_by_cpp_hooks(tmp_path):
     pg = json.loads(proc.stdout.strip().splitlines()[-1])
     steps = 8
     assert pg["mode"] == "hooks" and pg["observed_in_cpp"] == 1, pg
-    # the hooks see and record all three ops a step, the wrapper's too
-    assert pg["seen"] >= 3 * steps and pg["recorded"] == 3 * steps, pg
-    assert pg["cpp_future_ends"] == 2 * steps and pg["cpp_waited_ends"] == steps, pg
+    # the hooks see and record all three ops a step, the wrapper's too (and the thread's 3000)
+    assert pg["seen"] >= 3 * steps + 3000 and pg["recorded"] == 3 * steps + 3000, pg
+    assert pg["cpp_future_ends"] == 2 * steps + 3000 and pg["cpp_waited_ends"] == steps, pg
+    assert pg["open_after_thread"] <= 1024, pg
     assert pg["stamped_ends"] == 0 and pg["polled_ends"] == 0 and pg["unseen"] == 0, pg
     # one counter numbers the group's collectives: each op once
-    assert pg["coll_seq"] == 3 * steps, pg
-    assert pg["numbered"] == 3 * steps, pg
+    assert pg["coll_seq"] == 3 * steps + 3000, pg
+    assert pg["numbered"] == 3 * steps + 3000, pg
     assert pg["seen_after_shutdown"] == 0, "shutdown() must take the hooks off the group"
     lines = (tmp_path / "straggler_probe_steps.jsonl").read_text().splitlines()
     analysed = [s for s in map(json.loads, lines) if s.get("event") == "step" and s.get("analyzed")]
