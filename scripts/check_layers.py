@@ -87,20 +87,24 @@ def read_layers(architecture: pathlib.Path) -> dict[str, Layer]:
 
 
 def include_roots(root: pathlib.Path) -> list[pathlib.Path]:
-    """The include directories in the tree that CMakeLists.txt files name."""
+    """The include directories in the tree that CMakeLists.txt files name, and the cmake/*.cmake
+    files they include (python/cmake/torch_bridge.cmake: where the include()ing CMakeLists.txt
+    is, one folder up, is their ${CMAKE_CURRENT_SOURCE_DIR})."""
     roots = set()
-    for cmake in root.rglob("CMakeLists.txt"):
+    listed = [(c, c.parent) for c in root.rglob("CMakeLists.txt")]
+    listed += [(c, c.parent.parent) for c in root.rglob("cmake/*.cmake")]
+    for cmake, source_dir in listed:
         rel = cmake.relative_to(root)
         if skipped_top(rel.parts[0]):
             continue
         for m in _TARGET_INCLUDES_RE.finditer(cmake.read_text()):
             for token in m.group(1).split():
-                token = token.replace("${CMAKE_CURRENT_SOURCE_DIR}", str(cmake.parent))
+                token = token.replace("${CMAKE_CURRENT_SOURCE_DIR}", str(source_dir))
                 token = token.replace("${PROJECT_SOURCE_DIR}", str(root))
                 if "$" in token or token.isupper():
                     continue  # a variable outside the tree (CUDA, NVTX) or a keyword
                 path = pathlib.Path(token)
-                path = path if path.is_absolute() else cmake.parent / path
+                path = path if path.is_absolute() else source_dir / path
                 if path.is_dir():
                     roots.add(path.resolve())
     return sorted(roots)

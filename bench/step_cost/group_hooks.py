@@ -5,7 +5,7 @@ Separate processes on this VM differ in speed by more than the cost being measur
 never-probed step ran 53 and 72 us per collective in two processes a minute apart), so this
 bench keeps one process and switches the layer's hooks on the probe's own group between blocks:
 
-  cpp     the C++ GroupObserver attached (straggler_probe._c10d, python/src/group_observer.h),
+  cpp     the C++ GroupObserver attached (straggler_probe._c10d, python/src/c10d/group_observer.h),
           the default where _c10d is built against torch 2.15;
   python  the C++ observer detached and the Python pre/post hooks of hooks/process_group.py
           registered instead (the fallback, and what the probe did before);

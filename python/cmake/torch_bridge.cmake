@@ -32,13 +32,16 @@ message(STATUS "straggler_probe: _c10d bridge against torch ${SP_TORCH_VERSION} 
 
 # The adapter itself (c10d::Store as an sp_kv_store, and TCPStore clients for bench/scale), with
 # torch's headers and ABI; the _c10d module and bench/scale link it.
-add_library(sp_c10d_kv_store STATIC src/c10d_kv_store.cpp)
+add_library(sp_c10d_kv_store STATIC src/c10d/c10d_kv_store.cpp)
 set_target_properties(sp_c10d_kv_store PROPERTIES POSITION_INDEPENDENT_CODE ON
                       CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
 # torch's headers are third-party: SYSTEM, so our warning policy does not apply to them.
 target_include_directories(sp_c10d_kv_store SYSTEM PUBLIC
   ${SP_TORCH_DIR}/include ${SP_TORCH_DIR}/include/torch/csrc/api/include)
-target_include_directories(sp_c10d_kv_store PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/src
+# src/c10d: the torch bridge's sources (this adapter, the _c10d module's); src: record_entry.h,
+# which _core shares with it.
+target_include_directories(sp_c10d_kv_store PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/src/c10d
+                           ${CMAKE_CURRENT_SOURCE_DIR}/src
                            ${PROJECT_SOURCE_DIR}/rank_pipeline/include)
 target_compile_definitions(sp_c10d_kv_store PUBLIC _GLIBCXX_USE_CXX11_ABI=${SP_TORCH_CXX11_ABI})
 target_link_libraries(sp_c10d_kv_store PUBLIC ${SP_TORCH_CPU_LIB} ${SP_C10_LIB})
@@ -46,10 +49,10 @@ sp_set_warnings(sp_c10d_kv_store)
 set(SP_TORCH_CXX11_ABI ${SP_TORCH_CXX11_ABI} CACHE INTERNAL "torch's _GLIBCXX_USE_CXX11_ABI")
 set(SP_TORCH_LIB_DIR ${SP_TORCH_DIR}/lib CACHE INTERNAL "torch's library folder")
 
-Python3_add_library(sp_python_c10d MODULE WITH_SOABI src/c10d_store.cpp src/work_stamp.cpp
-                    src/group_observer.cpp src/observed_ops.cpp)
-# C++ pre/post hooks on a ProcessGroup (src/group_observer.h) need torch's hook API with the op id
-# that pairs a pre-hook with its post-hook (torch 2.15); without it the Python hooks stay.
+Python3_add_library(sp_python_c10d MODULE WITH_SOABI src/c10d/c10d_store.cpp
+                    src/c10d/work_stamp.cpp src/c10d/group_observer.cpp src/c10d/observed_ops.cpp)
+# C++ pre/post hooks on a ProcessGroup (src/c10d/group_observer.h) need torch's hook API with the
+# op id that pairs a pre-hook with its post-hook (torch 2.15); without it the Python hooks stay.
 file(STRINGS ${SP_TORCH_DIR}/include/torch/csrc/distributed/c10d/ProcessGroup.hpp
      _sp_pg_hooks REGEX "registerPreHook")
 set(_sp_hook_args "")

@@ -1,5 +1,5 @@
 """A process group's collectives observed by C++ hooks (straggler_probe._c10d.GroupObserver,
-python/src/group_observer.h): torch's ProcessGroup pre/post hooks in C++, each op recorded into
+python/src/c10d/group_observer.h): torch's ProcessGroup pre/post hooks in C++, each op recorded into
 the runtime from C++ when it ends, with no Python on the way. One real gloo process group; the
 by-name wrappers (dist.all_reduce) leave such a group's collectives to the hooks (recorded once,
 numbered by one counter), and still record sends and receives; a futureless op ends at its wait;

@@ -1,4 +1,4 @@
-"""A work's end stamped in C++ (straggler_probe._c10d.stamp_completion, python/src/work_stamp.h):
+"""A work's end stamped in C++ (straggler_probe._c10d.stamp_completion, python/src/c10d/work_stamp.h):
 no Python callback on the backend's thread. The stamp is the future's completion, between the
 op's issue and the return of a wait on it; the probe records async collectives by it, waited or
 not, in the step they ran in."""

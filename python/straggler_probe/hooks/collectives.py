@@ -163,35 +163,27 @@ class CollectiveHooks:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             if getattr(tls, "depth", 0) or rec.failed or rec.paused:
                 return orig(*args, **kwargs)
-            if kind == N.COLLECTIVE and self.native_depth is not None:
+            try:
+                info = self.groups.info(arg(args, kwargs, "group"))
                 # A group observed in C++ (hooks/process_group.py) records its collectives
                 # itself, at a timestamp's cost: nothing for the wrapper to add.
-                observed = self.groups.info(arg(args, kwargs, "group"))
-                if observed is not None and observed.observer is not None:
-                    return orig(*args, **kwargs)
-            try:
-                if not name_id_holder:
-                    name_id_holder.append(rec.intern(name))
-                group = arg(args, kwargs, "group")
-                info = self.groups.info(group)
-                is_async = always_async or bool(arg(args, kwargs, "async_op"))
-                nbytes = payload_bytes(arg(args, kwargs, payload))
-                peer = self._peer(info, arg(args, kwargs, peer_p), arg(args, kwargs, group_peer_p))
+                observed = kind == N.COLLECTIVE and info is not None and info.observer is not None
+                if not observed:
+                    if not name_id_holder:
+                        name_id_holder.append(rec.intern(name))
+                    is_async = always_async or bool(arg(args, kwargs, "async_op"))
+                    nbytes = payload_bytes(arg(args, kwargs, payload))
+                    peer = self._peer(info, arg(args, kwargs, peer_p),
+                                      arg(args, kwargs, group_peer_p))
             except Exception as err:  # noqa: BLE001
                 rec.fail(f"{name}: {type(err).__name__}: {err}")
                 return orig(*args, **kwargs)
+            if observed:
+                return orig(*args, **kwargs)
             mb = rec.p2p_boundary(kind, peer) if kind != N.COLLECTIVE else None
-            tls.depth = 1
-            native = self.native_depth
-            if native is not None:
-                native[0]()
-            start = now_ns()
-            try:
+            with self.suppressed():  # what it calls in turn is this one op
+                start = now_ns()
                 result = orig(*args, **kwargs)
-            finally:
-                tls.depth = 0
-                if native is not None:
-                    native[1]()
             if info is None:
                 return result
             try:

@@ -1,5 +1,5 @@
 """A process group's collectives observed by C++ hooks (straggler_probe._c10d.GroupObserver,
-python/src/group_observer.h), where _c10d is built against a torch whose ProcessGroup takes
+python/src/c10d/group_observer.h), where _c10d is built against a torch whose ProcessGroup takes
 C++ pre/post hooks (2.15). hooks/process_group.py uses it in place of its Python hooks; sends
 and receives come back to it through the callables given here."""
 from __future__ import annotations

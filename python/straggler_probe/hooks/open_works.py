@@ -8,7 +8,7 @@ seen as what that code waited for. Only the first end is recorded.
 
 - With a future, where straggler_probe._c10d is built (against the installed torch): a C++
   callback on the future stamps its completion on the backend's thread, with no GIL and no Python
-  (python/src/work_stamp.h), and the training thread records the op with that end when it next
+  (python/src/c10d/work_stamp.h), and the training thread records the op with that end when it next
   looks: at a wait() on it (the earlier of the stamp and the wait's return), at its next op
   through this layer, after a backward, at a step boundary (one still open after UNWAITED_STEPS
   steps is given up there). Counted in `stamped_ends`. Every async collective of the step then

@@ -11,7 +11,7 @@ go through a wrapper (the wrappers' own calls are counted here, not recorded twi
   C++ callers included. Each group gets the hooks when the probe first sees it (at init() and at
   every step boundary: groups made by FSDP or a DeviceMesh after init() are found there).
   Where straggler_probe._c10d is built against that torch, the hooks are C++
-  (python/src/group_observer.h): a collective costs the issuing thread a timestamp and a
+  (python/src/c10d/group_observer.h): a collective costs the issuing thread a timestamp and a
   sequence number, and its end is recorded by a C++ callback on its future, with no Python and
   no GIL (bench/README.md: the Python hooks cost a gloo DDP job ~50 us a bucket). Sends and
   receives still come here (_p2p_pre / _post), for the recorder's micro-batch state.
@@ -221,16 +221,23 @@ class ProcessGroupHooks:
             pending = self._tls.pending = []
         return pending
 
+    def _begin(self, pg: Any) -> list | None:
+        """An op issued on pg (None: not recorded here): the works done by now end first; the
+        pending list to append it to, or None when it is not recorded (None appended for it)."""
+        pending = self._pending()
+        if self.works.polling:
+            self.works.poll()  # a bucket done by the next one's launch ended by now
+        if pg is None or self.rec.failed:
+            pending.append(None)
+            return None
+        return pending
+
     def _p2p_pre(self, pg: Any, name: str, is_async: bool, nbytes: int, root: int) -> None:
         """A send or receive the C++ hooks hand over (not inside a by-name wrapper; counted)."""
         try:
-            pending = self._pending()
-            if self.works.polling:
-                self.works.poll()
-            if pg is None or self.rec.failed:
-                pending.append(None)
-                return
-            pending.append((pg, name, now_ns(), bool(is_async), int(nbytes), int(root)))
+            pending = self._begin(pg)
+            if pending is not None:
+                pending.append((pg, name, now_ns(), bool(is_async), int(nbytes), int(root)))
         except Exception as err:  # noqa: BLE001 - never raise into torch's collective call
             self.rec.fail(f"process-group pre-hook: {type(err).__name__}: {err}")
 
@@ -239,11 +246,8 @@ class ProcessGroupHooks:
             entry = self._seen.get(key)
             pg = entry[0] if entry is not None else None
             inside_wrapper = self._count(pg) if pg is not None else True
-            pending = self._pending()
-            if self.works.polling:
-                self.works.poll()  # a bucket done by the next one's launch ended by now
-            if inside_wrapper or self.rec.failed:
-                pending.append(None)
+            pending = self._begin(None if inside_wrapper else pg)
+            if pending is None:
                 return
             op = args.name  # an enum: its text is made once per kind, not per bucket
             name = self._op_names.get(op)

@@ -1,13 +1,13 @@
 #include "work_stamp.h"
 
-#include <time.h>
-
 #include <atomic>
 #include <cstdint>
 #include <exception>
 #include <memory>
 
 #include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include "probe_clock.h"
 
 // torch's bindings hold c10d objects by intrusive_ptr (torch/csrc/utils/pybind.h says the same).
 PYBIND11_DECLARE_HOLDER_TYPE(T, c10::intrusive_ptr<T>, true)
@@ -23,13 +23,6 @@ struct WorkStamp {
   // would keep both alive for ever.
   c10::weak_intrusive_ptr<c10::ivalue::Future> future{c10::intrusive_ptr<c10::ivalue::Future>()};
 };
-
-// The probe clock (runtime/src/capture/clock.h, Python's time.time_ns()).
-int64_t realtime_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 // The stamp, or, when the future completed and its callback has not run yet, now (stamped then).
 // c10's Future wakes its waiters before it runs its callbacks: the code that waited for the op

@@ -15,8 +15,9 @@
 #include <string>
 
 #include <Python.h>
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include "probe_clock.h"
 #include "straggler_probe/probe.h"
 
 namespace sp::pyext::observed {
@@ -25,9 +26,6 @@ inline constexpr size_t kOpSlots = 256;  // HookOpName is a uint8_t
 // A futureless op nobody waited for in Python is ended at the step boundary this many steps
 // after its issue (hooks/open_works.py's UNWAITED_STEPS: the same rule for the same works).
 inline constexpr int64_t kUnwaitedSteps = 2;
-
-// CLOCK_REALTIME ns: the probe clock (runtime/src/capture/clock.h, time.time_ns()).
-int64_t realtime_ns();
 
 enum class Route : uint8_t { kCountOnly, kNative, kPython };
 
@@ -56,9 +54,7 @@ struct Observer {
   unsigned long train_thread = 0;
   uint32_t stream_main = 0;
   uint32_t stream_async = 0;
-  int64_t hook_id = 0;
   std::array<OpKind, kOpSlots> kinds{};
-  c10::weak_intrusive_ptr<c10d::ProcessGroup> group{c10::intrusive_ptr<c10d::ProcessGroup>()};
 
   std::atomic<bool> active{false};
   std::atomic<uint64_t> coll_seq{0};

@@ -2,11 +2,8 @@
 
 #ifdef SP_C10D_GROUP_HOOKS
 
-#include <time.h>
-
 #include <algorithm>
 #include <exception>
-#include <iterator>
 #include <utility>
 #include <vector>
 
@@ -33,14 +30,13 @@ bool future_done(const OpenOp& o) {
 }  // namespace
 
 void sweep(bool futureless_too, int64_t step) {
-  std::vector<std::shared_ptr<OpenOp>> due;
+  // (op, the counter its end goes to): seen complete by this look, or given up
+  std::vector<std::pair<std::shared_ptr<OpenOp>, std::atomic<uint64_t> Observer::*>> due;
   {
     const std::lock_guard<std::mutex> lock(g_open_mu);
-    std::vector<std::shared_ptr<OpenOp>>& ops = open_ops();
-    if (ops.empty()) return;
-    auto keep = std::partition(ops.begin(), ops.end(), [&](const std::shared_ptr<OpenOp>& o) {
-      if (o->ended.load(std::memory_order_acquire)) return false;
-      if (!o->owner->active.load(std::memory_order_acquire)) return false;
+    std::erase_if(open_ops(), [&](const std::shared_ptr<OpenOp>& o) {
+      if (o->ended.load(std::memory_order_acquire)) return true;
+      if (!o->owner->active.load(std::memory_order_acquire)) return true;
       bool complete = false;
       if (!o->work) {
         complete = future_done(*o);
@@ -51,15 +47,20 @@ void sweep(bool futureless_too, int64_t step) {
           complete = false;  // a failed op: given up by age
         }
       }
-      return !complete && (step < 0 || step - o->issued_step < kUnwaitedSteps);
+      // A futured op seen complete ended by now; a futureless one too, but nobody waited for it.
+      if (complete) {
+        due.emplace_back(o, o->work ? &Observer::ended_unwaited : &Observer::seen_ends);
+        return true;
+      }
+      if (step >= 0 && step - o->issued_step >= kUnwaitedSteps) {
+        due.emplace_back(o, &Observer::ended_unwaited);
+        return true;
+      }
+      return false;
     });
-    std::move(keep, ops.end(), std::back_inserter(due));
-    ops.erase(keep, ops.end());
   }
   const int64_t now = realtime_ns();
-  for (const std::shared_ptr<OpenOp>& o : due) {
-    o->end(now, (!o->work && future_done(*o)) ? &Observer::seen_ends : &Observer::ended_unwaited);
-  }
+  for (auto& [op, counter] : due) op->end(now, counter);
 }
 
 bool end_waited(const c10d::Work* work, int64_t end_ns) {
@@ -108,12 +109,6 @@ int64_t current_step() { return g_step.load(std::memory_order_relaxed); }
 size_t open_count() {
   const std::lock_guard<std::mutex> lock(g_open_mu);
   return open_ops().size();
-}
-
-int64_t realtime_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
 }  // namespace sp::pyext::observed

@@ -1,7 +1,6 @@
 #include "group_observer.h"
 
 #include <pthread.h>
-#include <time.h>
 
 #include <algorithm>
 #include <array>
@@ -39,7 +38,6 @@ using observed::kOpSlots;
 using observed::Observer;
 using observed::OpenOp;
 using observed::OpKind;
-using observed::realtime_ns;
 using observed::Route;
 
 // Pre-hooks whose post-hook never came (the op threw between them) are dropped past this many.
@@ -188,7 +186,7 @@ class GroupObserver {
                 unsigned long train_thread, const py::list& kinds, uint32_t stream_main,
                 uint32_t stream_async, const py::object& p2p_pre, const py::object& p2p_post,
                 int64_t hook_id, uint64_t first_coll_seq)
-      : o_(std::make_shared<Observer>()) {
+      : o_(std::make_shared<Observer>()), hook_id_(hook_id) {
     if (std::string(record_entry.name() ? record_entry.name() : "") != kRecordEntryCapsule) {
       throw py::value_error("GroupObserver: record_entry is not _core.record_entry()");
     }
@@ -199,7 +197,6 @@ class GroupObserver {
     o_->train_thread = train_thread;
     o_->stream_main = stream_main;
     o_->stream_async = stream_async;
-    o_->hook_id = hook_id;
     o_->coll_seq.store(first_coll_seq);  // the wrappers may have numbered some before
     if (kinds.size() > kOpSlots) throw py::value_error("GroupObserver: more kinds than op names");
     for (size_t i = 0; i < kinds.size(); ++i) {
@@ -224,32 +221,31 @@ class GroupObserver {
     std::shared_ptr<Observer> shared = o_;
     o_->active.store(true, std::memory_order_release);
     // torch calls a hook inside its collective call: nothing may throw back into it.
-    pg->registerPreHook(o_->hook_id, [shared](const c10d::PreHookArgs& args) noexcept {
+    pg->registerPreHook(hook_id_, [shared](const c10d::PreHookArgs& args) noexcept {
       try {
         on_pre(*shared, args);
       } catch (const std::exception& err) {
         shared->fail(std::string("process-group pre-hook (C++): ") + err.what());
       }
     });
-    pg->registerPostHook(o_->hook_id, [shared](const c10d::PostHookArgs& args) noexcept {
+    pg->registerPostHook(hook_id_, [shared](const c10d::PostHookArgs& args) noexcept {
       try {
         on_post(shared, args);
       } catch (const std::exception& err) {
         shared->fail(std::string("process-group post-hook (C++): ") + err.what());
       }
     });
-    o_->group = c10::weak_intrusive_ptr<c10d::ProcessGroup>(pg);
+    group_ = c10::weak_intrusive_ptr<c10d::ProcessGroup>(pg);
   }
 
   // Unhooks the group and stops recording; idempotent. The GIL is held (a Python call or dealloc).
   void detach() {
     o_->active.store(false, std::memory_order_release);
-    if (auto pg = o_->group.lock()) {
-      pg->unregisterPreHook(o_->hook_id);
-      pg->unregisterPostHook(o_->hook_id);
+    if (auto pg = group_.lock()) {
+      pg->unregisterPreHook(hook_id_);
+      pg->unregisterPostHook(hook_id_);
     }
-    o_->group = c10::weak_intrusive_ptr<c10d::ProcessGroup>(
-        c10::intrusive_ptr<c10d::ProcessGroup>());
+    group_ = c10::weak_intrusive_ptr<c10d::ProcessGroup>(c10::intrusive_ptr<c10d::ProcessGroup>());
     for (PyObject** fn : {&o_->p2p_pre, &o_->p2p_post}) {
       Py_XDECREF(*fn);
       *fn = nullptr;
@@ -278,7 +274,9 @@ class GroupObserver {
   }
 
  private:
-  std::shared_ptr<Observer> o_;
+  std::shared_ptr<Observer> o_;  // shared with the hooks and the ops' callbacks
+  int64_t hook_id_;
+  c10::weak_intrusive_ptr<c10d::ProcessGroup> group_{c10::intrusive_ptr<c10d::ProcessGroup>()};
 };
 
 #endif  // SP_C10D_GROUP_HOOKS
@@ -325,7 +323,7 @@ void bind_group_observer(py::module_& m) {
     }
     return work && observed::end_waited(work.get(), end_ns);
   }, py::arg("work"), py::arg("end_ns"),
-     "A wait() on `work` returned at end_ns: ends it if it is an open futureless op of ours.");
+     "A wait() on `work` returned at end_ns: ends it if it is an open op of ours.");
   m.def("settle_works", [](int64_t step) {
     observed::set_step(step);
     observed::sweep(true, step);
