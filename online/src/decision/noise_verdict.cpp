@@ -199,6 +199,16 @@ void NoiseVerdict::rules_within_noise(const StepModel& m, double p, StepVerdict*
   }
 }
 
+void NoiseVerdict::too_small_to_name(const StepModel& m, StepVerdict* v) const {
+  const std::string would = std::string(cause_name(v->cause)) + " " + v->worst.text();
+  v->cause = Cause::kNone;
+  v->worst = {};
+  say_evidence(m, "", v);
+  v->evidence = "too small to name: S=" + fixed(v->S, 4) + ", under the " + fixed(100 * cfg_.min_slowdown, 1) +
+                "% of the ideal step a step is named for; the likeliest culprit, " + would +
+                ", p=" + p_value_text(v->p);
+}
+
 void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, double comm_p,
                          const std::vector<double>& dp_fix_gain, SlowdownAnalysis* slowdown, StepVerdict* v) {
   draw_null(m, slowdown);
@@ -243,6 +253,7 @@ void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, double comm
     if (v->named_by == "persistence") v->evidence += "; " + v->persist.target.text() + " " + lead_text(v->persist, "dp rank");
     v->evidence += "; p=" + p_value_text(e.p);
   }
+  if (v->cause != Cause::kNone && v->S - 1.0 < cfg_.min_slowdown) too_small_to_name(m, v);
   // The S null is calibrated to the steps the verdicts leave unexplained, and to what jitter did
   // to them: a gc pause one step in four, named or not, must not widen the band the next pause
   // is tested against (an unnamed one would widen it, so that fewer are named, which widens it

@@ -107,6 +107,8 @@ class NoiseVerdict {
   void name_persistent(const StepModel& model, size_t dp_rank, const UnitEvidence& e, StepVerdict* v) const;
   // The rules' culprit within the noise: a dp rank named by its own tests, or cause none.
   void rules_within_noise(const StepModel& model, double p, StepVerdict* v);
+  // A significant cause of a step that lost less than min_slowdown: cause none.
+  void too_small_to_name(const StepModel& model, StepVerdict* v) const;
   // This step's leading dp rank (persistence.h), and the jitter and calibration without it.
   void find_leaders(const StepModel& model);
   // v's named_by and persist (the family of the unit named).

@@ -132,6 +132,7 @@ json config_json(const OnlineConfig& c) {
           {"alarm_short_steps", c.noise.alarm_short_steps},
           {"alarm_long_steps", c.noise.alarm_long_steps},
           {"calibration_steps", c.noise.calibration_steps},
+          {"min_slowdown", c.noise.min_slowdown},
           {"ms_min", c.thresholds.ms_min},
           {"mw_min", c.thresholds.mw_min},
           {"seq_corr_min", c.thresholds.seq_corr_min},

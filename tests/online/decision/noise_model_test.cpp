@@ -14,6 +14,7 @@
 #include "decision/noise_model.h"
 #include "decision/significance.h"
 #include "model/step_model_builder.h"
+#include "noisy_job.h"
 #include "driver/step_analysis.h"
 #include "synthetic_job.h"
 
@@ -66,6 +67,29 @@ TEST(NoiseModel, CleanJobsNameAlmostNoOneAndRaiseNoAlarm) {
     EXPECT_LE(o.named, c.steps / 100);  // at most 1% of the steps name a straggler
     EXPECT_EQ(o.alarms, 0);
   }
+}
+
+// One rank has no peers to learn jitter from, so the null has none: every step whose data wait
+// ran a few microseconds over its mean was "significant" (cpu-delay on 29% of a real one-rank
+// job's steps, at S 1.0006-1.0015). A slowdown under min_slowdown of the step is not named.
+TEST(NoiseModel, AOneRankJobNamesNothingItLosesLessThanMinSlowdownTo) {
+  testing::NoisyScenario one;
+  one.job = job(1, 1, 0.0, 7);
+  one.noise = testing::NoiseModel::with_jitter(0.01);  // data waits 2%: a few us a step
+  one.steps = 300;
+  const Outcome o = judge(testing::run_noisy(one).run);
+  EXPECT_EQ(o.named, 0);
+  EXPECT_EQ(o.alarms, 0);
+  // A pause that costs the step more than that is still named, on the same job.
+  testing::Fault gc;
+  gc.kind = testing::FaultKind::kGcPauses;
+  gc.pause_s = 0.005;  // ~7% of the 67 ms step
+  gc.onset = 20;
+  gc.every = 5;
+  one.faults = {gc};
+  const Outcome paused = judge(testing::run_noisy(one).run, "rank:0");
+  EXPECT_GE(paused.named, 50);  // 56 pauses
+  EXPECT_LE(paused.named, 56);
 }
 
 TEST(NoiseModel, ASlowRankIsNamedAndItsAlarmRaised) {

@@ -66,6 +66,13 @@ struct NoiseConfig {
   // to the step-to-step dispersion the job itself shows over this many recent analysed steps, at
   // the upper end of its 95% confidence band (significance.h, NullCalibration).
   int calibration_steps = 128;
+  // The smallest slowdown a step is named for: a significant cause whose step lost less than
+  // this share of its ideal time is reported as none (with its S and what it would have named).
+  // Significance says a delay is real, not that it matters: where the null has almost no
+  // jitter (one rank, no peers to learn it from; a very steady job) a data wait a few
+  // microseconds over its mean is significant. 1% is what the detection bench counts as a
+  // measurable fault (bench/detection, `min_effect`); slowdown_threshold raises it per job.
+  double min_slowdown = 0.01;
 };
 
 struct OnlineConfig {
