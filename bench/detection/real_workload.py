@@ -12,7 +12,8 @@ in every rank, RANK / WORLD_SIZE / MASTER_* set). Spec keys:
                                    s % stall_every == stall_every - 1, for stall_ms
   burn_rank, burn_share            that rank burns real CPU in its forward (matmuls), burn_share x
                                    its own forward + backward as measured over its first steps
-Writes <out>/rank<r>.json: its per-step wall times and the steps it planted a fault on.
+Writes <out>/rank<r>.json: its per-step wall times, the CPU time of its training steps (this
+thread, data loading left out) and the steps it planted a fault on.
 """
 from __future__ import annotations
 
@@ -112,7 +113,7 @@ def main() -> None:
                 state["collect"] = False
         gpt.register_forward_pre_hook(collect_in_forward)
 
-    planted, step_times = [], []
+    planted, step_times, step_cpu = [], [], []
     batches = straggler.endless(data)
     last = time.perf_counter()
     for step in range(spec.get("steps", 60)):
@@ -122,14 +123,17 @@ def main() -> None:
             planted.append(step)
         tokens.pending = stall
         x, y = next(batches)  # after `pending` is set: the stall is in this fetch
+        c0 = time.thread_time()
         straggler.train_step(model, opt, rank_time, x, y)
+        step_cpu.append(time.thread_time() - c0)
         now = time.perf_counter()
         step_times.append(now - last)
         last = now
 
     straggler_probe.shutdown()
     with open(os.path.join(spec["out"], f"rank{rank}.json"), "w") as f:
-        json.dump({"rank": rank, "step_times": step_times, "planted": planted}, f)
+        json.dump({"rank": rank, "step_times": step_times, "planted": planted,
+                   "step_cpu": step_cpu}, f)
     dist.destroy_process_group()
 
 

@@ -4,8 +4,9 @@ times reached them (CUPTI spans, CPU stamps, CUDA events) and what they say.
 A summary is taken with sp_set_summary_callback (sp_ctypes.Probe.set_summary_callback), which
 observes every finished summary just before it is queued for the transport, and decoded here
 from its wire form (runtime/src/codec/summary_codec.cpp: 16-byte header "SPSM", u16 version, u16
-flags, u32 body size, u32 CRC-32; runtime/src/codec/summary_codec_v2.cpp: the version-2 body). Only
-version 2 is decoded (what the runtime writes); anything else is counted as undecodable.
+flags, u32 body size, u32 CRC-32; runtime/src/codec/summary_codec_v2.cpp: the version-2 body, and
+version 3's, which adds the step's CPU time after the annotations). Versions 2 and 3 are decoded
+up to their ops (what these checks read); anything else is counted as undecodable.
 """
 from __future__ import annotations
 
@@ -60,8 +61,9 @@ def decode(data: bytes) -> dict:
     if len(data) < 16 or data[:4] != b"SPSM":
         raise ValueError("not a step summary")
     version, flags, size, crc = struct.unpack_from("<HHII", data, 4)
-    if version != 2 or flags != 0:
-        raise ValueError(f"summary version {version} flags {flags}: only version 2 is decoded")
+    if version not in (2, 3) or flags != 0:
+        raise ValueError(f"summary version {version} flags {flags}: only versions 2 and 3 are "
+                         "decoded")
     body = data[16:]
     if len(body) != size or (zlib.crc32(body) & 0xFFFFFFFF) != crc:
         raise ValueError("size or checksum mismatch")

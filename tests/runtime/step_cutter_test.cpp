@@ -60,6 +60,26 @@ TEST(StepCutter, EventsGoToTheStepWhoseMarksEncloseTheirStart) {
   EXPECT_EQ(starts(c.steps[2]), (std::vector<uint64_t>{3500}));
 }
 
+// A step's CPU time is the marking thread's CPU clock at its mark less at the previous one,
+// when one thread made both marks; the first step (no previous mark) and a step marked from
+// another thread than the one before are unknown (0).
+TEST(StepCutter, TheStepCpuTimeIsTheMarkingThreadsBetweenItsTwoMarks) {
+  StepCutter a({}, /*origin_ns=*/1000);
+  Collector c;
+  a.add_mark({0, 2000, false, /*thread_cpu_ns=*/500, /*thread_id=*/7});
+  a.add_mark({1, 3000, false, 900, 7});
+  a.add_mark({2, 4000, false, 950, 8});   // another thread
+  a.add_mark({3, 5000, false, 1250, 8});
+  a.add_mark({4, 6000, false, 0, 0});     // the clock could not be read
+  a.close_ready(0, 0, /*force=*/true, c.emit());
+  ASSERT_EQ(c.steps.size(), 5u);
+  EXPECT_EQ(c.steps[0].step_cpu_ns, 0u);
+  EXPECT_EQ(c.steps[1].step_cpu_ns, 400u);
+  EXPECT_EQ(c.steps[2].step_cpu_ns, 0u);
+  EXPECT_EQ(c.steps[3].step_cpu_ns, 300u);
+  EXPECT_EQ(c.steps[4].step_cpu_ns, 0u);
+}
+
 TEST(StepCutter, WaitsForTheGracePeriodUnlessForced) {
   StepCutter a({}, 0);
   Collector c;

@@ -60,6 +60,7 @@ void expect_equal(const StepSummary& a, const StepSummary& b) {
   EXPECT_EQ(a.step_end_ns, b.step_end_ns);
   EXPECT_EQ(a.clock_offset_ns, b.clock_offset_ns);
   EXPECT_EQ(a.dropped_events, b.dropped_events);
+  EXPECT_EQ(a.step_cpu_ns, b.step_cpu_ns);
   EXPECT_EQ(a.names, b.names);
   ASSERT_EQ(a.ops.size(), b.ops.size());
   for (size_t i = 0; i < a.ops.size(); ++i) {
@@ -102,15 +103,49 @@ TEST(SummaryCodec, EmptySummaryRoundTrips) {
   EXPECT_TRUE(out.ops.empty());
 }
 
-TEST(SummaryCodec, WritesVersion2WithMagicLittleEndianHeader) {
+TEST(SummaryCodec, WritesVersion3WithMagicLittleEndianHeader) {
   const std::string bytes = encode_summary(sample());
   EXPECT_EQ(bytes.substr(0, 4), "SPSM");
-  EXPECT_EQ(bytes[4], 2);
+  EXPECT_EQ(bytes[4], 3);
   EXPECT_EQ(bytes[5], 0);
   // The body size, little-endian, then the body: rank 3 as a zigzag varint.
   const uint32_t body = static_cast<uint8_t>(bytes[8]) | (static_cast<uint8_t>(bytes[9]) << 8);
   EXPECT_EQ(body, bytes.size() - 16);
   EXPECT_EQ(bytes[16], 6);
+}
+
+// A body framed as the encoder frames it: magic, version, flags 0, size, CRC-32.
+std::string frame(uint16_t version, const std::string& body) {
+  std::string out = "SPSM";
+  wire::Writer h(&out);
+  h.u16(version);
+  h.u16(0);
+  h.u32(static_cast<uint32_t>(body.size()));
+  h.u32(crc32(body.data(), body.size()));
+  return out + body;
+}
+
+// Version 3 adds the step's CPU time at the end; a version-2 body (the same, without it) still
+// decodes, its CPU time unknown (0), and a version-3 body cut before it is an error.
+TEST(SummaryCodec, TheStepCpuTimeRoundTripsAndVersion2StillDecodes) {
+  StepSummary s = sample();
+  s.step_cpu_ns = 123456789;
+  const std::string v3 = encode_summary(s);
+  StepSummary out;
+  std::string error;
+  ASSERT_TRUE(decode_summary(v3, &out, &error)) << error;
+  EXPECT_EQ(out.step_cpu_ns, 123456789u);
+  expect_equal(s, out);
+
+  // Version 2: the same body less its last varint (123456789 takes 4 bytes), reframed.
+  const std::string body2 = v3.substr(16, v3.size() - 16 - 4);
+  ASSERT_TRUE(decode_summary(frame(2, body2), &out, &error)) << error;
+  EXPECT_EQ(out.step_cpu_ns, 0u);
+  EXPECT_EQ(out.ops.size(), s.ops.size());
+
+  // A version-3 header on a body without the CPU time.
+  EXPECT_FALSE(decode_summary(frame(3, body2), &out, &error));
+  EXPECT_NE(error.find("truncated step CPU time"), std::string::npos) << error;
 }
 
 TEST(SummaryCodec, Version1PayloadsStillDecode) {
@@ -212,9 +247,9 @@ TEST(SummaryCodec, SpecificErrorsNameTheProblem) {
   EXPECT_NE(error.find("bad magic"), std::string::npos) << error;
 
   bad = good;
-  bad[4] = 3;
+  bad[4] = 4;
   EXPECT_FALSE(decode_summary(bad, &out, &error));
-  EXPECT_NE(error.find("version 3 is not supported"), std::string::npos) << error;
+  EXPECT_NE(error.find("version 4 is not supported"), std::string::npos) << error;
 
   bad = good + "xx";
   EXPECT_FALSE(decode_summary(bad, &out, &error));
@@ -239,15 +274,7 @@ struct ForgedBody {
     h.svarint(0);                                 // clock offset
     h.varint(0);                                  // dropped
   }
-  std::string framed() const {
-    std::string out = "SPSM";
-    wire::Writer h(&out);
-    h.u16(2);
-    h.u16(0);
-    h.u32(static_cast<uint32_t>(body.size()));
-    h.u32(crc32(body.data(), body.size()));
-    return out + body;
-  }
+  std::string framed() const { return frame(2, body); }
 };
 
 std::string decode_error(const ForgedBody& f) {

@@ -139,6 +139,15 @@ void NoiseVerdict::name_persistent(const StepModel& m, size_t d, const UnitEvide
                   fixed(v->dp_S[d], 3) + " this step; p=" + p_value_text(v->p);
     return;
   }
+  if (v->named_by == "cpu-work") {
+    v->cpu_work = {work_lead_.above, work_lead_.steps, work_lead_.median_excess};
+    v->evidence = "rank " + std::to_string(r) + " did more CPU work than its dp rank peers on " +
+                  std::to_string(work_lead_.above) + " of the last " + std::to_string(work_lead_.steps) +
+                  " steps (median +" + fixed(100 * work_lead_.median_excess, 1) +
+                  "% of the ideal step); its dp rank's score " + fixed(v->dp_S[d], 3) + " this step; p=" +
+                  p_value_text(v->p);
+    return;
+  }
   v->evidence = "rank " + std::to_string(r) + " late over the recent steps: its dp rank's score " +
                 fixed(dp_.window_mean_S(d, cfg_.alarm_short_steps), 3) + " on average over the last " +
                 std::to_string(std::min<size_t>(dp_.observed_steps(), static_cast<size_t>(cfg_.alarm_short_steps))) +

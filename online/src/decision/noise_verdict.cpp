@@ -55,7 +55,8 @@ NoiseVerdict::NoiseVerdict(const NoiseConfig& config, int window_steps)
       dp_(window_steps, history_steps(config), window_clip(config), false),
       stages_(window_steps, history_steps(config), window_clip(config), true),
       fix_(window_steps, history_steps(config)),
-      step_null_(window_steps, config.calibration_steps), alarms_(config), pool_steps_(std::max(1, window_steps)) {}
+      step_null_(window_steps, config.calibration_steps), alarms_(config), pool_steps_(std::max(1, window_steps)),
+      work_(config.alarm_long_steps) {}
 
 void NoiseVerdict::add_draw(const StepModel& m, const NoiseSpread& spread, int d, SlowdownAnalysis* slowdown) {
   slowdown->null_draw(m, spread, static_cast<uint64_t>(m.step) * 64 + static_cast<uint64_t>(d), &draw_);
@@ -181,6 +182,19 @@ void NoiseVerdict::rules_within_noise(const StepModel& m, double p, StepVerdict*
         named = e;
       }
     }
+    // The CPU work test's dp rank (persistence.h, WorkHistory): where the ranks' work is on the
+    // CPU, one that did more of it than its peers on significantly many recent steps, by a
+    // median excess of at least min_slowdown of the step, and whose own durations cost this
+    // step at least that much (its dp rank's score). Not "late this step" as the tests above
+    // ask: on cores the ranks share, the rank that computes more also slows its neighbours, so
+    // on some steps one of them is the later, by the jitter, while the work is still its.
+    const int d = work_lead_.unit;
+    if (d >= 0 && static_cast<size_t>(d) < dp_.units() && static_cast<size_t>(d) < v->dp_S.size() &&
+        work_lead_.median_excess >= cfg_.min_slowdown && v->dp_S[static_cast<size_t>(d)] - 1.0 >= cfg_.min_slowdown &&
+        work_lead_.p < cfg_.alpha && (pick < 0 || work_lead_.p < named.p)) {
+      pick = d;
+      named = {work_lead_.p, "cpu-work"};
+    }
   }
   if (pick >= 0) {
     name_persistent(m, static_cast<size_t>(pick), named, v);
@@ -197,6 +211,30 @@ void NoiseVerdict::rules_within_noise(const StepModel& m, double p, StepVerdict*
     v->evidence += "; " + v->persist.target.text() + " led " + std::to_string(v->persist.led) + " of the last " +
                    std::to_string(v->persist.of) + " steps (persistence p=" + p_value_text(v->persist.p) + ")";
   }
+}
+
+void NoiseVerdict::add_cpu_work(const StepModel& m, double ideal_s) {
+  std::vector<double> cpu(static_cast<size_t>(std::max(0, m.dp_size)), 0.0);
+  for (int r = 0; r < m.world && static_cast<size_t>(r) < m.rank_cpu_s.size(); ++r) {
+    const int d = m.rank_dp[static_cast<size_t>(r)];
+    if (d < 0 || static_cast<size_t>(d) >= cpu.size()) continue;
+    // A rank whose CPU time is unknown leaves its dp rank unknown (0): the step is not kept.
+    const double c = m.rank_cpu_s[static_cast<size_t>(r)];
+    double& sum = cpu[static_cast<size_t>(d)];
+    sum = c > 0 && sum >= 0 ? sum + c : -1.0;
+  }
+  work_.add(cpu, ideal_s);
+  // Over the alarm's two windows (a rank that starts computing more is found within the
+  // shorter, a smaller excess within the longer): the more significant, x2 for the two.
+  // Rank 0 runs the analysis, the transport's collector and the job's c10d store beside its
+  // training: its training thread's CPU time carries their cost on the cores it shares (the
+  // clean 4-rank gloo job here: a median 2.7% of the step above its peers, named on 5 of 75
+  // steps). Its dp rank is compared with, never tested; the wall tests still name it.
+  const int analysing = m.world > 0 && !m.rank_dp.empty() ? m.rank_dp[0] : -1;
+  const WorkHistory::Lead a = work_.lead(cfg_.alarm_short_steps, analysing);
+  const WorkHistory::Lead b = work_.lead(cfg_.alarm_long_steps, analysing);
+  work_lead_ = a.p < b.p ? a : b;
+  work_lead_.p = std::min(1.0, 2 * work_lead_.p);
 }
 
 void NoiseVerdict::too_small_to_name(const StepModel& m, StepVerdict* v) const {
@@ -218,6 +256,7 @@ void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, double comm
   step_null_.set_floor(floor);
   fix_.set_floor(floor);
   dp_.add_observed(v->dp_S);
+  add_cpu_work(m, v->ideal_s);
   fix_.add_observed(dp_fix_gain);
   if (m.pp_size > 1) stages_.add_observed(v->stage_S);
   v->null_ready = true;

@@ -107,6 +107,8 @@ class NoiseVerdict {
   void name_persistent(const StepModel& model, size_t dp_rank, const UnitEvidence& e, StepVerdict* v) const;
   // The rules' culprit within the noise: a dp rank named by its own tests, or cause none.
   void rules_within_noise(const StepModel& model, double p, StepVerdict* v);
+  // The dp ranks' CPU time this step into work_, and its test.
+  void add_cpu_work(const StepModel& model, double ideal_s);
   // A significant cause of a step that lost less than min_slowdown: cause none.
   void too_small_to_name(const StepModel& model, StepVerdict* v) const;
   // This step's leading dp rank (persistence.h), and the jitter and calibration without it.
@@ -129,6 +131,8 @@ class NoiseVerdict {
   int owed_draws_ = 0;
   NoiseSpread owed_spread_;  // the first step's spread, for the owed draws
   Persistence dp_lead_;                      // this step's leading dp rank
+  WorkHistory work_;                         // the dp ranks' CPU work (persistence.h)
+  WorkHistory::Lead work_lead_;              // ... this step's test of it
   std::vector<char> excluded_ranks_;         // the leading dp rank's ranks, left out of the jitter
   std::vector<int> columns_;                 // per dp rank: the rank to name (column_rank)
   std::vector<double> column_p_, stage_p_;  // find_column_ranks' scratch

@@ -105,4 +105,65 @@ Persistence persistence(const UnitFamily& f, int window, int unit) {
   return out;
 }
 
+void WorkHistory::add(const std::vector<double>& cpu, double ideal_s) {
+  const size_t n = cpu.size();
+  if (n < 2 || !(ideal_s > 0)) return;
+  for (double c : cpu) {
+    if (!(c > 0)) return;
+  }
+  if (!excess_.empty() && excess_.back().size() != n) {
+    excess_.clear();
+    most_.clear();
+  }
+  sorted_.assign(cpu.begin(), cpu.end());
+  std::sort(sorted_.begin(), sorted_.end());
+  // The upper median of the others: index j = (n - 1) / 2 of the n - 1 others, which is the
+  // sorted array's j when the unit itself sits above j, else its j + 1.
+  const size_t j = (n - 1) / 2;
+  std::vector<float> row(n);
+  for (size_t u = 0; u < n; ++u) {
+    const double peers = cpu[u] > sorted_[j] ? sorted_[j] : sorted_[j + 1];
+    row[u] = static_cast<float>((cpu[u] - peers) / ideal_s);
+  }
+  excess_.push_back(std::move(row));
+  most_.push_back(static_cast<int>(std::max_element(cpu.begin(), cpu.end()) - cpu.begin()));
+  while (excess_.size() > static_cast<size_t>(window_)) {
+    excess_.pop_front();
+    most_.pop_front();
+  }
+}
+
+WorkHistory::Lead WorkHistory::lead(int k, int excluded) const {
+  Lead out;
+  if (excess_.empty()) return out;
+  const size_t n = excess_.back().size();
+  const size_t steps = k <= 0 ? excess_.size() : std::min(excess_.size(), static_cast<size_t>(k));
+  const size_t first = excess_.size() - steps;
+  std::vector<double> column(steps);
+  double best = -INFINITY;
+  for (size_t u = 0; u < n; ++u) {
+    if (static_cast<int>(u) == excluded) continue;
+    for (size_t i = 0; i < steps; ++i) column[i] = excess_[first + i][u];
+    std::nth_element(column.begin(), column.begin() + static_cast<long>(column.size() / 2), column.end());
+    const double med = column[column.size() / 2];
+    if (med > best) {
+      best = med;
+      out.unit = static_cast<int>(u);
+    }
+  }
+  if (out.unit < 0) return out;
+  out.median_excess = best;
+  out.steps = static_cast<int>(steps);
+  for (size_t i = first; i < excess_.size(); ++i) {
+    out.above += excess_[i][static_cast<size_t>(out.unit)] > 0;
+    out.most += most_[i] == out.unit;
+  }
+  const double units = static_cast<double>(n);
+  const double q_above = static_cast<double>(n - 1 - (n - 1) / 2) / units;
+  const double p =
+      std::min(binomial_upper(out.above, out.steps, q_above), binomial_upper(out.most, out.steps, 1.0 / units));
+  out.p = std::min(1.0, 2 * units * p);
+  return out;
+}
+
 }  // namespace sp::online

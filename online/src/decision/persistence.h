@@ -30,7 +30,9 @@
 // unit had been). Ties within the replay's time resolution are no one's lead and no one's win.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
+#include <deque>
 #include <vector>
 
 #include "significance.h"
@@ -55,5 +57,45 @@ Persistence persistence(const UnitFamily& family, int window, int unit = -1);
 
 // P(Bin(n, 1/2) >= k): a sign test's upper tail.
 double sign_test_p(int k, int n);
+
+// Who does more work, step after step: the persistence test on the CPU time of each unit's
+// step-marking threads, where the ranks' work is on the CPU (StepModel::rank_cpu_s). On a host
+// whose cores the ranks share, a rank that computes more slows whichever rank shares its core
+// too, so wall times scatter more than the work does and the wall tests above see a lead
+// within the noise; CPU time leaves out the time a thread waited for a core.
+//
+// Per step, each unit's excess: its CPU time less the upper median of its peers', as a share of
+// the step's ideal time. The unit with the largest median excess over the last k steps, u, is
+// tested two ways, each a binomial tail exact for exchangeable units:
+// - on how many steps its excess was above 0, against P(an exchangeable unit is above the upper
+//   median of the N-1 others) = (N - 1 - floor((N - 1) / 2)) / N (1/2 for N even, less odd);
+// - on how many it did the most work of all, against 1/N: a unit that computes more on every
+//   step is found within a few steps (4 ranks: 4 x 4^-6 < 1e-3), where the first half needs
+//   a dozen.
+// p: 2 x the smaller (two tests), Bonferroni over the N units it was chosen from.
+class WorkHistory {
+ public:
+  explicit WorkHistory(int window) : window_(std::max(1, window)) {}
+  // One step: CPU seconds per unit (any <= 0: unknown, the step is not kept) and the step's
+  // ideal time. A change in the number of units starts the history again.
+  void add(const std::vector<double>& unit_cpu_s, double ideal_s);
+
+  struct Lead {
+    int unit = -1;             // -1: no step kept
+    int above = 0, steps = 0;  // steps its excess was above 0, of the steps kept
+    int most = 0;              // steps it did the most work of all units
+    double median_excess = 0;  // its median excess over them, a share of the ideal step
+    double p = 1.0;            // both tests, corrected for the units
+  };
+  // Over the last k kept steps (at most the window; k <= 0: the window). `excluded` (>= 0): a
+  // unit that is compared with but never tested (NoiseVerdict: the one hosting the analysis).
+  Lead lead(int k = 0, int excluded = -1) const;
+
+ private:
+  int window_;
+  std::deque<std::vector<float>> excess_;  // per kept step, per unit; newest last
+  std::deque<int> most_;                   // per kept step, the unit that did the most work
+  std::vector<double> sorted_;
+};
 
 }  // namespace sp::online

@@ -62,6 +62,9 @@ struct StepModel {
   // Measured step time: the longest rank's step (its step mark - its step start). Per rank,
   // because pipeline stages start their steps at different times.
   double time_s = 0;
+  // Per rank, the CPU time of its step-marking thread over the step (StepSummary::step_cpu_ns),
+  // in seconds; 0 where unknown or where some of its ops were timed off the CPU (a device's).
+  std::vector<double> rank_cpu_s;
   std::vector<std::string> type_names;
   std::vector<std::string> ideal_keys;
   std::vector<std::string> delay_keys;

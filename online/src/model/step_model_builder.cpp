@@ -355,6 +355,14 @@ std::optional<StepModel> build_step_model(const Summaries& by_rank, const ModelO
   StepModel m;
   m.world = static_cast<int>(by_rank.size());
   m.step = by_rank[0]->step;
+  m.rank_cpu_s.reserve(by_rank.size());
+  for (const auto* s : by_rank) {
+    // A rank's CPU time is its work only where its work is timed on the CPU: a device's kernels
+    // are not in it, and a thread waiting for a device may spin.
+    const bool on_cpu = std::all_of(s->ops.begin(), s->ops.end(),
+                                    [](const runtime::OpRecord& op) { return op.time_source == SP_TIME_CPU; });
+    m.rank_cpu_s.push_back(on_cpu ? static_cast<double>(s->step_cpu_ns) * 1e-9 : 0.0);
+  }
   const SourceSelection selected = select_sources(by_rank);
   m.superseded = selected.superseded;
   m.kept_alone = selected.kept_alone;

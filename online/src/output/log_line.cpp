@@ -57,6 +57,10 @@ std::string format_log_line(const StepVerdict& v) {
     if (v.named_by == "persistence") {
       line += " persist=" + std::to_string(v.persist.led) + "/" + std::to_string(v.persist.of);
     }
+    // The CPU work test named it: more CPU work than its peers on k of the last n steps.
+    if (v.named_by == "cpu-work") {
+      line += " cpu_work=" + std::to_string(v.cpu_work.above) + "/" + std::to_string(v.cpu_work.of);
+    }
   }
   line += " evidence=" + quoted(v.evidence);
   return line;

@@ -30,6 +30,10 @@ struct StepSummary {
   uint64_t step_end_ns = 0;   // this step mark
   int64_t clock_offset_ns = 0;   // estimated offset of this rank's clock to rank 0's (add to times)
   uint64_t dropped_events = 0;   // events lost on this rank during the step (ring full)
+  // CPU time of the thread that marks steps (the training loop's) over this step: its work, as
+  // against its wall time, which also holds what it waited for a core or a device. 0: unknown
+  // (marked from another thread than the step before, or an older sender).
+  uint64_t step_cpu_ns = 0;
   std::vector<OpRecord> ops;     // in start order
   std::vector<Annotation> annotations;
   std::vector<std::string> names;  // names[name_id] (index 0 is "")

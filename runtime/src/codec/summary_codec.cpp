@@ -1,11 +1,12 @@
 // Framing of a step summary (all integers little-endian):
 //   header, 16 bytes: magic "SPSM", u16 version, u16 flags (0), u32 body size,
 //                     u32 CRC-32 of the body
-//   body: version 2 (summary_codec_v2.cpp) is written; versions 1 (summary_codec_v1.cpp) and 2
-//         are read, so that per-rank .spsum files written before version 2 stay readable.
+//   body: version 3 (summary_codec_v2.cpp: version 2's body and the step's CPU time) is
+//         written; versions 1 (summary_codec_v1.cpp), 2 and 3 are read, so that per-rank .spsum
+//         files written before stay readable (their step CPU time unknown, 0).
 // The decoders check every length against the bytes left before they allocate, so a truncated
 // or hostile payload costs at most its own size; the checks every op must pass (kind, times,
-// name id) are made here, once for both versions.
+// name id) are made here, once for every version.
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -21,7 +22,7 @@ namespace sp::runtime {
 namespace {
 
 constexpr char kMagic[4] = {'S', 'P', 'S', 'M'};
-constexpr uint16_t kWriteVersion = 2;
+constexpr uint16_t kWriteVersion = 3;
 constexpr size_t kHeaderSize = 16;
 
 bool fail(std::string* error, std::string message) {
@@ -59,8 +60,8 @@ bool read_header(std::string_view bytes, uint32_t* version, std::string_view* bo
   h.u32(&body_size);
   h.u32(&crc);
   *version = version_flags & 0xFFFFu;
-  if (*version != 1 && *version != 2) {
-    return fail(error, fmt::format("version {} is not supported (this build reads 1 and 2)",
+  if (*version < 1 || *version > 3) {
+    return fail(error, fmt::format("version {} is not supported (this build reads 1 to 3)",
                                    *version));
   }
   if (const uint32_t flags = version_flags >> 16; flags != 0) {
@@ -87,7 +88,7 @@ std::string encode_summary(const StepSummary& s) {
               s.annotations.size() * 24);
   // The name table always starts with "" so that name_id 0 means "no name" on both sides.
   const bool has_empty_first = !s.names.empty() && s.names.front().empty();
-  codec::encode_body_v2(s, has_empty_first ? 0 : 1, &out);
+  codec::encode_body_v3(s, has_empty_first ? 0 : 1, &out);
   const size_t body_size = out.size() - kHeaderSize;
   std::string header;
   wire::Writer h(&header);
@@ -107,8 +108,9 @@ bool decode_summary(std::string_view bytes, StepSummary* out, std::string* error
     std::string_view body;
     if (!read_header(bytes, &version, &body, error)) return false;
     StepSummary s;
-    std::string why = version == 1 ? codec::decode_body_v1(body, kHeaderSize, &s)
-                                   : codec::decode_body_v2(body, kHeaderSize, &s);
+    std::string why = version == 1   ? codec::decode_body_v1(body, kHeaderSize, &s)
+                      : version == 2 ? codec::decode_body_v2(body, kHeaderSize, &s)
+                                     : codec::decode_body_v3(body, kHeaderSize, &s);
     if (why.empty()) why = check_ops(s);
     if (!why.empty()) return fail(error, std::move(why));
     *out = std::move(s);

@@ -13,9 +13,11 @@ namespace sp::runtime::codec {
 // Version 1 (written until the compact version 2; still read: persisted .spsum files hold it).
 std::string decode_body_v1(std::string_view body, size_t base, StepSummary* out);
 
-// Version 2, the compact one. `name_shift` is 1 when s.names lacks the leading "" (every
-// non-zero name_id then moves up by one so that id 0 keeps meaning "no name").
-void encode_body_v2(const StepSummary& s, uint32_t name_shift, std::string* body);
+// Version 2, the compact one (written until version 3; still read).
 std::string decode_body_v2(std::string_view body, size_t base, StepSummary* out);
+// Version 3: version 2's body and the step's CPU time. `name_shift` is 1 when s.names lacks the
+// leading "" (every non-zero name_id then moves up by one so that id 0 keeps meaning "no name").
+void encode_body_v3(const StepSummary& s, uint32_t name_shift, std::string* body);
+std::string decode_body_v3(std::string_view body, size_t base, StepSummary* out);
 
 }  // namespace sp::runtime::codec

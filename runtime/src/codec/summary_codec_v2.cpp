@@ -16,6 +16,7 @@
 //     v stream, v name_id
 //   v annotation key count, then the keys (v length, bytes)
 //   v annotation count, then per annotation: z microbatch, v key index, v value length, value
+// Version 3: the same, then v step_cpu_ns.
 // Why: a step of a rank is tens of ops whose times are close together and whose group ids,
 // names and keys repeat; version 1 spent 80 bytes on each op (see rank_pipeline/README.md for
 // the bytes per rank and step).
@@ -66,8 +67,8 @@ uint8_t presence_of(const OpRecord& op, uint32_t name_id) {
 
 class BodyEncoder {
  public:
-  BodyEncoder(const StepSummary& s, uint32_t name_shift, std::string* out)
-      : s_(s), shift_(name_shift), w_(out) {}
+  BodyEncoder(const StepSummary& s, uint32_t name_shift, bool v3, std::string* out)
+      : s_(s), shift_(name_shift), v3_(v3), w_(out) {}
 
   void run() {
     w_.svarint(s_.rank);
@@ -90,6 +91,7 @@ class BodyEncoder {
       prev_start = op.start_ns;
     }
     annotations();
+    if (v3_) w_.varint(s_.step_cpu_ns);
   }
 
  private:
@@ -158,6 +160,7 @@ class BodyEncoder {
 
   const StepSummary& s_;
   uint32_t shift_;
+  bool v3_;
   wire::Writer w_;
   std::map<GroupKey, size_t> group_index_;
   std::vector<uint64_t> last_seq_;
@@ -165,7 +168,8 @@ class BodyEncoder {
 
 class BodyDecoder {
  public:
-  BodyDecoder(std::string_view body, size_t base, StepSummary* s) : r_(body, base), s_(*s) {}
+  BodyDecoder(std::string_view body, size_t base, bool v3, StepSummary* s)
+      : r_(body, base), v3_(v3), s_(*s) {}
 
   std::string run() {
     int64_t end_delta = 0;
@@ -180,8 +184,12 @@ class BodyDecoder {
     if (std::string e = groups(); !e.empty()) return e;
     if (std::string e = ops(); !e.empty()) return e;
     if (std::string e = annotations(); !e.empty()) return e;
+    if (v3_ && !r_.varint(&s_.step_cpu_ns)) {
+      return fmt::format("truncated step CPU time at byte {}", r_.offset());
+    }
     if (r_.remaining() != 0) {
-      return fmt::format("{} unexpected bytes after the annotations", r_.remaining());
+      return fmt::format("{} unexpected bytes after the {}", r_.remaining(),
+                         v3_ ? "step CPU time" : "annotations");
     }
     return "";
   }
@@ -311,6 +319,7 @@ class BodyDecoder {
   }
 
   wire::Reader r_;
+  bool v3_;
   StepSummary& s_;
   std::vector<GroupKey> groups_;
   std::vector<uint64_t> last_seq_;
@@ -318,12 +327,16 @@ class BodyDecoder {
 
 }  // namespace
 
-void encode_body_v2(const StepSummary& s, uint32_t name_shift, std::string* body) {
-  BodyEncoder(s, name_shift, body).run();
+void encode_body_v3(const StepSummary& s, uint32_t name_shift, std::string* body) {
+  BodyEncoder(s, name_shift, true, body).run();
 }
 
 std::string decode_body_v2(std::string_view body, size_t base, StepSummary* out) {
-  return BodyDecoder(body, base, out).run();
+  return BodyDecoder(body, base, false, out).run();
+}
+
+std::string decode_body_v3(std::string_view body, size_t base, StepSummary* out) {
+  return BodyDecoder(body, base, true, out).run();
 }
 
 }  // namespace sp::runtime::codec

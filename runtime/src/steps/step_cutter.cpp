@@ -79,6 +79,11 @@ void StepCutter::add_mark(StepMark mark) {
   b.mark = mark;
   b.start_ns = last_mark_ns_;
   b.dropped = std::exchange(open_.dropped, 0);
+  if (mark.thread_id != 0 && mark.thread_id == last_mark_.thread_id &&
+      mark.thread_cpu_ns >= last_mark_.thread_cpu_ns && last_mark_.thread_cpu_ns != 0) {
+    b.cpu_ns = mark.thread_cpu_ns - last_mark_.thread_cpu_ns;
+  }
+  last_mark_ = mark;
 
   auto ops_end = std::stable_partition(open_.ops.begin(), open_.ops.end(),
                                        [&](const sp_event& ev) { return ev.start_ns <= mark.t_ns; });
@@ -116,6 +121,7 @@ void StepCutter::close_front(const Emit& emit) {
   s.step_start_ns = b.start_ns;
   s.step_end_ns = b.mark.t_ns;
   s.dropped_events = b.dropped;
+  s.step_cpu_ns = b.cpu_ns;
   std::sort(b.ops.begin(), b.ops.end(), [](const sp_event& x, const sp_event& y) {
     return x.start_ns != y.start_ns ? x.start_ns < y.start_ns : x.end_ns < y.end_ns;
   });

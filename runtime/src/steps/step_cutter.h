@@ -19,6 +19,10 @@ struct StepMark {
   int64_t step = 0;
   uint64_t t_ns = 0;
   bool paused = false;  // the step ending at this mark was not recorded (sp_set_recording_paused)
+  // The marking thread's CPU clock at the mark, and which thread that was (0: unknown): a
+  // step's CPU time is the difference from the previous mark's, when one thread made both.
+  uint64_t thread_cpu_ns = 0;
+  uint64_t thread_id = 0;
 };
 
 class StepCutter {
@@ -58,6 +62,7 @@ class StepCutter {
   struct Bucket {
     StepMark mark;
     uint64_t start_ns = 0;
+    uint64_t cpu_ns = 0;  // the marking thread's CPU time over the step (0: unknown)
     std::vector<sp_event> ops;
     std::vector<TimedAnnotation> annotations;
     uint64_t dropped = 0;
@@ -76,6 +81,7 @@ class StepCutter {
   int64_t last_closed_step_ = 0;
   uint64_t closed_until_ns_ = 0;  // untagged events starting at or before this are late
   uint64_t last_mark_ns_ = 0;
+  StepMark last_mark_;  // for the step CPU time
   uint64_t discarded_ = 0;
   uint64_t annotations_dropped_ = 0;
 };

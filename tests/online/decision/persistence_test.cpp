@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
@@ -202,6 +203,73 @@ TEST(Persistence, ASlowRankWithinTheJitterIsNamedByWhoLedOnceTheWindowFills) {
   EXPECT_EQ(alarms, 1);
 }
 
+// Ranks sharing cores: every op's time scatters by 25% (who got a core when), while the CPU
+// time of each rank's step is its work, to 2%. Rank 2 computes 15% more on every step (its
+// CPU time and its ops both), which the wall tests cannot tell from the scatter on most steps.
+testing::SyntheticRun crowded_job(bool slow, bool with_cpu) {
+  testing::NoisyScenario sc;
+  sc.job.dp = 4;
+  sc.noise = testing::NoiseModel::with_jitter(0.25);
+  if (slow) sc.faults = {{testing::FaultKind::kSlowRank, 2, 0.15}};
+  sc.steps = 80;
+  sc.seed = 9;
+  testing::SyntheticRun run = testing::run_noisy(sc).run;
+  std::mt19937 rng(4);
+  std::normal_distribution<double> z(0.0, 1.0);
+  const double work_s = sc.job.forward_s + sc.job.backward_s + sc.job.optimizer_s;
+  for (auto& step : run.steps) {
+    for (runtime::StepSummary& s : step) {
+      const double factor = (slow && s.rank == 2 ? 1.15 : 1.0) * std::exp(0.02 * z(rng));
+      s.step_cpu_ns = with_cpu ? static_cast<uint64_t>(work_s * factor * 1e9) : 0;
+    }
+  }
+  return run;
+}
+
+struct Named {
+  int after = 0, rank2 = 0, by_cpu = 0, any = 0;
+};
+
+Named named_in(const testing::SyntheticRun& run) {
+  Named n;
+  for (const StepVerdict& v : testing::analyze_run(run)) {
+    if (v.step < 20) continue;
+    ++n.after;
+    n.any += v.cause != Cause::kNone;
+    if (v.cause != Cause::kWorker || v.worst != "rank:2") continue;
+    ++n.rank2;
+    if (v.named_by != "cpu-work") continue;
+    ++n.by_cpu;
+    EXPECT_GE(v.cpu_work.above, v.cpu_work.of * 3 / 4) << v.step;
+    EXPECT_NE(format_log_line(v).find(" cpu_work="), std::string::npos);
+  }
+  return n;
+}
+
+TEST(WorkHistory, ARankThatComputesMoreOnCrowdedCoresIsNamedByItsCpuWork) {
+  const Named with_cpu = named_in(crowded_job(true, true));
+  const Named wall_only = named_in(crowded_job(true, false));
+  const Named clean = named_in(crowded_job(false, true));
+  EXPECT_GE(with_cpu.rank2, with_cpu.after * 8 / 10);
+  EXPECT_GE(with_cpu.by_cpu, with_cpu.rank2 / 2);
+  EXPECT_LT(wall_only.rank2, with_cpu.rank2);  // the wall tests alone find it less often
+  EXPECT_LE(clean.any, 1);
+  std::printf("named rank 2 on %d of %d steps (%d by cpu-work); wall only %d; clean twin %d\n",
+              with_cpu.rank2, with_cpu.after, with_cpu.by_cpu, wall_only.rank2, clean.any);
+}
+
+// Where a rank's ops are timed off the CPU (a device's kernels), its CPU time is not its work
+// (a thread waiting for a device may spin): the same job's CPU times are not used.
+TEST(WorkHistory, CpuTimeIsNotWorkWhereOpsAreTimedOnADevice) {
+  testing::SyntheticRun run = crowded_job(true, true);
+  for (auto& step : run.steps) {
+    for (runtime::StepSummary& s : step) {
+      if (!s.ops.empty()) s.ops.front().time_source = SP_TIME_CUDA_EVENT;
+    }
+  }
+  for (const StepVerdict& v : testing::analyze_run(run)) EXPECT_NE(v.named_by, "cpu-work") << v.step;
+}
+
 TEST(Persistence, ItsCleanTwinNamesNoOne) {
   int named = 0, alarms = 0;
   for (const StepVerdict& v : testing::analyze_run(testing::run_noisy(shifted_job(false)).run)) {
@@ -210,6 +278,79 @@ TEST(Persistence, ItsCleanTwinNamesNoOne) {
   }
   EXPECT_LE(named, 150 / 100);
   EXPECT_EQ(alarms, 0);
+}
+
+}  // namespace
+}  // namespace sp::online
+
+namespace sp::online {
+namespace {
+
+// The CPU work test's false-positive rate on exchangeable units: windows of 32 steps, each unit's
+// CPU time log-normal around one level, the share of windows whose p is below the level. The
+// null probability it tests against is exact for every N (1/2 for N even, (N-1)/2N odd), so the
+// share stays under the level but for the binomial's own discreteness.
+double work_false_share(size_t units, int windows, double level, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> z(0.0, 1.0);
+  int named = 0;
+  for (int w = 0; w < windows; ++w) {
+    WorkHistory h(32);
+    for (int s = 0; s < 32; ++s) {
+      std::vector<double> cpu(units);
+      for (double& c : cpu) c = 0.1 * std::exp(0.05 * z(rng));
+      h.add(cpu, 0.1);
+    }
+    named += h.lead().p < level;
+  }
+  return static_cast<double>(named) / windows;
+}
+
+TEST(WorkHistory, ExchangeableUnitsAreNamedAtMostAtTheLevel) {
+  for (const size_t units : {2u, 3u, 4u, 64u}) {
+    SCOPED_TRACE(units);
+    EXPECT_LE(work_false_share(units, 2000, 0.05, 11), 0.05 + 0.015);
+  }
+}
+
+// One of four ranks computes 10% more on every step while each rank's CPU time scatters by 10%
+// (more than the margin on many steps): above its peers' upper median on most of the window.
+TEST(WorkHistory, AUnitThatDoesMoreWorkOnMostStepsIsFound) {
+  std::mt19937 rng(3);
+  std::normal_distribution<double> z(0.0, 1.0);
+  WorkHistory h(32);
+  for (int s = 0; s < 32; ++s) {
+    std::vector<double> cpu(4);
+    for (double& c : cpu) c = 0.1 * std::exp(0.1 * z(rng));
+    cpu[2] *= 1.3;
+    h.add(cpu, 0.12);
+  }
+  const WorkHistory::Lead l = h.lead();
+  EXPECT_EQ(l.unit, 2);
+  EXPECT_EQ(l.steps, 32);
+  EXPECT_GE(l.above, 28);
+  EXPECT_LT(l.p, 1e-3);
+  EXPECT_GT(l.median_excess, 0.1);
+}
+
+// A step where some unit's CPU time is unknown (0) is not kept; a change in the number of units
+// starts the history again; the window keeps the last `window` steps.
+TEST(WorkHistory, UnknownStepsAreLeftOutAndTheWindowSlides) {
+  WorkHistory h(3);
+  h.add({0.1, 0.2}, 0.2);
+  h.add({0.1, 0.0}, 0.2);
+  EXPECT_EQ(h.lead().steps, 1);
+  EXPECT_EQ(h.lead().unit, 1);
+  EXPECT_NEAR(h.lead().median_excess, 0.5, 1e-6);  // (0.2 - 0.1) / 0.2
+  for (int s = 0; s < 5; ++s) h.add({0.3, 0.1}, 0.2);
+  EXPECT_EQ(h.lead().steps, 3);
+  EXPECT_EQ(h.lead().unit, 0);
+  h.add({0.1, 0.1, 0.4}, 0.2);
+  EXPECT_EQ(h.lead().steps, 1);
+  EXPECT_EQ(h.lead().unit, 2);
+  // An excluded unit is a peer, never the one tested.
+  EXPECT_EQ(h.lead(0, 2).unit, 0);
+  EXPECT_LT(h.lead(0, 2).median_excess, 0);
 }
 
 }  // namespace

@@ -78,6 +78,14 @@ struct PersistenceEvidence {
   double p = 1.0;
 };
 
+// The CPU work test that named a worker (named_by "cpu-work"): its dp rank did more CPU work
+// than the upper median of its peers on `above` of the last `of` steps, by a median of
+// `excess` (a share of the ideal step).
+struct CpuWorkEvidence {
+  int above = 0, of = 0;
+  double excess = 0;
+};
+
 struct StepVerdict {
   int64_t step = 0;
   bool analyzed = false;
@@ -124,11 +132,13 @@ struct StepVerdict {
   double p = 1.0;
   bool null_ready = false;
   // Which test named the cause: "step" (this step against the null), "window" (the recent
-  // steps' mean lateness against the null) or "persistence" (who led the recent steps:
-  // `persist`); "" for cause none. persist: the evidence of the dp rank of the rank named, or,
-  // naming none, of the dp rank that led the most recent steps.
+  // steps' mean lateness against the null), "persistence" (who led the recent steps:
+  // `persist`) or "cpu-work" (who did more CPU work over them: `cpu_work`); "" for cause
+  // none. persist: the evidence of the dp rank of the rank named, or, naming none, of the dp
+  // rank that led the most recent steps.
   std::string named_by;
   PersistenceEvidence persist;
+  CpuWorkEvidence cpu_work;        // named_by "cpu-work" only
   std::vector<AlarmEvent> alarms;  // alarms raised or cleared at this step
 };
 
