@@ -23,9 +23,23 @@ bool check_summary(const runtime::StepSummary& s, int index, int world, std::str
              std::to_string(world);
     return false;
   }
+  // Times are ns since the epoch (2^62: the year 2116) and clock offsets a few seconds at most
+  // (2^60: 36 years): within these, a time plus an offset and the difference of two such stay
+  // inside int64 (the model's arithmetic), whatever bytes another rank sent.
+  constexpr uint64_t kMaxTimeNs = uint64_t{1} << 62;
+  constexpr int64_t kMaxOffsetNs = int64_t{1} << 60;
+  if (s.step_start_ns >= kMaxTimeNs || s.step_end_ns >= kMaxTimeNs || s.clock_offset_ns >= kMaxOffsetNs ||
+      s.clock_offset_ns <= -kMaxOffsetNs) {
+    *error = who() + ": step time or clock offset out of range";
+    return false;
+  }
   for (size_t i = 0; i < s.ops.size(); ++i) {
     const sp_event& ev = s.ops[i];
     const auto op = [&who, i] { return who() + ": op " + std::to_string(i); };
+    if (ev.start_ns >= kMaxTimeNs || ev.end_ns >= kMaxTimeNs) {
+      *error = op() + " has a time out of range";
+      return false;
+    }
     if (op_role(ev.kind) == OpRole::kInvalid) {
       *error = op() + " has unknown kind " + std::to_string(ev.kind);
       return false;

@@ -2,6 +2,8 @@
 // memory holds when ranks fall silent, and good steps around bad ones are still analysed.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 #include "straggler_probe/online/analyzer.h"
 #include "synthetic_job.h"
 
@@ -88,6 +90,15 @@ TEST(OnlineMalformed, RanksDisagreeOnTheCollectiveType) {
 TEST(OnlineMalformed, OpEndingBeforeItStarts) {
   const Fed f = feed(ddp_run(), [](SyntheticRun& r) { r.steps[0][1].ops[0].end_ns = r.steps[0][1].ops[0].start_ns - 1; });
   expect_skipped(f, 0, "malformed: rank 1: op 0 ends before it starts");
+}
+
+// Bytes from another rank whose times or clock offset would overflow the model's int64
+// arithmetic (the asan fuzzer found one: an offset near -2^63) are rejected, not computed with.
+TEST(OnlineMalformed, TimesAndClockOffsetsOutOfRange) {
+  const Fed offset = feed(ddp_run(), [](SyntheticRun& r) { r.steps[2][1].clock_offset_ns = INT64_MIN + 5; });
+  expect_skipped(offset, 2, "malformed: rank 1: step time or clock offset out of range");
+  const Fed time = feed(ddp_run(), [](SyntheticRun& r) { r.steps[3][2].ops[1].end_ns = UINT64_MAX - 1; });
+  expect_skipped(time, 3, "malformed: rank 2: op 1 has a time out of range");
 }
 
 TEST(OnlineMalformed, UnknownOpKind) {
