@@ -91,7 +91,6 @@ void Consumer::run() noexcept {
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, nullptr);
-  pthread_setname_np(pthread_self(), "sp-consumer");
   try {
     const auto interval = std::chrono::milliseconds(config_.drain_interval_ms);
     for (;;) {
