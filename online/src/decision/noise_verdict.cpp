@@ -189,7 +189,7 @@ void NoiseVerdict::rules_within_noise(const StepModel& m, double p, StepVerdict*
     // ask: on cores the ranks share, the rank that computes more also slows its neighbours, so
     // on some steps one of them is the later, by the jitter, while the work is still its.
     const int d = work_lead_.unit;
-    if (d >= 0 && static_cast<size_t>(d) < dp_.units() && static_cast<size_t>(d) < v->dp_S.size() &&
+    if (d >= 0 && static_cast<size_t>(d) < v->dp_S.size() &&
         work_lead_.median_excess >= cfg_.min_slowdown && v->dp_S[static_cast<size_t>(d)] - 1.0 >= cfg_.min_slowdown &&
         work_lead_.p < cfg_.alpha && (pick < 0 || work_lead_.p < named.p)) {
       pick = d;

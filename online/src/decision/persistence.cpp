@@ -111,10 +111,7 @@ void WorkHistory::add(const std::vector<double>& cpu, double ideal_s) {
   for (double c : cpu) {
     if (!(c > 0)) return;
   }
-  if (!excess_.empty() && excess_.back().size() != n) {
-    excess_.clear();
-    most_.clear();
-  }
+  if (!steps_.empty() && steps_.back().excess.size() != n) steps_.clear();
   sorted_.assign(cpu.begin(), cpu.end());
   std::sort(sorted_.begin(), sorted_.end());
   // The upper median of the others: index j = (n - 1) / 2 of the n - 1 others, which is the
@@ -125,25 +122,21 @@ void WorkHistory::add(const std::vector<double>& cpu, double ideal_s) {
     const double peers = cpu[u] > sorted_[j] ? sorted_[j] : sorted_[j + 1];
     row[u] = static_cast<float>((cpu[u] - peers) / ideal_s);
   }
-  excess_.push_back(std::move(row));
-  most_.push_back(static_cast<int>(std::max_element(cpu.begin(), cpu.end()) - cpu.begin()));
-  while (excess_.size() > static_cast<size_t>(window_)) {
-    excess_.pop_front();
-    most_.pop_front();
-  }
+  steps_.push_back({std::move(row), static_cast<int>(std::max_element(cpu.begin(), cpu.end()) - cpu.begin())});
+  while (steps_.size() > static_cast<size_t>(window_)) steps_.pop_front();
 }
 
 WorkHistory::Lead WorkHistory::lead(int k, int excluded) const {
   Lead out;
-  if (excess_.empty()) return out;
-  const size_t n = excess_.back().size();
-  const size_t steps = k <= 0 ? excess_.size() : std::min(excess_.size(), static_cast<size_t>(k));
-  const size_t first = excess_.size() - steps;
+  if (steps_.empty()) return out;
+  const size_t n = steps_.back().excess.size();
+  const size_t steps = k <= 0 ? steps_.size() : std::min(steps_.size(), static_cast<size_t>(k));
+  const size_t first = steps_.size() - steps;
   std::vector<double> column(steps);
   double best = -INFINITY;
   for (size_t u = 0; u < n; ++u) {
     if (static_cast<int>(u) == excluded) continue;
-    for (size_t i = 0; i < steps; ++i) column[i] = excess_[first + i][u];
+    for (size_t i = 0; i < steps; ++i) column[i] = steps_[first + i].excess[u];
     std::nth_element(column.begin(), column.begin() + static_cast<long>(column.size() / 2), column.end());
     const double med = column[column.size() / 2];
     if (med > best) {
@@ -154,9 +147,9 @@ WorkHistory::Lead WorkHistory::lead(int k, int excluded) const {
   if (out.unit < 0) return out;
   out.median_excess = best;
   out.steps = static_cast<int>(steps);
-  for (size_t i = first; i < excess_.size(); ++i) {
-    out.above += excess_[i][static_cast<size_t>(out.unit)] > 0;
-    out.most += most_[i] == out.unit;
+  for (size_t i = first; i < steps_.size(); ++i) {
+    out.above += steps_[i].excess[static_cast<size_t>(out.unit)] > 0;
+    out.most += steps_[i].most == out.unit;
   }
   const double units = static_cast<double>(n);
   const double q_above = static_cast<double>(n - 1 - (n - 1) / 2) / units;

@@ -93,8 +93,11 @@ class WorkHistory {
 
  private:
   int window_;
-  std::deque<std::vector<float>> excess_;  // per kept step, per unit; newest last
-  std::deque<int> most_;                   // per kept step, the unit that did the most work
+  struct Step {
+    std::vector<float> excess;  // per unit
+    int most = -1;              // the unit that did the most work
+  };
+  std::deque<Step> steps_;  // the kept steps, newest last
   std::vector<double> sorted_;
 };
 

@@ -11,7 +11,7 @@ int64_t tagged_step(const sp_event& ev) { return static_cast<int64_t>(ev.step_pl
 }  // namespace
 
 StepCutter::StepCutter(Limits limits, uint64_t origin_ns)
-    : limits_(limits), last_mark_ns_(origin_ns) {}
+    : limits_(limits), last_mark_{0, origin_ns} {}
 
 void StepCutter::add_to(Bucket* bucket, const sp_event& ev) {
   if (bucket->ops.size() >= limits_.max_events_per_step) {
@@ -74,10 +74,10 @@ void StepCutter::add_ring_drops(uint64_t count) {
 
 void StepCutter::add_mark(StepMark mark) {
   // CLOCK_REALTIME may be stepped back (NTP); a mark never moves before the previous one.
-  mark.t_ns = std::max(mark.t_ns, last_mark_ns_);
+  mark.t_ns = std::max(mark.t_ns, last_mark_.t_ns);
   Bucket b;
   b.mark = mark;
-  b.start_ns = last_mark_ns_;
+  b.start_ns = last_mark_.t_ns;
   b.dropped = std::exchange(open_.dropped, 0);
   if (mark.thread_id != 0 && mark.thread_id == last_mark_.thread_id &&
       mark.thread_cpu_ns >= last_mark_.thread_cpu_ns && last_mark_.thread_cpu_ns != 0) {
@@ -102,7 +102,6 @@ void StepCutter::add_mark(StepMark mark) {
   for (auto it = waiting_end; it != tagged_waiting_.end(); ++it) add_to(&b, *it);
   tagged_waiting_.erase(waiting_end, tagged_waiting_.end());
 
-  last_mark_ns_ = mark.t_ns;
   pending_.push_back(std::move(b));
 }
 

@@ -80,8 +80,9 @@ class StepCutter {
   bool closed_any_ = false;
   int64_t last_closed_step_ = 0;
   uint64_t closed_until_ns_ = 0;  // untagged events starting at or before this are late
-  uint64_t last_mark_ns_ = 0;
-  StepMark last_mark_;  // for the step CPU time
+  // The previous mark (its time clamped, never before the one before it; at first the origin):
+  // the next step's start, and the CPU clock its CPU time is measured from.
+  StepMark last_mark_;
   uint64_t discarded_ = 0;
   uint64_t annotations_dropped_ = 0;
 };
