@@ -143,6 +143,14 @@ void AlarmTracker::unit_alarms(const StepInput& in, const UnitFamily& family, Cu
     // that led at least as often).
     const Persistence* lead = columns ? in.dp_lead : nullptr;
     const double p_lead = lead && lead->unit == static_cast<int>(u) ? lead->p : 1.0;
+    // Its CPU work over the recent steps, with the step verdict's gate (a median excess of at
+    // least min_slowdown of the ideal step); where CPU times are known it takes half of
+    // alarm_alpha, the wall tests the other half (x2 each).
+    const WorkHistory::Lead* work = columns && in.dp_work && in.dp_work->steps > 0 ? in.dp_work : nullptr;
+    const double p_work = work && work->unit == static_cast<int>(u) && work->median_excess >= cfg_.min_slowdown
+                              ? work->p
+                              : 1.0;
+    const double shares = work ? 2 : 1;
     // The two windows' means share alarm_alpha (x2); a dp rank's lead takes half the long
     // window's share, as in the verdict (noise_units.cpp, worker_evidence).
     const double long_share = lead ? 4 : 2;
@@ -156,7 +164,8 @@ void AlarmTracker::unit_alarms(const StepInput& in, const UnitFamily& family, Cu
       // Hysteresis: cleared once neither window shows it, the short one no longer a standard
       // error above the null's mean and the long one no longer significant at alpha, and it no
       // longer leads the long window at alpha.
-      if (p_short > kClearP1 && family.window_p1(u, cfg_.alarm_long_steps) > cfg_.alpha && p_lead >= cfg_.alpha) {
+      if (p_short > kClearP1 && family.window_p1(u, cfg_.alarm_long_steps) > cfg_.alpha && p_lead >= cfg_.alpha &&
+          p_work >= cfg_.alpha) {
         clear(*it, evidence(target, Cause::kNone, in.step, family.window_mean_S(u, cfg_.alarm_short_steps), p_short, names_unit),
               out);
       }
@@ -169,7 +178,7 @@ void AlarmTracker::unit_alarms(const StepInput& in, const UnitFamily& family, Cu
                     family.window_median_z(u, cfg_.alarm_short_steps) <= 0)) {
       p_window = 1.0;
     }
-    const double p = lead ? std::min(p_window, 4 * p_lead) : p_window;
+    const double p = shares * std::min(lead ? std::min(p_window, 4 * p_lead) : p_window, p_work);
     if (p >= cfg_.alarm_alpha) continue;
     if (!named_on_most_recent(u, columns)) continue;
     // A stage with a rank in alarm is slow because of that rank (ranks are judged against

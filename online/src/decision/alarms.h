@@ -11,6 +11,9 @@
 //   have named it (a rank of its dp column, or the stage) on most of the short window: an alarm
 //   says "27 of the last 30 steps"; one whose steps named someone else, or nobody, says nothing
 //   true (long-tailed sequence lengths make a different rank the heaviest on every step).
+//   A dp rank is raised by its lead over the long window (persistence.h) too, and where the
+//   ranks' work is on the CPU by the CPU work test (WorkHistory, the step verdict's test): a
+//   rank that computes more on cores it shares with its peers, whose wall times scatter.
 // - A cause without one rank or stage (comm on a slow link, CPU delays everywhere): raised
 //   when the steps naming it over the long window are too many for chance, each step naming
 //   anything with probability <= alpha under the null (binomial test at alarm_alpha), and a step
@@ -69,6 +72,9 @@ class AlarmTracker {
     bool slow_step = false;  // S itself significant against the null (p_S < alpha)
     // The dp rank that led the most recent steps and its persistence test (persistence.h).
     const Persistence* dp_lead = nullptr;
+    // The dp rank that did more CPU work over recent steps, where the ranks' work is on the
+    // CPU, and its test (persistence.h, WorkHistory); nullptr or no steps: no CPU times.
+    const WorkHistory::Lead* dp_work = nullptr;
   };
   // The alarms this step raises or clears.
   std::vector<AlarmEvent> update(const StepInput& in);

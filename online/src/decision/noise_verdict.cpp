@@ -312,6 +312,7 @@ void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, double comm
   in.S = v->S;
   in.slow_step = v->p_S < cfg_.alpha;
   in.dp_lead = &dp_lead_;
+  in.dp_work = &work_lead_;
   in.costs_more.resize(static_cast<size_t>(m.dp_size));
   for (int d = 0; d < m.dp_size; ++d) in.costs_more[static_cast<size_t>(d)] = costs_more_than_jitter(static_cast<size_t>(d));
   v->alarms = alarms_.update(in);

@@ -112,17 +112,22 @@ void WorkHistory::add(const std::vector<double>& cpu, double ideal_s) {
     if (!(c > 0)) return;
   }
   if (!steps_.empty() && steps_.back().excess.size() != n) steps_.clear();
+  if (tail_.units() != static_cast<int>(n)) tail_ = RankSumTail(static_cast<int>(n), window_);
   sorted_.assign(cpu.begin(), cpu.end());
   std::sort(sorted_.begin(), sorted_.end());
   // The upper median of the others: index j = (n - 1) / 2 of the n - 1 others, which is the
   // sorted array's j when the unit itself sits above j, else its j + 1.
   const size_t j = (n - 1) / 2;
-  std::vector<float> row(n);
+  Step step{std::vector<float>(n), std::vector<uint8_t>(n)};
   for (size_t u = 0; u < n; ++u) {
     const double peers = cpu[u] > sorted_[j] ? sorted_[j] : sorted_[j + 1];
-    row[u] = static_cast<float>((cpu[u] - peers) / ideal_s);
+    step.excess[u] = static_cast<float>((cpu[u] - peers) / ideal_s);
   }
-  steps_.push_back({std::move(row), static_cast<int>(std::max_element(cpu.begin(), cpu.end()) - cpu.begin())});
+  order_.resize(n);
+  for (size_t u = 0; u < n; ++u) order_[u] = u;
+  std::stable_sort(order_.begin(), order_.end(), [&cpu](size_t a, size_t b) { return cpu[a] < cpu[b]; });
+  for (size_t r = 0; r < n; ++r) step.level[order_[r]] = static_cast<uint8_t>(tail_.level(static_cast<int>(r)));
+  steps_.push_back(std::move(step));
   while (steps_.size() > static_cast<size_t>(window_)) steps_.pop_front();
 }
 
@@ -132,30 +137,30 @@ WorkHistory::Lead WorkHistory::lead(int k, int excluded) const {
   const size_t n = steps_.back().excess.size();
   const size_t steps = k <= 0 ? steps_.size() : std::min(steps_.size(), static_cast<size_t>(k));
   const size_t first = steps_.size() - steps;
-  std::vector<double> column(steps);
-  double best = -INFINITY;
+  std::vector<int> sums(n, 0);
+  for (size_t i = first; i < steps_.size(); ++i) {
+    for (size_t u = 0; u < n; ++u) sums[u] += steps_[i].level[u];
+  }
+  size_t tested = 0;
   for (size_t u = 0; u < n; ++u) {
     if (static_cast<int>(u) == excluded) continue;
-    for (size_t i = 0; i < steps; ++i) column[i] = steps_[first + i].excess[u];
-    std::nth_element(column.begin(), column.begin() + static_cast<long>(column.size() / 2), column.end());
-    const double med = column[column.size() / 2];
-    if (med > best) {
-      best = med;
+    ++tested;
+    if (out.unit < 0 || sums[u] > out.rank_sum) {
       out.unit = static_cast<int>(u);
+      out.rank_sum = sums[u];
     }
   }
   if (out.unit < 0) return out;
-  out.median_excess = best;
-  out.steps = static_cast<int>(steps);
+  const auto unit = static_cast<size_t>(out.unit);
+  std::vector<double> column;
   for (size_t i = first; i < steps_.size(); ++i) {
-    out.above += steps_[i].excess[static_cast<size_t>(out.unit)] > 0;
-    out.most += steps_[i].most == out.unit;
+    column.push_back(steps_[i].excess[unit]);
+    out.above += steps_[i].excess[unit] > 0;
   }
-  const double units = static_cast<double>(n);
-  const double q_above = static_cast<double>(n - 1 - (n - 1) / 2) / units;
-  const double p =
-      std::min(binomial_upper(out.above, out.steps, q_above), binomial_upper(out.most, out.steps, 1.0 / units));
-  out.p = std::min(1.0, 2 * units * p);
+  std::nth_element(column.begin(), column.begin() + static_cast<long>(column.size() / 2), column.end());
+  out.median_excess = column[column.size() / 2];
+  out.steps = static_cast<int>(steps);
+  out.p = std::min(1.0, static_cast<double>(tested) * tail_.p(out.rank_sum, out.steps));
   return out;
 }
 

@@ -32,6 +32,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <vector>
 
@@ -64,15 +65,15 @@ double sign_test_p(int k, int n);
 // too, so wall times scatter more than the work does and the wall tests above see a lead
 // within the noise; CPU time leaves out the time a thread waited for a core.
 //
-// Per step, each unit's excess: its CPU time less the upper median of its peers', as a share of
-// the step's ideal time. The unit with the largest median excess over the last k steps, u, is
-// tested two ways, each a binomial tail exact for exchangeable units:
-// - on how many steps its excess was above 0, against P(an exchangeable unit is above the upper
-//   median of the N-1 others) = (N - 1 - floor((N - 1) / 2)) / N (1/2 for N even, less odd);
-// - on how many it did the most work of all, against 1/N: a unit that computes more on every
-//   step is found within a few steps (4 ranks: 4 x 4^-6 < 1e-3), where the first half needs
-//   a dozen.
-// p: 2 x the smaller (two tests), Bonferroni over the N units it was chosen from.
+// Per step, each unit's excess (its CPU time less the upper median of its peers', as a share of
+// the step's ideal time) and its rank among all units (0 = least work). Over the last k steps the
+// tested unit with the largest rank sum, u, is tested on that sum: for exchangeable units each
+// step's rank is uniform, so the sum's tail is exact (RankSumTail, significance.h) at any N and
+// any k. A rank test uses every step's order, not only whether u did the most (1 in N) or more
+// than half of its peers: 4 units, 8 steps, u the most on 7 and second on 1 is p = 1.4e-4,
+// where "the most on k of 8" needs all 8 at the same level. Its CPU time's scale never enters
+// (thread CPU time scatters differently per job and per host).
+// p: Bonferroni over the units tested (the excluded unit is compared with, never tested).
 class WorkHistory {
  public:
   explicit WorkHistory(int window) : window_(std::max(1, window)) {}
@@ -83,9 +84,9 @@ class WorkHistory {
   struct Lead {
     int unit = -1;             // -1: no step kept
     int above = 0, steps = 0;  // steps its excess was above 0, of the steps kept
-    int most = 0;              // steps it did the most work of all units
+    int rank_sum = 0;          // the sum of its rank's levels over them (RankSumTail)
     double median_excess = 0;  // its median excess over them, a share of the ideal step
-    double p = 1.0;            // both tests, corrected for the units
+    double p = 1.0;            // the rank-sum test, corrected for the units tested
   };
   // Over the last k kept steps (at most the window; k <= 0: the window). `excluded` (>= 0): a
   // unit that is compared with but never tested (NoiseVerdict: the one hosting the analysis).
@@ -94,11 +95,13 @@ class WorkHistory {
  private:
   int window_;
   struct Step {
-    std::vector<float> excess;  // per unit
-    int most = -1;              // the unit that did the most work
+    std::vector<float> excess;    // per unit
+    std::vector<uint8_t> level;   // per unit: its rank's level, 0 = least work (RankSumTail)
   };
   std::deque<Step> steps_;  // the kept steps, newest last
+  RankSumTail tail_;        // for the current number of units
   std::vector<double> sorted_;
+  std::vector<size_t> order_;
 };
 
 }  // namespace sp::online

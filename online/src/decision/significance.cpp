@@ -64,6 +64,34 @@ double binomial_upper(int k, int n, double q) {
   return std::min(1.0, total);
 }
 
+RankSumTail::RankSumTail(int units, int max_steps)
+    : units_(std::max(1, units)), levels_(std::min(std::max(1, units), kMaxLevels)) {
+  std::vector<double> pmf(static_cast<size_t>(levels_), 0.0);
+  for (int r = 0; r < units_; ++r) pmf[static_cast<size_t>(level(r))] += 1.0 / units_;
+  std::vector<double> dist{1.0};  // the sum over 0 steps
+  for (int n = 1; n <= std::max(1, max_steps); ++n) {
+    std::vector<double> next(dist.size() + pmf.size() - 1, 0.0);
+    for (size_t s = 0; s < dist.size(); ++s) {
+      for (size_t l = 0; l < pmf.size(); ++l) next[s + l] += dist[s] * pmf[l];
+    }
+    dist = std::move(next);
+    std::vector<double> upper(dist.size() + 1, 0.0);
+    for (size_t s = dist.size(); s-- > 0;) upper[s] = upper[s + 1] + dist[s];
+    upper_.push_back(std::move(upper));
+  }
+}
+
+int RankSumTail::level(int rank) const {
+  return static_cast<int>(static_cast<int64_t>(rank) * levels_ / std::max(1, units_));
+}
+
+double RankSumTail::p(int sum, int n) const {
+  if (n <= 0 || static_cast<size_t>(n) > upper_.size()) return 1.0;
+  if (sum <= 0) return 1.0;
+  const std::vector<double>& u = upper_[static_cast<size_t>(n - 1)];
+  return static_cast<size_t>(sum) < u.size() ? std::min(1.0, u[static_cast<size_t>(sum)]) : 0.0;
+}
+
 void UnitFamily::add_null(const std::vector<double>& scores, const std::vector<int>* groups) {
   if (!draws_.empty() && draws_.back().size() != scores.size()) {
     draws_.clear();  // the job changed shape: its old null and history do not apply

@@ -52,6 +52,29 @@ double null_widening(double observed_sd, double dof, double null_sd);
 // P(Binomial(n, q) >= k).
 double binomial_upper(int k, int n, double q);
 
+// The rank-sum test's null for one unit among N exchangeable ones: its rank among them on each
+// step, 0 (least) to N - 1, is uniform and independent across steps, so the sum of its ranks over
+// n steps has an exact distribution (a convolution of discrete uniforms). Above kMaxLevels units
+// the rank is coarsened to kMaxLevels levels (level = rank x L / N, each level's probability its
+// share of the N ranks), which keeps the table small at thousands of units and is exact for the
+// coarsened sum. Built once per N, for sums over up to `max_steps` steps.
+class RankSumTail {
+ public:
+  static constexpr int kMaxLevels = 64;
+  RankSumTail() = default;
+  RankSumTail(int units, int max_steps);
+  int units() const { return units_; }
+  int levels() const { return levels_; }
+  // The level of rank `rank` (0 = least) among the units.
+  int level(int rank) const;
+  // P(the sum of n steps' levels >= sum) under exchangeability.
+  double p(int sum, int n) const;
+
+ private:
+  int units_ = 0, levels_ = 0;
+  std::vector<std::vector<double>> upper_;  // upper_[n - 1][s] = P(sum over n steps >= s)
+};
+
 struct PoolSummary {
   double q50 = 0, q84 = 0, q90 = 0, mean = 0, sd = 0;
   double tail_scale = 0;  // mean excess of the draws above q90
