@@ -140,7 +140,6 @@ void NoiseVerdict::name_persistent(const StepModel& m, size_t d, const UnitEvide
     return;
   }
   if (v->named_by == "cpu-work") {
-    v->cpu_work = {work_lead_.above, work_lead_.steps, work_lead_.median_excess};
     v->evidence = "rank " + std::to_string(r) + " did more CPU work than its dp rank peers on " +
                   std::to_string(work_lead_.above) + " of the last " + std::to_string(work_lead_.steps) +
                   " steps (median +" + fixed(100 * work_lead_.median_excess, 1) +

@@ -265,6 +265,11 @@ void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, double comm
   v->p_S = step_null_.p(v->S);
   find_leaders(m);
   find_column_ranks(m, *v);
+  const int worked = work_lead_.unit >= 0 ? column_rank(m, *v, work_lead_.unit) : -1;
+  v->cpu_work = {};
+  if (worked >= 0) {
+    v->cpu_work = {Culprit::rank(worked), work_lead_.above, work_lead_.steps, work_lead_.median_excess, work_lead_.p};
+  }
 
   const UnitEvidence e = cause_p(m, seq, comm_p, *v);
   v->p = e.p;

@@ -96,8 +96,9 @@ nlohmann::ordered_json verdict_to_json(const StepVerdict& v) {
                       {"rival_led", v.persist.rival_led}, {"ahead", v.persist.ahead}, {"ahead_of", v.persist.ahead_of},
                       {"p", v.persist.p}};
     }
-    if (v.named_by == "cpu-work") {
-      j["cpu_work"] = {{"above", v.cpu_work.above}, {"of", v.cpu_work.of}, {"excess", v.cpu_work.excess}};
+    if (!v.cpu_work.target.empty()) {
+      j["cpu_work"] = {{"target", v.cpu_work.target.text()}, {"above", v.cpu_work.above}, {"of", v.cpu_work.of},
+                       {"excess", v.cpu_work.excess},           {"p", v.cpu_work.p}};
     }
   }
   j["dp_size"] = v.dp_size;

@@ -78,12 +78,16 @@ struct PersistenceEvidence {
   double p = 1.0;
 };
 
-// The CPU work test that named a worker (named_by "cpu-work"): its dp rank did more CPU work
-// than the upper median of its peers on `above` of the last `of` steps, by a median of
-// `excess` (a share of the ideal step).
+// The CPU work test (persistence.h, WorkHistory), on every step where the ranks' CPU times are
+// known: the dp rank it tests, pointed at by `target` (a rank of that dp column), did more CPU
+// work than the upper median of its peers on `above` of the last `of` steps, by a median of
+// `excess` (a share of the ideal step); `p`, its test (both windows corrected for). It names the
+// rank (named_by "cpu-work") only under the conditions noise_verdict.cpp gives.
 struct CpuWorkEvidence {
+  Culprit target;  // empty: no CPU times (a device's work, or a summary without them)
   int above = 0, of = 0;
   double excess = 0;
+  double p = 1.0;
 };
 
 struct StepVerdict {
@@ -138,7 +142,7 @@ struct StepVerdict {
   // rank that led the most recent steps.
   std::string named_by;
   PersistenceEvidence persist;
-  CpuWorkEvidence cpu_work;        // named_by "cpu-work" only
+  CpuWorkEvidence cpu_work;
   std::vector<AlarmEvent> alarms;  // alarms raised or cleared at this step
 };
 
