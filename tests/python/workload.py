@@ -28,6 +28,15 @@ def pause(seconds: float) -> None:
         time.sleep(seconds)
 
 
+def burn(cpu_seconds: float, a: torch.Tensor) -> None:
+    """Real work: matmuls until this thread has run `cpu_seconds` on a core. Sized in CPU time,
+    not wall time: on shared cores the same work takes a varying wall time, as real work does."""
+    end = time.thread_time() + cpu_seconds
+    with torch.no_grad():
+        while time.thread_time() < end:
+            a @ a
+
+
 class SleepOp(torch.autograd.Function):
     """Identity whose forward and backward take a chosen time."""
 
@@ -51,11 +60,14 @@ class TimedNet(nn.Module):
         self.fwd_s = 0.0
         self.bwd_s = 0.0
         self.on_forward = None  # hook for injected work inside the forward (GC pauses)
+        self.burn_s = 0.0  # CPU seconds of real work in each forward (burn)
+        self.burn_with = torch.randn(64, 64)
 
     def forward(self, x, attention_mask=None):  # noqa: ANN001
         h = torch.relu(self.inp(x))
         if self.on_forward is not None:
             self.on_forward()
+        burn(self.burn_s, self.burn_with)
         h = SleepOp.apply(h, self.fwd_s, self.bwd_s)
         return self.out(h)
 
@@ -130,6 +142,10 @@ def run_data_parallel(spec: dict, rank: int, world: int) -> list[float]:
     steps = spec.get("steps", 30)
     microbatches = spec.get("microbatches", 1)
     model = TimedNet()
+    # Every rank computes burn_ms of real CPU work per forward; burn_rank burn_factor x that.
+    model.burn_s = spec.get("burn_ms", 0) / 1e3
+    if rank == spec.get("burn_rank", -1):
+        model.burn_s *= spec["burn_factor"]
     ddp = nn.parallel.DistributedDataParallel(model)
     opt = torch.optim.SGD(ddp.parameters(), lr=1e-3)
     data = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(4096, 16)),
