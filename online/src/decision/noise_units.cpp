@@ -143,8 +143,9 @@ void NoiseVerdict::name_persistent(const StepModel& m, size_t d, const UnitEvide
     v->evidence = "rank " + std::to_string(r) + " did more CPU work than its dp rank peers on " +
                   std::to_string(work_lead_.above) + " of the last " + std::to_string(work_lead_.steps) +
                   " steps (median +" + fixed(100 * work_lead_.median_excess, 1) +
-                  "% of the ideal step); its dp rank's score " + fixed(v->dp_S[d], 3) + " this step; p=" +
-                  p_value_text(v->p);
+                  "% of the ideal step), more than every other on " + std::to_string(work_lead_.most) +
+                  " (median +" + fixed(100 * work_lead_.median_lead, 1) + "%); its dp rank's score " +
+                  fixed(v->dp_S[d], 3) + " this step; p=" + p_value_text(v->p);
     return;
   }
   v->evidence = "rank " + std::to_string(r) + " late over the recent steps: its dp rank's score " +

@@ -183,14 +183,14 @@ void NoiseVerdict::rules_within_noise(const StepModel& m, double p, StepVerdict*
       }
     }
     // The CPU work test's dp rank (persistence.h, WorkHistory): where the ranks' work is on the
-    // CPU, one that did more of it than its peers on significantly many recent steps, by a
-    // median excess of at least min_slowdown of the step, and whose own durations cost this
-    // step at least that much (its dp rank's score). Not "late this step" as the tests above
+    // CPU, one that did more of it than its peers on significantly many recent steps, ahead of
+    // every other by a median lead of at least min_slowdown of the step, and whose own
+    // durations cost this step at least that much (its dp rank's score). Not "late this step" as the tests above
     // ask: on cores the ranks share, the rank that computes more also slows its neighbours, so
     // on some steps one of them is the later, by the jitter, while the work is still its.
     const int d = work_lead_.unit;
     if (d >= 0 && static_cast<size_t>(d) < v->dp_S.size() &&
-        work_lead_.median_excess >= cfg_.min_slowdown && v->dp_S[static_cast<size_t>(d)] - 1.0 >= cfg_.min_slowdown &&
+        work_lead_.median_lead >= cfg_.min_slowdown && v->dp_S[static_cast<size_t>(d)] - 1.0 >= cfg_.min_slowdown &&
         work_lead_.p < cfg_.alpha && (pick < 0 || work_lead_.p < named.p)) {
       pick = d;
       named = {work_lead_.p, "cpu-work"};
@@ -268,7 +268,8 @@ void NoiseVerdict::judge(const StepModel& m, const SeqEvidence& seq, double comm
   const int worked = work_lead_.unit >= 0 ? column_rank(m, *v, work_lead_.unit) : -1;
   v->cpu_work = {};
   if (worked >= 0) {
-    v->cpu_work = {Culprit::rank(worked), work_lead_.above, work_lead_.steps, work_lead_.median_excess, work_lead_.p};
+    const WorkHistory::Lead& w = work_lead_;
+    v->cpu_work = {Culprit::rank(worked), w.above, w.steps, w.most, w.median_excess, w.median_lead, w.p};
   }
 
   const UnitEvidence e = cause_p(m, seq, comm_p, *v);

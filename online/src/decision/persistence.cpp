@@ -118,10 +118,11 @@ void WorkHistory::add(const std::vector<double>& cpu, double ideal_s) {
   // The upper median of the others: index j = (n - 1) / 2 of the n - 1 others, which is the
   // sorted array's j when the unit itself sits above j, else its j + 1.
   const size_t j = (n - 1) / 2;
-  Step step{std::vector<float>(n), std::vector<uint8_t>(n)};
+  Step step{std::vector<float>(n), std::vector<float>(n), std::vector<uint8_t>(n)};
   for (size_t u = 0; u < n; ++u) {
     const double peers = cpu[u] > sorted_[j] ? sorted_[j] : sorted_[j + 1];
     step.excess[u] = static_cast<float>((cpu[u] - peers) / ideal_s);
+    step.share[u] = static_cast<float>(cpu[u] / ideal_s);
   }
   order_.resize(n);
   for (size_t u = 0; u < n; ++u) order_[u] = u;
@@ -130,6 +131,13 @@ void WorkHistory::add(const std::vector<double>& cpu, double ideal_s) {
   steps_.push_back(std::move(step));
   while (steps_.size() > static_cast<size_t>(window_)) steps_.pop_front();
 }
+
+namespace {
+double median_of(std::vector<double>* v) {
+  std::nth_element(v->begin(), v->begin() + static_cast<long>(v->size() / 2), v->end());
+  return (*v)[v->size() / 2];
+}
+}  // namespace
 
 WorkHistory::Lead WorkHistory::lead(int k, int excluded) const {
   Lead out;
@@ -152,13 +160,23 @@ WorkHistory::Lead WorkHistory::lead(int k, int excluded) const {
   }
   if (out.unit < 0) return out;
   const auto unit = static_cast<size_t>(out.unit);
-  std::vector<double> column;
+  // Its lead over the other tested units (persistence.h); with no other tested unit (two
+  // units, one excluded), over the excluded one.
+  const bool others_tested = tested > 1;
+  std::vector<double> excess, lead;
   for (size_t i = first; i < steps_.size(); ++i) {
-    column.push_back(steps_[i].excess[unit]);
-    out.above += steps_[i].excess[unit] > 0;
+    const Step& s = steps_[i];
+    float top = -INFINITY;
+    for (size_t v = 0; v < n; ++v) {
+      if (v != unit && (static_cast<int>(v) != excluded || !others_tested)) top = std::max(top, s.share[v]);
+    }
+    excess.push_back(s.excess[unit]);
+    lead.push_back(s.share[unit] - top);
+    out.above += s.excess[unit] > 0;
+    out.most += s.share[unit] > top;
   }
-  std::nth_element(column.begin(), column.begin() + static_cast<long>(column.size() / 2), column.end());
-  out.median_excess = column[column.size() / 2];
+  out.median_excess = median_of(&excess);
+  out.median_lead = median_of(&lead);
   out.steps = static_cast<int>(steps);
   out.p = std::min(1.0, static_cast<double>(tested) * tail_.p(out.rank_sum, out.steps));
   return out;

@@ -97,8 +97,9 @@ nlohmann::ordered_json verdict_to_json(const StepVerdict& v) {
                       {"p", v.persist.p}};
     }
     if (!v.cpu_work.target.empty()) {
-      j["cpu_work"] = {{"target", v.cpu_work.target.text()}, {"above", v.cpu_work.above}, {"of", v.cpu_work.of},
-                       {"excess", v.cpu_work.excess},           {"p", v.cpu_work.p}};
+      const CpuWorkEvidence& w = v.cpu_work;
+      j["cpu_work"] = {{"target", w.target.text()}, {"above", w.above}, {"of", w.of}, {"most", w.most},
+                       {"excess", w.excess},        {"lead", w.lead},   {"p", w.p}};
     }
   }
   j["dp_size"] = v.dp_size;

@@ -119,6 +119,35 @@ TEST(WorkHistory, AUnitThatDoesMoreWorkOnMostStepsIsFound) {
   EXPECT_GT(l.median_excess, 0.1);
 }
 
+// A group of units that all do more (a slower host: 8 of 64 ranks 5% above the rest, each
+// rank's CPU time scattering by 1%) tops the order, but no one of them leads the others by
+// what the verdict names (min_slowdown, 1% of the step): its lead is the scatter among them.
+// One rank alone 5% above the rest leads every other by more than that.
+TEST(WorkHistory, AGroupThatDoesMoreIsNoOneRanksWork) {
+  std::mt19937 rng(5);
+  std::normal_distribution<double> z(0.0, 1.0);
+  for (const int group : {8, 1}) {
+    SCOPED_TRACE(group);
+    WorkHistory h(32);
+    for (int s = 0; s < 32; ++s) {
+      std::vector<double> cpu(64);
+      for (int u = 0; u < 64; ++u) {
+        const bool more = u <= 8 && u > 8 - group;  // ranks 1-8, or rank 8 alone
+        cpu[static_cast<size_t>(u)] = 0.1 * std::exp(0.01 * z(rng)) * (more ? 1.05 : 1.0);
+      }
+      h.add(cpu, 0.1);
+    }
+    const WorkHistory::Lead l = h.lead(32, 0);
+    EXPECT_GE(l.unit, 9 - group);
+    EXPECT_LE(l.unit, 8);
+    EXPECT_LT(l.p, 1e-3);  // the order sees both
+    EXPECT_EQ(l.median_lead >= 0.01, group == 1) << l.median_lead;
+    if (group == 1) {
+      EXPECT_EQ(l.most, 32);
+    }
+  }
+}
+
 // A step where some unit's CPU time is unknown (0) is not kept; a change in the number of units
 // starts the history again; the window keeps the last `window` steps.
 TEST(WorkHistory, UnknownStepsAreLeftOutAndTheWindowSlides) {

@@ -81,12 +81,13 @@ struct PersistenceEvidence {
 // The CPU work test (persistence.h, WorkHistory), on every step where the ranks' CPU times are
 // known: the dp rank it tests, pointed at by `target` (a rank of that dp column), did more CPU
 // work than the upper median of its peers on `above` of the last `of` steps, by a median of
-// `excess` (a share of the ideal step); `p`, its test (both windows corrected for). It names the
-// rank (named_by "cpu-work") only under the conditions noise_verdict.cpp gives.
+// `excess` (a share of the ideal step), and more than every other on `most` of them, by a
+// median of `lead`; `p`, its test (both windows corrected for). It names the rank (named_by
+// "cpu-work") only under the conditions noise_verdict.cpp gives.
 struct CpuWorkEvidence {
   Culprit target;  // empty: no CPU times (a device's work, or a summary without them)
-  int above = 0, of = 0;
-  double excess = 0;
+  int above = 0, of = 0, most = 0;
+  double excess = 0, lead = 0;
   double p = 1.0;
 };
 
