@@ -112,6 +112,7 @@ int main(int argc, char** argv) {
   run->add_option("--onset", o.onset, "first step of every fault");
   run->add_flag("--full", o.full, "clean runs only, --full-steps steps each (no alarm in 1000 steps)");
   run->add_option("--full-steps", o.full_steps, "steps of a --full clean run");
+  run->add_flag("--cpu-times", o.cpu_times, "summaries carry each rank's CPU time (the CPU work test runs)");
   run->add_option("--markdown", markdown, "also write the tables to this file");
   run->add_option("--lock", lock, "hold this flock file while a cell runs (e.g. /tmp/sp-heavy.lock)");
   std::vector<std::string> dirs;

@@ -140,6 +140,7 @@ std::vector<Cell> build_matrix(const MatrixOptions& o) {
         c.job.faults = std::move(faults);
         c.job.steps = o.full ? o.full_steps : steps_for(o, si);
         c.job.seed = o.seed;
+        c.job.cpu_times = o.cpu_times;
         if (!c.job.faults.empty()) c.twin = sh.name + "/" + (shifted ? std::string("clean-shift") : clean_name(jitter));
         cells.push_back(std::move(c));
       };

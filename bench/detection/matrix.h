@@ -22,6 +22,7 @@ struct MatrixOptions {
   int onset = 8;                              // first step of every fault
   bool full = false;                          // clean runs of 1000 steps, nothing else
   int full_steps = 1000;
+  bool cpu_times = false;                     // summaries carry CPU times (NoisyScenario::cpu_times)
 };
 
 struct Cell {

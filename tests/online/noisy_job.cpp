@@ -216,18 +216,28 @@ NoisyRun run_noisy(const NoisyScenario& sc) {
   check(sc);
   const NoiseSource noise(sc.noise, sc.seed, static_cast<int>(sc.first_step + sc.steps));
   const SeqLens seq(noise, sc.job.seqs_per_microbatch);
-  auto run_with = [&](std::vector<bool> enabled) {
+  const size_t world = static_cast<size_t>(sc.job.dp * sc.job.pp);
+  // Per (local step, rank): the compute durations drawn (NoisyScenario::cpu_times). Not the ops'
+  // spans: a DDP backward's op ends after its buckets' all-reduces, a wait and no work.
+  std::vector<double> work_s(static_cast<size_t>(sc.steps) * world, 0.0);
+  auto run_with = [&](std::vector<bool> enabled, std::vector<double>* work = nullptr) {
     const FaultedJob faulted(sc, noise, seq, std::move(enabled));
     SyntheticJob job = sc.job;
     job.jitter = 0;
     job.seq_lens = false;
     job.gc = faulted.gc_pauses();
-    job.duration_hook = [&faulted](const DurationSite& site, double d) { return faulted.duration(site, d); };
+    job.duration_hook = [&faulted, work, world](const DurationSite& site, double d) {
+      const double drawn = faulted.duration(site, d);
+      const bool compute = is_layer_compute(site.kind) || site.kind == SP_OP_OPTIMIZER;
+      const size_t at = static_cast<size_t>(site.step) * world + static_cast<size_t>(site.rank);
+      if (work && compute && at < work->size()) (*work)[at] += drawn;
+      return drawn;
+    };
     return run_synthetic(job, sc.steps);
   };
   const size_t n = sc.faults.size();
   NoisyRun out;
-  out.run = run_with(std::vector<bool>(n, true));
+  out.run = run_with(std::vector<bool>(n, true), &work_s);
   out.clean_step_time_s = run_with(std::vector<bool>(n, false)).step_time_s;
   std::vector<std::vector<double>> without(n);  // step times without fault i
   for (size_t i = 0; i < n && n > 1; ++i) {
@@ -241,6 +251,12 @@ NoisyRun run_noisy(const NoisyScenario& sc) {
       for (sp_event& e : s.ops) {
         if (e.kind == SP_OP_COLLECTIVE) e.seq += static_cast<uint64_t>(sc.first_step * sc.job.buckets);
       }
+    }
+  }
+  for (size_t local = 0; local < out.run.steps.size() && sc.cpu_times; ++local) {
+    for (auto& s : out.run.steps[local]) {
+      const size_t at = local * world + static_cast<size_t>(s.rank);
+      s.step_cpu_ns = at < work_s.size() ? static_cast<uint64_t>(std::llround(work_s[at] * 1e9)) : 0;
     }
   }
   for (const Fault& f : sc.faults) {

@@ -78,6 +78,11 @@ struct NoisyScenario {
   // A fault counts on a step when removing it makes the step at least this much faster;
   // below it the step is `marginal` (the fault is there, its effect is not measurable).
   double min_effect = 0.01;
+  // Each rank's summary carries its step's CPU time (StepSummary::step_cpu_ns), as the probe's
+  // step-marking thread reads it where a rank's work is on the CPU: the sum of its forward,
+  // backward and optimizer times as drawn (its work, with the noise, the drift and a slow
+  // rank's fault; not its waits). Off: 0, unknown, as from a device-timed job.
+  bool cpu_times = false;
 };
 
 // One fault's part in one step.

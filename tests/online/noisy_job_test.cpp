@@ -214,6 +214,23 @@ TEST(NoisyJob, ASlowRankIsTheTruthFromItsOnsetAndItsSlowdownIsItsExtraTime) {
   }
 }
 
+// With cpu_times, each rank's step CPU time is its work (forward, backward, optimizer): a slow
+// rank's is 30% more from its onset; without, it is unknown (0).
+TEST(NoisyJob, CpuTimesAreEachRanksWork) {
+  NoisyScenario sc = scenario({{FaultKind::kSlowRank, 2, 0.3, 0, 4}});
+  EXPECT_EQ(run_noisy(sc).run.steps[0][0].step_cpu_ns, 0u);
+  sc.cpu_times = true;
+  const NoisyRun run = run_noisy(sc);
+  const SyntheticJob base;
+  const double work_ns = 1e9 * (base.forward_s + base.backward_s + base.optimizer_s);
+  for (const auto& step : run.run.steps) {
+    for (const runtime::StepSummary& s : step) {
+      const double slow = s.rank == 2 && s.step >= 4 ? 1.3 : 1.0;
+      EXPECT_NEAR(static_cast<double>(s.step_cpu_ns), slow * work_ns, 1e3) << s.step << " " << s.rank;
+    }
+  }
+}
+
 TEST(NoisyJob, GcPausesAndDataStallsAddTheirPauseToTheStep) {
   const NoisyRun run = run_noisy(scenario({{FaultKind::kGcPauses, 1, 0, 0.04, 2, 3}}));
   const NoisyRun stall = run_noisy(scenario({{FaultKind::kDataStall, 3, 0, 0.02, 1, 2}}));
