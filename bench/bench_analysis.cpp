@@ -9,7 +9,6 @@
 // table it reads; the process's max RSS is printed at the end.
 #include <CLI/CLI.hpp>
 
-#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -19,6 +18,7 @@
 #include <vector>
 
 #include "heap_counter.h"
+#include "straggler_probe/thread_clock.h"
 #include "straggler_probe/whatif/analysis.h"
 #include "straggler_probe/whatif/synthetic_trace.h"
 #include "straggler_probe/whatif/trace_loader.h"
@@ -35,17 +35,12 @@ constexpr double kMiB = 1024.0 * 1024.0;
 // does not depend on what else runs; the best-of-N wall time is printed beside it.
 struct Clock {
   std::chrono::steady_clock::time_point wall0 = std::chrono::steady_clock::now();
-  double cpu0 = thread_cpu_seconds();
+  double cpu0 = sp::runtime::thread_cpu_seconds();
 
-  static double thread_cpu_seconds() {
-    timespec ts{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-  }
   double wall() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   }
-  double cpu() const { return thread_cpu_seconds() - cpu0; }
+  double cpu() const { return sp::runtime::thread_cpu_seconds() - cpu0; }
 };
 
 size_t table_bytes(const TraceTable& t) {

@@ -14,7 +14,6 @@
 // steps' analysis is instrumented, so callgrind's instruction count is that of those steps
 // (repeatable on a shared machine, unlike times). bench/online/run_online_scaling.sh does both.
 #include <CLI/CLI.hpp>
-#include <time.h>
 #include <valgrind/callgrind.h>
 
 #include <algorithm>
@@ -25,6 +24,7 @@
 #include <vector>
 
 #include "../heap_counter.h"
+#include "straggler_probe/thread_clock.h"
 #include "ideal/ideal_window.h"
 #include "decision/noise_verdict.h"
 #include "replay/slowdown_metrics.h"
@@ -41,11 +41,7 @@ using sp::runtime::StepSummary;
 constexpr double kMiB = 1024.0 * 1024.0;
 constexpr int kDistinctSteps = 4;  // generated once, then fed again and again (renumbered)
 
-double thread_cpu_s() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
+double thread_cpu_s() { return sp::runtime::thread_cpu_seconds(); }
 
 double wall_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();

@@ -1,16 +1,8 @@
 #include "cpu_budget.h"
 
-#include <time.h>
-
 #include <algorithm>
 
 namespace sp::online {
-
-double thread_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
 
 bool CpuBudget::allow(int64_t now_ns) {
   if (!limited()) return true;

@@ -8,9 +8,6 @@
 
 namespace sp::online {
 
-// CPU time of the calling thread, seconds.
-double thread_cpu_seconds();
-
 class CpuBudget {
  public:
   CpuBudget(double share, double burst_s) : share_(share), cap_(share * burst_s), credit_(cap_) {}

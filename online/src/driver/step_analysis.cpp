@@ -10,6 +10,7 @@
 #include "decision/hang_rule.h"
 #include "output/ledger.h"
 #include "ideal/robust_stats.h"
+#include "straggler_probe/thread_clock.h"
 #include "model/step_model_builder.h"
 #include "straggler_probe/whatif/number_text.h"
 #include "straggler_probe/whatif/op_graph.h"
@@ -78,7 +79,7 @@ StepAnalysis::Outcome StepAnalysis::analyze(int64_t step,
     out.skip_reason = budget_reason(*stats, budget_.share());
     return out;
   }
-  const double cpu0 = thread_cpu_seconds();
+  const double cpu0 = runtime::thread_cpu_seconds();
   std::string error;
   std::optional<StepModel> model = build_step_model(by_rank, ModelOptions{}, &error);
   if (model) {
@@ -113,7 +114,7 @@ StepAnalysis::Outcome StepAnalysis::analyze(int64_t step,
     out.skip_kind = "malformed";
     out.skip_reason = error;
   }
-  const double cpu = thread_cpu_seconds() - cpu0;
+  const double cpu = runtime::thread_cpu_seconds() - cpu0;
   budget_.spend(cpu);
   stats->analysis_cpu_s += cpu;
   stats->analysis_cpu_max_s = std::max(stats->analysis_cpu_max_s, cpu);
@@ -192,7 +193,7 @@ double StepAnalysis::hang_bound() const {
 
 void StepAnalysis::settle(OnlineStats* stats) {
   if (!owing_model_) return;
-  const double cpu0 = thread_cpu_seconds();
+  const double cpu0 = runtime::thread_cpu_seconds();
   const StepModel model = std::move(*owing_model_);
   owing_model_.reset();
   try {
@@ -201,7 +202,7 @@ void StepAnalysis::settle(OnlineStats* stats) {
     ++stats->analysis_errors;
     stats->last_error = std::string("the noise model's first null pool: ") + e.what();
   }
-  const double cpu = thread_cpu_seconds() - cpu0;
+  const double cpu = runtime::thread_cpu_seconds() - cpu0;
   budget_.spend(cpu);
   stats->analysis_cpu_s += cpu;
 }

@@ -1,6 +1,5 @@
 #include "analysis_worker.h"
 
-#include <time.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -12,6 +11,7 @@
 #include "straggler_probe/online/thread_priority.h"
 #include "straggler_probe/output_line.h"
 #include "straggler_probe/step_summary.h"
+#include "straggler_probe/thread_clock.h"
 
 namespace sp::rank_pipeline {
 namespace {
@@ -22,11 +22,7 @@ int64_t now_ns() { return Steady::now().time_since_epoch().count(); }
 
 // This thread's CPU time: what a write costs the job. Its wall time is not: at nice +10 on a
 // busy host a write's wall time is mostly waiting for training to yield the core.
-std::chrono::nanoseconds thread_cpu() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
-}
+std::chrono::nanoseconds thread_cpu() { return std::chrono::nanoseconds(runtime::thread_cpu_ns()); }
 
 void note_max(std::atomic<uint64_t>& max, uint64_t v) {
   if (v > max.load()) max.store(v);

@@ -5,11 +5,11 @@
 #include <fmt/format.h>
 
 #include <atomic>
-#include <ctime>
 #include <string>
 
 #include "capture/clock.h"
 #include "straggler_probe/log.h"
+#include "straggler_probe/thread_clock.h"
 #include "probe_state.h"
 
 namespace sp::runtime {
@@ -193,12 +193,8 @@ int mark_step(int64_t step) noexcept {
   StepMark mark{step, probe_now_ns(), was_paused};
   // The training loop's CPU time, per step (a vDSO-less syscall, ~0.2 us, once a step): what
   // the rank computed, as against how long it took (a core shared with others, a device).
-  timespec cpu{};
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0) {
-    mark.thread_cpu_ns =
-        static_cast<uint64_t>(cpu.tv_sec) * 1000000000ull + static_cast<uint64_t>(cpu.tv_nsec);
-    mark.thread_id = static_cast<uint64_t>(pthread_self());
-  }
+  mark.thread_cpu_ns = thread_cpu_ns();
+  if (mark.thread_cpu_ns != 0) mark.thread_id = static_cast<uint64_t>(pthread_self());
   if (!p->marks.try_push(mark)) {
     // Only when the consumer has not run for ~1000 marks: this step merges into the next one.
     p->marks_dropped.fetch_add(1, std::memory_order_relaxed);
