@@ -9,7 +9,6 @@
 // table it reads; the process's max RSS is printed at the end.
 #include <CLI/CLI.hpp>
 
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>

@@ -219,7 +219,7 @@ NoisyRun run_noisy(const NoisyScenario& sc) {
   const size_t world = static_cast<size_t>(sc.job.dp * sc.job.pp);
   // Per (local step, rank): the compute durations drawn (NoisyScenario::cpu_times). Not the ops'
   // spans: a DDP backward's op ends after its buckets' all-reduces, a wait and no work.
-  std::vector<double> work_s(static_cast<size_t>(sc.steps) * world, 0.0);
+  std::vector<double> work_s(sc.cpu_times ? static_cast<size_t>(sc.steps) * world : 0, 0.0);
   auto run_with = [&](std::vector<bool> enabled, std::vector<double>* work = nullptr) {
     const FaultedJob faulted(sc, noise, seq, std::move(enabled));
     SyntheticJob job = sc.job;
@@ -237,7 +237,7 @@ NoisyRun run_noisy(const NoisyScenario& sc) {
   };
   const size_t n = sc.faults.size();
   NoisyRun out;
-  out.run = run_with(std::vector<bool>(n, true), &work_s);
+  out.run = run_with(std::vector<bool>(n, true), sc.cpu_times ? &work_s : nullptr);
   out.clean_step_time_s = run_with(std::vector<bool>(n, false)).step_time_s;
   std::vector<std::vector<double>> without(n);  // step times without fault i
   for (size_t i = 0; i < n && n > 1; ++i) {

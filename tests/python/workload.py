@@ -31,6 +31,8 @@ def pause(seconds: float) -> None:
 def burn(cpu_seconds: float, a: torch.Tensor) -> None:
     """Real work: matmuls until this thread has run `cpu_seconds` on a core. Sized in CPU time,
     not wall time: on shared cores the same work takes a varying wall time, as real work does."""
+    if cpu_seconds <= 0:
+        return
     end = time.thread_time() + cpu_seconds
     with torch.no_grad():
         while time.thread_time() < end:

@@ -144,8 +144,8 @@ void AlarmTracker::unit_alarms(const StepInput& in, const UnitFamily& family, Cu
     const Persistence* lead = columns ? in.dp_lead : nullptr;
     const double p_lead = lead && lead->unit == static_cast<int>(u) ? lead->p : 1.0;
     // Its CPU work over the recent steps, with the step verdict's gate (a median lead over
-    // every other rank of at least min_slowdown of the ideal step); where CPU times are known it takes half of
-    // alarm_alpha, the wall tests the other half (x2 each).
+    // every other rank of at least min_slowdown of the ideal step); where CPU times are known
+    // it takes half of alarm_alpha, the wall tests the other half (x2 each).
     const WorkHistory::Lead* work = columns && in.dp_work && in.dp_work->steps > 0 ? in.dp_work : nullptr;
     const double p_work = work && work->unit == static_cast<int>(u) && work->median_lead >= cfg_.min_slowdown
                               ? work->p

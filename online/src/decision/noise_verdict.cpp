@@ -185,9 +185,10 @@ void NoiseVerdict::rules_within_noise(const StepModel& m, double p, StepVerdict*
     // The CPU work test's dp rank (persistence.h, WorkHistory): where the ranks' work is on the
     // CPU, one that did more of it than its peers on significantly many recent steps, ahead of
     // every other by a median lead of at least min_slowdown of the step, and whose own
-    // durations cost this step at least that much (its dp rank's score). Not "late this step" as the tests above
-    // ask: on cores the ranks share, the rank that computes more also slows its neighbours, so
-    // on some steps one of them is the later, by the jitter, while the work is still its.
+    // durations cost this step at least that much (its dp rank's score). Not "late this step"
+    // as the tests above ask: on cores the ranks share, the rank that computes more also slows
+    // its neighbours, so on some steps one of them is the later, by the jitter, while the work
+    // is still its.
     const int d = work_lead_.unit;
     if (d >= 0 && static_cast<size_t>(d) < v->dp_S.size() &&
         work_lead_.median_lead >= cfg_.min_slowdown && v->dp_S[static_cast<size_t>(d)] - 1.0 >= cfg_.min_slowdown &&

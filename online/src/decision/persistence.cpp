@@ -113,20 +113,20 @@ void WorkHistory::add(const std::vector<double>& cpu, double ideal_s) {
   }
   if (!steps_.empty() && steps_.back().excess.size() != n) steps_.clear();
   if (tail_.units() != static_cast<int>(n)) tail_ = RankSumTail(static_cast<int>(n), window_);
-  sorted_.assign(cpu.begin(), cpu.end());
-  std::sort(sorted_.begin(), sorted_.end());
-  // The upper median of the others: index j = (n - 1) / 2 of the n - 1 others, which is the
-  // sorted array's j when the unit itself sits above j, else its j + 1.
-  const size_t j = (n - 1) / 2;
-  Step step{std::vector<float>(n), std::vector<float>(n), std::vector<uint8_t>(n)};
-  for (size_t u = 0; u < n; ++u) {
-    const double peers = cpu[u] > sorted_[j] ? sorted_[j] : sorted_[j + 1];
-    step.excess[u] = static_cast<float>((cpu[u] - peers) / ideal_s);
-    step.share[u] = static_cast<float>(cpu[u] / ideal_s);
-  }
+  // One sort gives both each unit's rank (its level) and the values in order.
   order_.resize(n);
   for (size_t u = 0; u < n; ++u) order_[u] = u;
   std::stable_sort(order_.begin(), order_.end(), [&cpu](size_t a, size_t b) { return cpu[a] < cpu[b]; });
+  const auto sorted = [&](size_t r) { return cpu[order_[r]]; };
+  // The upper median of the others: index j = (n - 1) / 2 of the n - 1 others, which is the
+  // sorted values' j when the unit itself sits above j, else their j + 1.
+  const size_t j = (n - 1) / 2;
+  Step step{std::vector<float>(n), std::vector<float>(n), std::vector<uint8_t>(n)};
+  for (size_t u = 0; u < n; ++u) {
+    const double peers = cpu[u] > sorted(j) ? sorted(j) : sorted(j + 1);
+    step.excess[u] = static_cast<float>((cpu[u] - peers) / ideal_s);
+    step.share[u] = static_cast<float>(cpu[u] / ideal_s);
+  }
   for (size_t r = 0; r < n; ++r) step.level[order_[r]] = static_cast<uint8_t>(tail_.level(static_cast<int>(r)));
   steps_.push_back(std::move(step));
   while (steps_.size() > static_cast<size_t>(window_)) steps_.pop_front();

@@ -110,8 +110,7 @@ class WorkHistory {
   };
   std::deque<Step> steps_;  // the kept steps, newest last
   RankSumTail tail_;        // for the current number of units
-  std::vector<double> sorted_;
-  std::vector<size_t> order_;
+  std::vector<size_t> order_;  // add()'s scratch: the units by CPU time, least first
 };
 
 }  // namespace sp::online

@@ -1,6 +1,5 @@
 #include "analysis_worker.h"
 
-
 #include <algorithm>
 #include <cstdio>
 #include <stdexcept>
